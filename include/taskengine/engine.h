@@ -1,0 +1,120 @@
+// libtaskengine: embed the engine in a C++ application.
+//
+//   auto engine = taskengine::Engine::Open({.database_path = "jobs.db"});
+//   engine.value()->DefineJob(def);
+//   engine.value()->RegisterHandler("resize", [](taskengine::JobContext& ctx) { ... });
+//   engine.value()->Start();
+//   engine.value()->Dispatch({.job = JobName("resize"), .payload_json = R"({"id":7})"});
+//   ...
+//   engine.value()->Stop();
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "taskengine/clock.h"
+#include "taskengine/job.h"
+#include "taskengine/random.h"
+#include "taskengine/status.h"
+#include "taskengine/types.h"
+
+namespace taskengine {
+
+class Store;
+
+struct QueueConfig {
+  std::string name = "default";
+  int priority = 0;     // higher is claimed first
+  int concurrency = 0;  // executions of this queue running at once in this engine; 0 = all workers
+};
+
+struct EngineOptions {
+  // SQLite database file; ":memory:" is not supported (readers need the file).
+  std::string database_path = "data/taskengine.db";
+  SyncMode sync = SyncMode::kFull;
+  // Apply schema migrations on Open. Default: true.
+  bool migrate = true;
+  // Not owned; default: the system clock / a randomly seeded source.
+  Clock* clock = nullptr;
+  RandomSource* random = nullptr;
+  // Worker threads running in-process handlers. Default: 4. 0 = dispatch only.
+  int worker_threads = 4;
+  // Queues this engine works, in any order (priority decides). Default: "default".
+  std::vector<QueueConfig> queues;
+  // Upper bound on pickup delay when a wakeup is lost or work was admitted by
+  // another process (A3). Default: 1 s.
+  Millis poll_interval_ms = 1000;
+  // How often the sweeper recovers expired leases (L4). Default: 1 s.
+  Millis sweep_interval_ms = 1000;
+  int sweep_batch = 500;
+  // Most executions one claim may take. Default: 256.
+  int claim_batch = 256;
+  // On Stop(): how long running handlers may finish before their leases are
+  // released (L6). Default: 10 s.
+  Millis shutdown_grace_ms = 10'000;
+  // This engine's worker identity. Default: "<hostname>:<pid>".
+  std::string worker_id;
+  // Run the sweeper in this engine. Default: true.
+  bool run_sweeper = true;
+};
+
+// A dispatch (A1).
+struct DispatchRequest {
+  JobName job;
+  TenantId tenant;                  // required for per-tenant jobs, refused for global ones
+  std::string payload_json = "{}"; // a JSON object, at most max_payload_bytes
+  std::string idempotency_key;      // empty = none
+  std::string requester;            // who asked; part of the fingerprint
+  Trigger trigger = Trigger::kApi;
+  Millis delay_ms = 0;              // start no earlier than now + delay
+  Millis run_at = 0;                // or at this time (wins over delay when set)
+  std::string lane_key;
+  ExecutionId parent;
+};
+
+struct DispatchResult {
+  ExecutionId id;
+  bool created = true;  // false: an earlier dispatch with the same key and payload
+  ExecutionStatus status = ExecutionStatus::kQueued;
+};
+
+// Default payload limit (A1).
+inline constexpr std::size_t kMaxPayloadBytes = 256 * 1024;
+
+// Thread-safe.
+class Engine {
+ public:
+  // Opens (and by default migrates) the database. Does not start workers.
+  static Result<std::unique_ptr<Engine>> Open(EngineOptions options);
+  virtual ~Engine() = default;
+
+  // Inserts or replaces a job definition in the database.
+  virtual Status DefineJob(const JobDefinition& job) = 0;
+  // Registers `handler` under `name` (W1). kConflict when the name is taken.
+  // REQUIRES: before Start().
+  virtual Status RegisterHandler(const std::string& name, Handler handler) = 0;
+
+  // Admits one execution; ok only after it is durably committed (S3).
+  // kConflict when the key was used with a different payload (nothing created),
+  // kNotFound for an undefined job, kInvalidArgument for bad input.
+  virtual Result<DispatchResult> Dispatch(const DispatchRequest& request) = 0;
+  // Admits many in one transaction (A5): all or none.
+  virtual Result<std::vector<DispatchResult>> DispatchBatch(
+      const std::vector<DispatchRequest>& requests) = 0;
+
+  // Starts the worker pool and the sweeper.
+  virtual Status Start() = 0;
+  // Graceful shutdown (L6): stop claiming, let running handlers finish for up
+  // to the grace period, then release the leases that remain. Idempotent.
+  virtual void Stop() = 0;
+
+  // One sweep of expired leases (all batches). Returns how many were recovered.
+  virtual Result<int> SweepOnce() = 0;
+
+  virtual Result<Execution> GetExecution(ExecutionId id) = 0;
+  // The storage behind this engine, for reads and tools. Owned by the engine.
+  virtual Store& store() = 0;
+};
+
+}  // namespace taskengine

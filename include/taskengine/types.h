@@ -1,0 +1,174 @@
+// The domain vocabulary of taskengine: ids, statuses, job definitions and
+// executions. The words here are the glossary of docs/architecture.md and are
+// used unchanged in SQL tables, CLI verbs and (later) HTTP paths.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "taskengine/clock.h"
+
+namespace taskengine {
+
+// A strongly typed integer id. `Tag` makes ExecutionId and ClaimVersion
+// distinct types that cannot be mixed up.
+template <typename Tag>
+struct IntId {
+  std::int64_t value = 0;
+  constexpr IntId() = default;
+  constexpr explicit IntId(std::int64_t v) : value(v) {}
+  friend constexpr auto operator<=>(IntId, IntId) = default;
+};
+
+// A strongly typed string id.
+template <typename Tag>
+struct StringId {
+  std::string value;
+  StringId() = default;
+  explicit StringId(std::string v) : value(std::move(v)) {}
+  bool empty() const { return value.empty(); }
+  friend auto operator<=>(const StringId&, const StringId&) = default;
+};
+
+using ExecutionId = IntId<struct ExecutionIdTag>;
+// The fencing token of a lease: bumped by every claim. Only the current claim
+// version may heartbeat, log, commit effects or publish a result (L2).
+using ClaimVersion = IntId<struct ClaimVersionTag>;
+using JobName = StringId<struct JobNameTag>;
+// Empty for executions of global jobs.
+using TenantId = StringId<struct TenantIdTag>;
+using WorkerId = StringId<struct WorkerIdTag>;
+
+// S1. Every status is distinct everywhere: storage, API, CLI, UI.
+enum class ExecutionStatus : int {
+  kQueued = 0,  // waiting to run; run_at says whether it is delayed or backing off
+  kRunning = 1,
+  kSucceeded = 2,
+  kFailed = 3,             // attempts exhausted
+  kQuarantined = 4,        // poison or ambiguous: needs an operator
+  kCanceled = 5,           // canceled before any effect escaped
+  kPartiallyCanceled = 6,  // canceled after at least one effect had committed
+};
+inline constexpr int kExecutionStatusCount = 7;
+
+// Q1.
+enum class FailureClass : int {
+  kNone = 0,
+  kRetryable = 1,
+  kPermanent = 2,
+  kAmbiguous = 3,
+  kLeaseExpired = 4,
+};
+
+enum class Trigger : int { kScheduled = 0, kManual = 1, kApi = 2, kRetry = 3, kReplay = 4 };
+
+enum class JobScope : int { kGlobal = 0, kPerTenant = 1 };
+
+std::string_view ToString(ExecutionStatus s);
+std::string_view ToString(FailureClass c);
+std::string_view ToString(Trigger t);
+std::string_view ToString(JobScope s);
+// Parse the names above; nullopt for an unknown name.
+std::optional<ExecutionStatus> ParseExecutionStatus(std::string_view s);
+std::optional<FailureClass> ParseFailureClass(std::string_view s);
+std::optional<Trigger> ParseTrigger(std::string_view s);
+std::optional<JobScope> ParseJobScope(std::string_view s);
+bool IsTerminal(ExecutionStatus s);
+
+// Name rules of product.md §1.
+bool IsValidJobName(std::string_view name);     // [a-z0-9][a-z0-9._-]{0,99}
+bool IsValidTenantId(std::string_view tenant);  // [a-z0-9][a-z0-9_-]{0,49}
+bool IsValidQueueName(std::string_view queue);  // same rule as job names
+// Idempotency keys: 1..200 printable ASCII characters.
+bool IsValidIdempotencyKey(std::string_view key);
+
+// Retry policy of a job (L5, Q1). Defaults as the spec says.
+struct RetryPolicy {
+  int max_attempts = 5;                // retryable failures exhaust into kFailed
+  Millis backoff_base_ms = 5'000;      // min(cap, base * 2^(attempt-1)) + up to 10% jitter
+  Millis backoff_cap_ms = 3'600'000;
+  int max_permanent_attempts = 1;      // permanent failures -> kQuarantined after this many
+  int max_ambiguous_attempts = 1;      // ambiguous failures -> kQuarantined after this many
+  int max_consecutive_lease_expiries = 3;  // poison: -> kQuarantined
+};
+
+// A named kind of work (product.md §1). Stored in the database; editable at
+// runtime; may be seeded from taskengine.toml.
+struct JobDefinition {
+  JobName name;
+  std::string display_name;
+  std::string handler;  // a name in the handler registry (W1), e.g. "command"
+  std::string queue = "default";
+  JobScope scope = JobScope::kGlobal;
+  std::string schedule;  // cron expression; empty = none
+  std::string timezone = "UTC";
+  Millis timeout_ms = 300'000;
+  Millis lease_ms = 30'000;
+  RetryPolicy retry;
+  std::string lane_template;  // empty = none
+  std::string config_json = "{}";  // handler configuration (JSON object)
+  bool enabled = true;
+  Millis created_at = 0;
+  Millis updated_at = 0;
+};
+
+// One run of a job (product.md §1). A snapshot read from the store.
+struct Execution {
+  ExecutionId id;
+  JobName job;
+  TenantId tenant;
+  std::string queue;
+  ExecutionStatus status = ExecutionStatus::kQueued;
+  Trigger trigger = Trigger::kApi;
+  std::string requester;
+  WorkerId worker;
+  int attempt = 0;  // number of claims that ran (a release gives one back)
+  std::string idempotency_key;
+  std::string payload_json = "{}";
+  std::string fingerprint;  // hex SHA-256 of canonical payload + requester
+  std::string result_json;  // empty unless succeeded with a result
+  int progress = 0;
+  std::string error;
+  FailureClass failure_class = FailureClass::kNone;
+  Millis scheduled_at = 0;  // scheduled fire time; 0 when not scheduled
+  Millis run_at = 0;        // earliest start
+  Millis queued_at = 0;
+  Millis started_at = 0;
+  Millis finished_at = 0;
+  ClaimVersion claim_version;
+  Millis lease_expires_at = 0;
+  bool cancel_requested = false;
+  std::string lane_key;
+  ExecutionId parent;
+  int consecutive_lease_expiries = 0;  // lease expiries in a row (poison detection, L4)
+  int permanent_failures = 0;          // failures of class kPermanent so far (Q1)
+  int ambiguous_failures = 0;          // failures of class kAmbiguous so far (Q1)
+  RetryPolicy retry;  // the job's policy, frozen at admission
+  Millis lease_ms = 30'000;
+
+  Millis DurationMillis() const {
+    return started_at > 0 && finished_at >= started_at ? finished_at - started_at : 0;
+  }
+};
+
+// SQLite durability (documented in docs/operations.md):
+// kFull survives power loss; kNormal survives process crashes only.
+enum class SyncMode { kFull, kNormal };
+
+enum class LogLevel : int { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
+std::string_view ToString(LogLevel l);
+std::optional<LogLevel> ParseLogLevel(std::string_view s);
+
+struct LogEntry {
+  ExecutionId execution;
+  int attempt = 0;
+  Millis at = 0;
+  LogLevel level = LogLevel::kInfo;
+  std::string message;
+};
+
+}  // namespace taskengine

@@ -1,0 +1,35 @@
+// Canonical JSON and the admission fingerprint (A2).
+//
+// The fingerprint must not change when a client re-sends the same payload with
+// different whitespace or key order, so it hashes a canonical form: no
+// insignificant whitespace, object members sorted by key (bytewise UTF-8),
+// strings re-escaped minimally (only `"`, `\`, and control characters, as
+// \b \f \n \r \t or \u00XX), numbers normalized by value (integers that fit in
+// int64 printed exactly; others printed as the shortest round-trip double, so
+// 1.0 == 1 and 1e2 == 100). Duplicate keys and invalid UTF-8 are rejected.
+// Pure: no I/O.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "taskengine/status.h"
+
+namespace taskengine {
+
+struct CanonicalJsonOptions {
+  int max_depth = 64;             // nesting deeper than this -> kInvalidArgument
+  bool require_object = true;     // the top-level value must be an object
+};
+
+// Parses `json` and returns its canonical text, or kInvalidArgument with the
+// byte offset and reason ("offset 17: expected ':'").
+Result<std::string> CanonicalizeJson(std::string_view json, CanonicalJsonOptions options = {});
+
+// Lower-case hex SHA-256 of `data`.
+std::string Sha256Hex(std::string_view data);
+
+// A2: SHA-256 of the canonical payload plus the requester, hex.
+std::string AdmissionFingerprint(std::string_view canonical_payload, std::string_view requester);
+
+}  // namespace taskengine

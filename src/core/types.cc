@@ -1,0 +1,82 @@
+#include "taskengine/types.h"
+
+#include <array>
+
+namespace taskengine {
+namespace {
+
+template <typename E, std::size_t N>
+std::optional<E> ParseByName(std::string_view s, const std::array<std::string_view, N>& names) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (names[i] == s) return static_cast<E>(i);
+  }
+  return std::nullopt;
+}
+
+constexpr std::array<std::string_view, 7> kStatusNames = {
+    "queued", "running", "succeeded", "failed", "quarantined", "canceled", "partially_canceled"};
+constexpr std::array<std::string_view, 5> kFailureNames = {"none", "retryable", "permanent",
+                                                            "ambiguous", "lease_expired"};
+constexpr std::array<std::string_view, 5> kTriggerNames = {"scheduled", "manual", "api", "retry",
+                                                            "replay"};
+constexpr std::array<std::string_view, 2> kScopeNames = {"global", "per_tenant"};
+constexpr std::array<std::string_view, 4> kLevelNames = {"debug", "info", "warn", "error"};
+
+bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+// [a-z0-9][a-z0-9<extra>]{0,max-1}
+bool MatchesNameRule(std::string_view s, std::size_t max_len, std::string_view extra) {
+  if (s.empty() || s.size() > max_len || !IsLowerAlnum(s[0])) return false;
+  for (char c : s.substr(1)) {
+    if (!IsLowerAlnum(c) && extra.find(c) == std::string_view::npos) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string_view ToString(ExecutionStatus s) { return kStatusNames.at(static_cast<int>(s)); }
+std::string_view ToString(FailureClass c) { return kFailureNames.at(static_cast<int>(c)); }
+std::string_view ToString(Trigger t) { return kTriggerNames.at(static_cast<int>(t)); }
+std::string_view ToString(JobScope s) { return kScopeNames.at(static_cast<int>(s)); }
+std::string_view ToString(LogLevel l) { return kLevelNames.at(static_cast<int>(l)); }
+
+std::optional<ExecutionStatus> ParseExecutionStatus(std::string_view s) {
+  return ParseByName<ExecutionStatus>(s, kStatusNames);
+}
+std::optional<FailureClass> ParseFailureClass(std::string_view s) {
+  return ParseByName<FailureClass>(s, kFailureNames);
+}
+std::optional<Trigger> ParseTrigger(std::string_view s) {
+  return ParseByName<Trigger>(s, kTriggerNames);
+}
+std::optional<JobScope> ParseJobScope(std::string_view s) {
+  return ParseByName<JobScope>(s, kScopeNames);
+}
+std::optional<LogLevel> ParseLogLevel(std::string_view s) {
+  return ParseByName<LogLevel>(s, kLevelNames);
+}
+
+bool IsTerminal(ExecutionStatus s) {
+  switch (s) {
+    case ExecutionStatus::kQueued:
+    case ExecutionStatus::kRunning:
+      return false;
+    default:
+      return true;
+  }
+}
+
+bool IsValidJobName(std::string_view name) { return MatchesNameRule(name, 100, "._-"); }
+bool IsValidTenantId(std::string_view tenant) { return MatchesNameRule(tenant, 50, "_-"); }
+bool IsValidQueueName(std::string_view queue) { return MatchesNameRule(queue, 100, "._-"); }
+
+bool IsValidIdempotencyKey(std::string_view key) {
+  if (key.empty() || key.size() > 200) return false;
+  for (char c : key) {
+    if (c < 0x21 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+}  // namespace taskengine

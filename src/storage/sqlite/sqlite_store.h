@@ -1,0 +1,37 @@
+// The embedded SQLite backend of the storage contract.
+//
+// Design: WAL journal; ONE writer thread owns the write connection and
+// group-commits the operations that arrive while it is busy into one
+// transaction (admissions, claims, heartbeats, completions, sweeps), each in
+// its own savepoint so one failing operation does not undo the others. A
+// caller hears "ok" only after the COMMIT that contains its operation
+// returned. Reads use a small pool of read-only connections and never wait
+// for the writer. SQLITE_FULL and I/O errors answer kUnavailable.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "storage/store.h"
+#include "taskengine/clock.h"
+#include "taskengine/random.h"
+
+namespace taskengine {
+
+struct SqliteStoreOptions {
+  std::string path;                  // database file; its directory must exist
+  SyncMode sync = SyncMode::kFull;   // PRAGMA synchronous. Default: FULL.
+  Clock* clock = nullptr;            // not owned; default: the system clock
+  RandomSource* random = nullptr;    // not owned; default: seeded from the clock
+  int read_connections = 4;          // size of the read pool. Default: 4.
+  // Most operations in one group commit. Default: 1024.
+  int max_group = 1024;
+  // How long a writer waits for another process holding the write lock. Default: 5 s.
+  int busy_timeout_ms = 5000;
+};
+
+// Opens the database (creating the file if needed). Does NOT migrate: call
+// Migrate() (the engine and `taskengine migrate` do).
+Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteStoreOptions& options);
+
+}  // namespace taskengine

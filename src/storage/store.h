@@ -1,0 +1,196 @@
+// The storage contract: the engine's transactions in domain words.
+//
+// Every backend (SQLite, later PostgreSQL) implements this interface with the
+// same observable behaviour, proven by the conformance suite in
+// src/storage/testing/. Each method is one atomic transaction: its effects are
+// durable (per the backend's durability setting) before it returns ok, and a
+// method that returns an error has changed nothing.
+//
+// Status changes are decided only by Decide() in src/core/state_machine.h.
+// Time comes from the Clock the backend was opened with; jitter from its
+// RandomSource.
+//
+// Fencing (L2): every call about a lease carries the claim version. When the
+// version is not the current one (or the execution is no longer running), the
+// call returns kStale and changes nothing. When the execution does not exist,
+// it returns kNotFound and changes nothing (L7).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "taskengine/status.h"
+#include "taskengine/types.h"
+
+namespace taskengine {
+
+// A request to admit one execution (A1). The dispatcher validates it and
+// computes `fingerprint` before calling the store.
+struct AdmitRequest {
+  JobName job;
+  TenantId tenant;                  // empty for global jobs
+  std::string payload_json = "{}";  // canonical JSON object
+  std::string fingerprint;          // hex SHA-256 of canonical payload + requester (A2)
+  std::string idempotency_key;      // empty = no idempotency
+  std::string requester;
+  Trigger trigger = Trigger::kApi;
+  Millis run_at = 0;        // earliest start; 0 = now
+  Millis scheduled_at = 0;  // fire time of a scheduled execution; 0 = none
+  std::string lane_key;
+  ExecutionId parent;
+};
+
+enum class AdmitOutcome {
+  kCreated,    // a new execution was created
+  kDuplicate,  // same (job, tenant, key) and same fingerprint: the existing execution
+  kConflict,   // same (job, tenant, key), different fingerprint: nothing created
+};
+
+struct AdmitResult {
+  AdmitOutcome outcome = AdmitOutcome::kCreated;
+  ExecutionId id;  // the new or the existing execution
+  ExecutionStatus status = ExecutionStatus::kQueued;  // its current status
+};
+
+// One queue and how many executions of it a claim may take, at most.
+struct QueueSlot {
+  std::string queue;
+  int max = 0;
+};
+
+struct ClaimRequest {
+  WorkerId worker;
+  // Queues in priority order: the first is drained before the next is looked at.
+  std::vector<QueueSlot> slots;
+};
+
+// A claimed execution: everything a worker needs to run it.
+struct Lease {
+  ExecutionId id;
+  ClaimVersion version;
+  JobName job;
+  TenantId tenant;
+  std::string queue;
+  int attempt = 0;
+  std::string payload_json;
+  std::string idempotency_key;
+  Millis lease_expires_at = 0;
+  Millis lease_ms = 0;
+};
+
+// The identity of a lease on the wire: which execution, which claim.
+struct LeaseRef {
+  ExecutionId id;
+  ClaimVersion version;
+};
+
+struct HeartbeatReply {
+  bool cancel_requested = false;
+  Millis lease_expires_at = 0;
+};
+
+// What a finish call (complete, fail, release) did.
+struct FinishReply {
+  ExecutionStatus status = ExecutionStatus::kQueued;  // the status it now has
+  Millis run_at = 0;                                  // when queued again: next start
+};
+
+struct SweepReport {
+  int recovered = 0;    // expired leases handled in this batch
+  int requeued = 0;
+  int failed = 0;
+  int quarantined = 0;
+  int canceled = 0;
+  bool more = false;    // the batch was full: call again
+};
+
+struct ExecutionFilter {
+  std::optional<JobName> job;
+  std::optional<TenantId> tenant;
+  std::optional<ExecutionStatus> status;
+  Millis queued_from = 0;  // inclusive; 0 = unbounded
+  Millis queued_to = 0;    // exclusive; 0 = unbounded
+  // Cursor pagination: only executions with id < before (0 = from the newest).
+  ExecutionId before;
+  int limit = 50;  // 1..1000
+};
+
+struct ExecutionPage {
+  std::vector<Execution> items;  // newest first (descending id)
+  ExecutionId next_before;       // pass as `before` for the next page; 0 = no more
+};
+
+struct QueueDepth {
+  std::string queue;
+  std::int64_t queued = 0;       // queued, due or not
+  std::int64_t due = 0;          // queued with run_at <= now
+  std::int64_t running = 0;
+  Millis oldest_queued_at = 0;   // queued_at of the oldest queued execution; 0 = none
+};
+
+// Thread-safe: every method may be called from any thread.
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // --- schema (D4) ---
+  // Applies pending migrations. Refuses (kUnavailable) a database whose schema
+  // is newer than this binary knows, and changes nothing then.
+  virtual Status Migrate() = 0;
+  // The schema version of the database (0 = empty).
+  virtual Result<int> SchemaVersion() = 0;
+
+  // --- job definitions ---
+  // Inserts or replaces a definition by name. kInvalidArgument for bad names.
+  virtual Status UpsertJob(const JobDefinition& job) = 0;
+  virtual Result<JobDefinition> GetJob(const JobName& name) = 0;
+  virtual Result<std::vector<JobDefinition>> ListJobs() = 0;
+
+  // --- admission (A1-A5) ---
+  // Admits one execution, or returns the existing one / a conflict by
+  // (job, tenant, idempotency key). kNotFound when the job is not defined.
+  // The execution snapshots the job's queue, retry policy and lease duration.
+  virtual Result<AdmitResult> Admit(const AdmitRequest& request) = 0;
+  // Admits many in ONE transaction: all outcomes are decided together, and an
+  // error (e.g. an undefined job) admits none. Results are in request order.
+  virtual Result<std::vector<AdmitResult>> AdmitBatch(
+      const std::vector<AdmitRequest>& requests) = 0;
+
+  // --- leasing (L1-L4) ---
+  // Atomically moves up to the slots' maxima of due queued executions to
+  // kRunning, leased to `worker` until now + the execution's lease duration,
+  // oldest run_at first (then id). Each gets attempt+1 and a new claim version.
+  // Returns an empty vector when nothing is due.
+  virtual Result<std::vector<Lease>> Claim(const ClaimRequest& request) = 0;
+  // Extends the lease by its duration, optionally records progress (0..100),
+  // and reports whether cancellation was requested (L3).
+  virtual Result<HeartbeatReply> Heartbeat(const LeaseRef& lease,
+                                           std::optional<int> progress) = 0;
+  // Appends a log line to the execution (kept with the attempt number).
+  virtual Status AppendLog(const LeaseRef& lease, LogLevel level, std::string_view message) = 0;
+  // Publishes success with an optional JSON result.
+  virtual Result<FinishReply> Complete(const LeaseRef& lease, std::string_view result_json) = 0;
+  // Reports a failure; the state machine requeues with backoff, fails or
+  // quarantines. `retry_after_ms` > 0 delays the retry at least that long.
+  virtual Result<FinishReply> Fail(const LeaseRef& lease, FailureClass failure_class,
+                                   std::string_view error, Millis retry_after_ms = 0) = 0;
+  // Gives the execution back unrun (graceful shutdown): queued at once, the
+  // attempt is not counted.
+  virtual Result<FinishReply> Release(const LeaseRef& lease) = 0;
+  // Recovers up to `max_batch` executions whose lease expired strictly before
+  // now (the staleness gate: never an in-flight one). Safe to call
+  // concurrently from several threads or nodes.
+  virtual Result<SweepReport> SweepExpired(int max_batch) = 0;
+
+  // --- reads ---
+  virtual Result<Execution> GetExecution(ExecutionId id) = 0;
+  virtual Result<ExecutionPage> ListExecutions(const ExecutionFilter& filter) = 0;
+  // Up to `limit` log lines, oldest first.
+  virtual Result<std::vector<LogEntry>> GetLogs(ExecutionId id, int limit) = 0;
+  // One row per queue that has queued or running executions, by queue name.
+  virtual Result<std::vector<QueueDepth>> QueueDepths() = 0;
+};
+
+}  // namespace taskengine
