@@ -50,6 +50,10 @@ struct EngineOptions {
   int sweep_batch = 500;
   // Most executions one claim may take. Default: 256.
   int claim_batch = 256;
+  // Leases a queue may hold beyond its concurrency, waiting for a free worker
+  // (their leases are heartbeated). Larger values raise throughput of short
+  // jobs. Default: 64.
+  int prefetch = 64;
   // On Stop(): how long running handlers may finish before their leases are
   // released (L6). Default: 10 s.
   Millis shutdown_grace_ms = 10'000;
@@ -76,6 +80,9 @@ struct DispatchRequest {
 struct DispatchResult {
   ExecutionId id;
   bool created = true;  // false: an earlier dispatch with the same key and payload
+  // Batch only: the key was used with a different payload; `id` names the
+  // existing execution and nothing was created for this item.
+  bool conflict = false;
   ExecutionStatus status = ExecutionStatus::kQueued;
 };
 
@@ -99,7 +106,8 @@ class Engine {
   // kConflict when the key was used with a different payload (nothing created),
   // kNotFound for an undefined job, kInvalidArgument for bad input.
   virtual Result<DispatchResult> Dispatch(const DispatchRequest& request) = 0;
-  // Admits many in one transaction (A5): all or none.
+  // Admits many in one transaction (A5). Invalid input (or an undefined job)
+  // admits none; otherwise each item reports created, existing or conflict.
   virtual Result<std::vector<DispatchResult>> DispatchBatch(
       const std::vector<DispatchRequest>& requests) = 0;
 

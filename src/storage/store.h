@@ -86,9 +86,25 @@ struct LeaseRef {
   ClaimVersion version;
 };
 
+struct HeartbeatRequest {
+  LeaseRef lease;
+  std::optional<int> progress;  // 0..100; nullopt = unchanged
+};
+
 struct HeartbeatReply {
   bool cancel_requested = false;
   Millis lease_expires_at = 0;
+};
+
+// How a claim ends: success, a failure of some class, or giving it back.
+struct FinishRequest {
+  enum class Kind { kComplete, kFail, kRelease };
+  LeaseRef lease;
+  Kind kind = Kind::kComplete;
+  std::string result_json;  // kComplete: optional JSON value
+  FailureClass failure_class = FailureClass::kRetryable;  // kFail
+  std::string error;        // kFail
+  Millis retry_after_ms = 0;  // kFail
 };
 
 // What a finish call (complete, fail, release) did.
@@ -166,19 +182,28 @@ class Store {
   virtual Result<std::vector<Lease>> Claim(const ClaimRequest& request) = 0;
   // Extends the lease by its duration, optionally records progress (0..100),
   // and reports whether cancellation was requested (L3).
-  virtual Result<HeartbeatReply> Heartbeat(const LeaseRef& lease,
-                                           std::optional<int> progress) = 0;
+  Result<HeartbeatReply> Heartbeat(const LeaseRef& lease, std::optional<int> progress);
+  // Many heartbeats in one transaction. Replies are in request order; each is
+  // independent (a stale one does not affect the others).
+  virtual std::vector<Result<HeartbeatReply>> HeartbeatBatch(
+      const std::vector<HeartbeatRequest>& requests) = 0;
   // Appends a log line to the execution (kept with the attempt number).
   virtual Status AppendLog(const LeaseRef& lease, LogLevel level, std::string_view message) = 0;
+
   // Publishes success with an optional JSON result.
-  virtual Result<FinishReply> Complete(const LeaseRef& lease, std::string_view result_json) = 0;
+  Result<FinishReply> Complete(const LeaseRef& lease, std::string_view result_json);
   // Reports a failure; the state machine requeues with backoff, fails or
   // quarantines. `retry_after_ms` > 0 delays the retry at least that long.
-  virtual Result<FinishReply> Fail(const LeaseRef& lease, FailureClass failure_class,
-                                   std::string_view error, Millis retry_after_ms = 0) = 0;
+  Result<FinishReply> Fail(const LeaseRef& lease, FailureClass failure_class,
+                           std::string_view error, Millis retry_after_ms = 0);
   // Gives the execution back unrun (graceful shutdown): queued at once, the
   // attempt is not counted.
-  virtual Result<FinishReply> Release(const LeaseRef& lease) = 0;
+  Result<FinishReply> Release(const LeaseRef& lease);
+  // Many finishes (complete, fail, release) in one transaction. Replies are in
+  // request order; each is independent (a stale one does not affect the
+  // others), but all share the commit: none is ok before it is durable.
+  virtual std::vector<Result<FinishReply>> FinishBatch(const std::vector<FinishRequest>& requests) = 0;
+
   // Recovers up to `max_batch` executions whose lease expired strictly before
   // now (the staleness gate: never an in-flight one). Safe to call
   // concurrently from several threads or nodes.

@@ -1,7 +1,926 @@
+// SQLite backend of the storage contract. See sqlite_store.h for the design.
 #include "storage/sqlite/sqlite_store.h"
 
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+
+#include "core/canonical_json.h"
+#include "core/state_machine.h"
+#include "storage/sqlite/schema.h"
+#include "storage/sqlite/sqlite_db.h"
+
 namespace taskengine {
-Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteStoreOptions&) {
-  return Unavailable("not built yet");
+namespace {
+
+using sqlite::Connection;
+using sqlite::Stmt;
+
+// --- SQL -------------------------------------------------------------------
+
+#define TE_EXECUTION_COLUMNS                                                                      \
+  "id, job, tenant, queue, status, trigger, requester, worker, attempt, idempotency_key, "        \
+  "payload, fingerprint, result, progress, error, failure_class, scheduled_at, run_at, "          \
+  "queued_at, started_at, finished_at, claim_version, lease_expires_at, cancel_requested, "       \
+  "lane_key, parent_id, consecutive_lease_expiries, permanent_failures, ambiguous_failures, "     \
+  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, " \
+  "max_consecutive_lease_expiries, lease_ms"
+
+// The columns the state machine and fencing look at.
+#define TE_STATE_COLUMNS                                                                        \
+  "id, status, attempt, claim_version, consecutive_lease_expiries, permanent_failures, "        \
+  "ambiguous_failures, cancel_requested, failure_class, max_attempts, backoff_base_ms, "        \
+  "backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, "                            \
+  "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at"
+
+constexpr const char* kSelectState = "SELECT " TE_STATE_COLUMNS " FROM executions WHERE id = ?1";
+constexpr const char* kSelectExecution =
+    "SELECT " TE_EXECUTION_COLUMNS " FROM executions WHERE id = ?1";
+
+constexpr const char* kApplyTransition =
+    "UPDATE executions SET status = ?2, run_at = ?3, attempt = ?4, consecutive_lease_expiries = ?5,"
+    " permanent_failures = ?6, ambiguous_failures = ?7, failure_class = ?8, cancel_requested = ?9,"
+    " lease_expires_at = CASE WHEN ?10 THEN 0 ELSE lease_expires_at END, finished_at = ?11, result = COALESCE(?12, result),"
+    " error = COALESCE(?13, error), progress = COALESCE(?14, progress) WHERE id = ?1";
+
+// The state columns, then what a worker needs (columns 19..22).
+constexpr const char* kClaimDue =
+    "SELECT " TE_STATE_COLUMNS ", job, tenant, payload, COALESCE(idempotency_key, '')"
+    " FROM executions INDEXED BY executions_due WHERE queue = ?1 AND status = 0 AND run_at <= ?2"
+    " ORDER BY run_at, id LIMIT ?3";
+constexpr const char* kClaimUpdate =
+    "UPDATE executions SET status = ?2, attempt = ?3, claim_version = ?4,"
+    " worker = ?5, started_at = ?6, lease_expires_at = ?7, finished_at = 0 WHERE id = ?1";
+
+constexpr const char* kHeartbeat =
+    "UPDATE executions SET lease_expires_at = ?2, progress = COALESCE(?3, progress)"
+    " WHERE id = ?1";
+
+constexpr const char* kInsertLog =
+    "INSERT INTO execution_logs (execution_id, attempt, at, level, message)"
+    " VALUES (?1, ?2, ?3, ?4, ?5)";
+
+constexpr const char* kExpired =
+    "SELECT " TE_STATE_COLUMNS
+    " FROM executions WHERE status = 1 AND lease_expires_at < ?1"
+    " ORDER BY lease_expires_at LIMIT ?2";
+
+constexpr const char* kFindByKey =
+    "SELECT id, fingerprint, status FROM executions"
+    " WHERE job = ?1 AND tenant = ?2 AND idempotency_key = ?3";
+constexpr const char* kJobPolicy =
+    "SELECT queue, max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts,"
+    " max_ambiguous_attempts, max_consecutive_lease_expiries, lease_ms"
+    " FROM job_definitions WHERE name = ?1";
+constexpr const char* kInsertExecution =
+    "INSERT INTO executions (job, tenant, queue, status, trigger, requester, idempotency_key,"
+    " payload, fingerprint, scheduled_at, run_at, queued_at, lane_key, parent_id, max_attempts,"
+    " backoff_base_ms, backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts,"
+    " max_consecutive_lease_expiries, lease_ms)"
+    " VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
+    " ?19, ?20)";
+
+#define TE_JOB_COLUMNS                                                                         \
+  "name, display_name, handler, queue, scope, schedule, timezone, timeout_ms, lease_ms, "      \
+  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                    \
+  "max_ambiguous_attempts, max_consecutive_lease_expiries, lane_template, config_json, enabled, " \
+  "created_at, updated_at"
+constexpr const char* kUpsertJob =
+    "INSERT INTO job_definitions (" TE_JOB_COLUMNS
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
+    " ?19, ?19) ON CONFLICT(name) DO UPDATE SET display_name = ?2, handler = ?3, queue = ?4,"
+    " scope = ?5, schedule = ?6, timezone = ?7, timeout_ms = ?8, lease_ms = ?9, max_attempts = ?10,"
+    " backoff_base_ms = ?11, backoff_cap_ms = ?12, max_permanent_attempts = ?13,"
+    " max_ambiguous_attempts = ?14, max_consecutive_lease_expiries = ?15, lane_template = ?16,"
+    " config_json = ?17, enabled = ?18, updated_at = ?19";
+constexpr const char* kGetJob =
+    "SELECT " TE_JOB_COLUMNS " FROM job_definitions WHERE name = ?1";
+constexpr const char* kListJobs = "SELECT " TE_JOB_COLUMNS " FROM job_definitions ORDER BY name";
+
+// List variants: each is a static statement so it is prepared once; the
+// optional filters are "?N IS NULL OR ..." and the leading column picks the index.
+#define TE_LIST_FILTERS                                                                      \
+  " (?1 IS NULL OR job = ?1) AND (?2 IS NULL OR tenant = ?2) AND (?3 IS NULL OR status = ?3)" \
+  " AND (?4 = 0 OR queued_at >= ?4) AND (?5 = 0 OR queued_at < ?5) AND (?6 = 0 OR id < ?6)"
+constexpr const char* kListAll = "SELECT " TE_EXECUTION_COLUMNS
+                                 " FROM executions WHERE" TE_LIST_FILTERS
+                                 " ORDER BY id DESC LIMIT ?7";
+constexpr const char* kListByJob = "SELECT " TE_EXECUTION_COLUMNS
+                                   " FROM executions INDEXED BY executions_by_job WHERE job = ?1"
+                                   " AND" TE_LIST_FILTERS " ORDER BY id DESC LIMIT ?7";
+constexpr const char* kListByTenant =
+    "SELECT " TE_EXECUTION_COLUMNS " FROM executions WHERE tenant = ?2 AND tenant <> '' AND"
+    TE_LIST_FILTERS " ORDER BY id DESC LIMIT ?7";
+
+constexpr const char* kGetLogs =
+    "SELECT execution_id, attempt, at, level, message FROM execution_logs"
+    " WHERE execution_id = ?1 ORDER BY id LIMIT ?2";
+constexpr const char* kExists = "SELECT 1 FROM executions WHERE id = ?1";
+constexpr const char* kQueuedDepths =
+    "SELECT queue, COUNT(*), SUM(run_at <= ?1), MIN(queued_at) FROM executions"
+    " WHERE status = 0 GROUP BY queue";
+constexpr const char* kRunningDepths =
+    "SELECT queue, COUNT(*) FROM executions WHERE status = 1 GROUP BY queue";
+
+// --- row mapping -------------------------------------------------------------
+
+struct StateRow {
+  ExecutionId id;
+  ExecutionState state;
+  ClaimVersion version;
+  Millis lease_ms = 0;
+  Millis run_at = 0;
+  Millis started_at = 0;
+  Millis finished_at = 0;
+};
+
+StateRow ReadState(const Stmt& s) {
+  StateRow r;
+  r.id = ExecutionId(s.Int(0));
+  r.state.status = static_cast<ExecutionStatus>(s.Int(1));
+  r.state.attempt = static_cast<int>(s.Int(2));
+  r.version = ClaimVersion(s.Int(3));
+  r.state.consecutive_lease_expiries = static_cast<int>(s.Int(4));
+  r.state.permanent_failures = static_cast<int>(s.Int(5));
+  r.state.ambiguous_failures = static_cast<int>(s.Int(6));
+  r.state.cancel_requested = s.Int(7) != 0;
+  r.state.failure_class = static_cast<FailureClass>(s.Int(8));
+  r.state.retry.max_attempts = static_cast<int>(s.Int(9));
+  r.state.retry.backoff_base_ms = s.Int(10);
+  r.state.retry.backoff_cap_ms = s.Int(11);
+  r.state.retry.max_permanent_attempts = static_cast<int>(s.Int(12));
+  r.state.retry.max_ambiguous_attempts = static_cast<int>(s.Int(13));
+  r.state.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(14));
+  r.lease_ms = s.Int(15);
+  r.run_at = s.Int(16);
+  r.started_at = s.Int(17);
+  r.finished_at = s.Int(18);
+  return r;
 }
+
+Execution ReadExecution(const Stmt& s) {
+  Execution e;
+  e.id = ExecutionId(s.Int(0));
+  e.job = JobName(s.Text(1));
+  e.tenant = TenantId(s.Text(2));
+  e.queue = s.Text(3);
+  e.status = static_cast<ExecutionStatus>(s.Int(4));
+  e.trigger = static_cast<Trigger>(s.Int(5));
+  e.requester = s.Text(6);
+  e.worker = WorkerId(s.Text(7));
+  e.attempt = static_cast<int>(s.Int(8));
+  e.idempotency_key = s.Text(9);
+  e.payload_json = s.Text(10);
+  e.fingerprint = s.Text(11);
+  e.result_json = s.Text(12);
+  e.progress = static_cast<int>(s.Int(13));
+  e.error = s.Text(14);
+  e.failure_class = static_cast<FailureClass>(s.Int(15));
+  e.scheduled_at = s.Int(16);
+  e.run_at = s.Int(17);
+  e.queued_at = s.Int(18);
+  e.started_at = s.Int(19);
+  e.finished_at = s.Int(20);
+  e.claim_version = ClaimVersion(s.Int(21));
+  e.lease_expires_at = s.Int(22);
+  e.cancel_requested = s.Int(23) != 0;
+  e.lane_key = s.Text(24);
+  e.parent = ExecutionId(s.Int(25));
+  e.consecutive_lease_expiries = static_cast<int>(s.Int(26));
+  e.permanent_failures = static_cast<int>(s.Int(27));
+  e.ambiguous_failures = static_cast<int>(s.Int(28));
+  e.retry.max_attempts = static_cast<int>(s.Int(29));
+  e.retry.backoff_base_ms = s.Int(30);
+  e.retry.backoff_cap_ms = s.Int(31);
+  e.retry.max_permanent_attempts = static_cast<int>(s.Int(32));
+  e.retry.max_ambiguous_attempts = static_cast<int>(s.Int(33));
+  e.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(34));
+  e.lease_ms = s.Int(35);
+  return e;
+}
+
+JobDefinition ReadJob(const Stmt& s) {
+  JobDefinition j;
+  j.name = JobName(s.Text(0));
+  j.display_name = s.Text(1);
+  j.handler = s.Text(2);
+  j.queue = s.Text(3);
+  j.scope = static_cast<JobScope>(s.Int(4));
+  j.schedule = s.Text(5);
+  j.timezone = s.Text(6);
+  j.timeout_ms = s.Int(7);
+  j.lease_ms = s.Int(8);
+  j.retry.max_attempts = static_cast<int>(s.Int(9));
+  j.retry.backoff_base_ms = s.Int(10);
+  j.retry.backoff_cap_ms = s.Int(11);
+  j.retry.max_permanent_attempts = static_cast<int>(s.Int(12));
+  j.retry.max_ambiguous_attempts = static_cast<int>(s.Int(13));
+  j.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(14));
+  j.lane_template = s.Text(15);
+  j.config_json = s.Text(16);
+  j.enabled = s.Int(17) != 0;
+  j.created_at = s.Int(18);
+  j.updated_at = s.Int(19);
+  return j;
+}
+
+Status ValidateJob(const JobDefinition& j) {
+  if (!IsValidJobName(j.name.value)) {
+    return InvalidArgument("invalid job name '" + j.name.value +
+                           "': must match [a-z0-9][a-z0-9._-]{0,99}");
+  }
+  if (!IsValidQueueName(j.queue)) {
+    return InvalidArgument("invalid queue name '" + j.queue + "' for job " + j.name.value);
+  }
+  if (j.handler.empty() || j.handler.size() > 100) {
+    return InvalidArgument("job " + j.name.value + " needs a handler name (1..100 characters)");
+  }
+  const RetryPolicy& r = j.retry;
+  if (r.max_attempts < 1 || r.max_attempts > 1000 || r.max_permanent_attempts < 1 ||
+      r.max_ambiguous_attempts < 1 || r.max_consecutive_lease_expiries < 1) {
+    return InvalidArgument("job " + j.name.value +
+                           ": attempt bounds must be >= 1 (max_attempts <= 1000)");
+  }
+  if (r.backoff_base_ms < 0 || r.backoff_cap_ms < r.backoff_base_ms) {
+    return InvalidArgument("job " + j.name.value + ": backoff needs 0 <= base <= cap");
+  }
+  if (j.lease_ms < 1 || j.timeout_ms < 1) {
+    return InvalidArgument("job " + j.name.value + ": lease and timeout must be >= 1 ms");
+  }
+  auto config = CanonicalizeJson(j.config_json);
+  if (!config.ok()) {
+    return InvalidArgument("job " + j.name.value + ": config must be a JSON object: " +
+                           config.status().message());
+  }
+  return Status::Ok();
+}
+
+// --- the store -----------------------------------------------------------------
+
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(const SqliteStoreOptions& o)
+      : options_(o),
+        clock_(o.clock != nullptr ? o.clock : SystemClock::Get()),
+        owned_random_(o.random != nullptr
+                          ? nullptr
+                          : std::make_unique<SeededRandom>(
+                                static_cast<std::uint64_t>(SystemClock::Get()->NowMillis()))),
+        random_(o.random != nullptr ? o.random : owned_random_.get()) {}
+
+  ~SqliteStore() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    work_cv_.notify_all();
+    if (writer_.joinable()) writer_.join();
+  }
+
+  Status Init() {
+    TE_RETURN_IF_ERROR(writer_conn_.Open(options_.path, /*create=*/true, options_.busy_timeout_ms));
+    TE_RETURN_IF_ERROR(writer_conn_.Exec("PRAGMA journal_mode = WAL"));
+    TE_RETURN_IF_ERROR(writer_conn_.Exec(options_.sync == SyncMode::kFull
+                                             ? "PRAGMA synchronous = FULL"
+                                             : "PRAGMA synchronous = NORMAL"));
+    TE_RETURN_IF_ERROR(writer_conn_.Exec("PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16384"));
+    for (int i = 0; i < std::max(1, options_.read_connections); ++i) {
+      auto conn = std::make_unique<Connection>();
+      TE_RETURN_IF_ERROR(conn->Open(options_.path, /*create=*/false, options_.busy_timeout_ms));
+      TE_RETURN_IF_ERROR(conn->Exec("PRAGMA query_only = 1; PRAGMA cache_size = -4096"));
+      readers_.push_back(conn.get());
+      owned_readers_.push_back(std::move(conn));
+    }
+    writer_ = std::thread([this] { WriterLoop(); });
+    return Status::Ok();
+  }
+
+  // --- schema ---
+
+  Status Migrate() override {
+    return Write<bool>([](Connection& c) -> Result<bool> {
+      TE_ASSIGN_OR_RETURN(int version, UserVersion(c));
+      if (version > sqlite::kSchemaVersion) {
+        return Unavailable("database schema version " + std::to_string(version) +
+                           " is newer than this binary's (" +
+                           std::to_string(sqlite::kSchemaVersion) + "); upgrade taskengine");
+      }
+      for (int v = version; v < sqlite::kSchemaVersion; ++v) {
+        TE_RETURN_IF_ERROR(c.Exec(sqlite::kMigrations[v]));
+        TE_RETURN_IF_ERROR(c.Exec("PRAGMA user_version = " + std::to_string(v + 1)));
+      }
+      return true;
+    }).status();
+  }
+
+  Result<int> SchemaVersion() override {
+    return Read<int>([](Connection& c) { return UserVersion(c); });
+  }
+
+  // --- job definitions ---
+
+  Status UpsertJob(const JobDefinition& job) override {
+    TE_RETURN_IF_ERROR(ValidateJob(job));
+    const Millis now = clock_->NowMillis();
+    return Write<bool>([&](Connection& c) -> Result<bool> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpsertJob));
+      s.Bind(1, job.name.value).Bind(2, job.display_name).Bind(3, job.handler).Bind(4, job.queue);
+      s.Bind(5, static_cast<int>(job.scope)).Bind(6, job.schedule).Bind(7, job.timezone);
+      s.Bind(8, job.timeout_ms).Bind(9, job.lease_ms).Bind(10, job.retry.max_attempts);
+      s.Bind(11, job.retry.backoff_base_ms).Bind(12, job.retry.backoff_cap_ms);
+      s.Bind(13, job.retry.max_permanent_attempts).Bind(14, job.retry.max_ambiguous_attempts);
+      s.Bind(15, job.retry.max_consecutive_lease_expiries).Bind(16, job.lane_template);
+      s.Bind(17, job.config_json).Bind(18, job.enabled ? 1 : 0).Bind(19, now);
+      TE_RETURN_IF_ERROR(s.Run());
+      return true;
+    }).status();
+  }
+
+  Result<JobDefinition> GetJob(const JobName& name) override {
+    return Read<JobDefinition>([&](Connection& c) -> Result<JobDefinition> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kGetJob));
+      s.Bind(1, name.value);
+      TE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return NotFound("no job named '" + name.value + "'");
+      return ReadJob(s);
+    });
+  }
+
+  Result<std::vector<JobDefinition>> ListJobs() override {
+    return Read<std::vector<JobDefinition>>(
+        [&](Connection& c) -> Result<std::vector<JobDefinition>> {
+          TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListJobs));
+          std::vector<JobDefinition> out;
+          while (true) {
+            TE_ASSIGN_OR_RETURN(bool row, s.Step());
+            if (!row) break;
+            out.push_back(ReadJob(s));
+          }
+          return out;
+        });
+  }
+
+  // --- admission ---
+
+  Result<AdmitResult> Admit(const AdmitRequest& request) override {
+    TE_ASSIGN_OR_RETURN(auto results, AdmitBatch({request}));
+    return std::move(results.front());
+  }
+
+  Result<std::vector<AdmitResult>> AdmitBatch(const std::vector<AdmitRequest>& requests) override {
+    const Millis now = clock_->NowMillis();
+    return Write<std::vector<AdmitResult>>(
+        [&](Connection& c) -> Result<std::vector<AdmitResult>> {
+          std::vector<AdmitResult> out;
+          out.reserve(requests.size());
+          std::unordered_map<std::string, JobPolicy> jobs;
+          for (const AdmitRequest& r : requests) {
+            TE_ASSIGN_OR_RETURN(AdmitResult res, AdmitOne(c, r, now, jobs));
+            out.push_back(res);
+          }
+          return out;
+        });
+  }
+
+  // --- leasing ---
+
+  Result<std::vector<Lease>> Claim(const ClaimRequest& request) override {
+    return Write<std::vector<Lease>>([&](Connection& c) -> Result<std::vector<Lease>> {
+      const Millis now = clock_->NowMillis();
+      std::vector<Lease> out;
+      std::vector<std::pair<StateRow, Lease>> due;
+      for (const QueueSlot& slot : request.slots) {
+        if (slot.max <= 0) continue;
+        due.clear();
+        {
+          TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kClaimDue));
+          s.Bind(1, slot.queue).Bind(2, now).Bind(3, slot.max);
+          while (true) {
+            TE_ASSIGN_OR_RETURN(bool row, s.Step());
+            if (!row) break;
+            Lease lease;
+            lease.job = JobName(s.Text(19));
+            lease.tenant = TenantId(s.Text(20));
+            lease.payload_json = s.Text(21);
+            lease.idempotency_key = s.Text(22);
+            lease.queue = slot.queue;
+            due.emplace_back(ReadState(s), std::move(lease));
+          }
+        }
+        for (auto& [row, lease] : due) {
+          Event e;
+          e.kind = EventKind::kClaim;
+          e.now = now;
+          auto t = Decide(row.state, e);
+          if (!t.ok()) continue;  // cannot happen for a queued row; never guess
+          lease.id = row.id;
+          lease.version = ClaimVersion(row.version.value + (t->bump_claim ? 1 : 0));
+          lease.attempt = t->attempt;
+          lease.lease_ms = row.lease_ms;
+          lease.lease_expires_at = now + row.lease_ms;
+          TE_ASSIGN_OR_RETURN(Stmt u, c.Prepare(kClaimUpdate));
+          u.Bind(1, row.id.value).Bind(2, static_cast<int>(t->to)).Bind(3, t->attempt);
+          u.Bind(4, lease.version.value).Bind(5, request.worker.value).Bind(6, now);
+          u.Bind(7, lease.lease_expires_at);
+          TE_RETURN_IF_ERROR(u.Run());
+          out.push_back(std::move(lease));
+        }
+      }
+      return out;
+    });
+  }
+
+  std::vector<Result<HeartbeatReply>> HeartbeatBatch(
+      const std::vector<HeartbeatRequest>& requests) override {
+    using Replies = std::vector<Result<HeartbeatReply>>;
+    auto r = Write<Replies>([&](Connection& c) -> Result<Replies> {
+      const Millis now = clock_->NowMillis();
+      Replies out;
+      out.reserve(requests.size());
+      for (const HeartbeatRequest& h : requests) {
+        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, h.lease.id));
+        Status check = CheckLease(row, h.lease);
+        if (!check.ok()) {
+          out.emplace_back(check);
+          continue;
+        }
+        HeartbeatReply reply;
+        reply.lease_expires_at = now + row->lease_ms;
+        reply.cancel_requested = row->state.cancel_requested;
+        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kHeartbeat));
+        s.Bind(1, h.lease.id.value).Bind(2, reply.lease_expires_at);
+        if (h.progress) {
+          s.Bind(3, std::clamp(*h.progress, 0, 100));
+        } else {
+          s.BindNull(3);
+        }
+        TE_RETURN_IF_ERROR(s.Run());
+        out.emplace_back(reply);
+      }
+      return out;
+    });
+    if (!r.ok()) return Replies(requests.size(), r.status());
+    return std::move(r).value();
+  }
+
+  Status AppendLog(const LeaseRef& lease, LogLevel level, std::string_view message) override {
+    return Write<bool>([&](Connection& c) -> Result<bool> {
+      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, lease.id));
+      TE_RETURN_IF_ERROR(CheckLease(row, lease));
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kInsertLog));
+      s.Bind(1, lease.id.value).Bind(2, row->state.attempt).Bind(3, clock_->NowMillis());
+      s.Bind(4, static_cast<int>(level)).Bind(5, message);
+      TE_RETURN_IF_ERROR(s.Run());
+      return true;
+    }).status();
+  }
+
+  std::vector<Result<FinishReply>> FinishBatch(const std::vector<FinishRequest>& requests) override {
+    using Replies = std::vector<Result<FinishReply>>;
+    auto r = Write<Replies>([&](Connection& c) -> Result<Replies> {
+      const Millis now = clock_->NowMillis();
+      Replies out;
+      out.reserve(requests.size());
+      for (const FinishRequest& f : requests) {
+        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, f.lease.id));
+        Status check = CheckLease(row, f.lease);
+        if (!check.ok()) {
+          out.emplace_back(check);
+          continue;
+        }
+        Event e;
+        e.now = now;
+        e.jitter01 = random_->Uniform01();
+        std::optional<std::string_view> result;
+        std::optional<std::string_view> error;
+        std::optional<int> progress;
+        switch (f.kind) {
+          case FinishRequest::Kind::kComplete:
+            e.kind = EventKind::kSucceed;
+            result = f.result_json;
+            error = std::string_view();
+            progress = 100;
+            break;
+          case FinishRequest::Kind::kFail:
+            e.kind = EventKind::kFail;
+            e.failure_class = f.failure_class;
+            e.retry_after_ms = std::max<Millis>(0, f.retry_after_ms);
+            error = f.error;
+            break;
+          case FinishRequest::Kind::kRelease:
+            e.kind = EventKind::kRelease;
+            break;
+        }
+        auto t = Decide(row->state, e);
+        if (!t.ok()) {
+          out.emplace_back(t.status());
+          continue;
+        }
+        TE_RETURN_IF_ERROR(Apply(c, *row, *t, now, result, error, progress));
+        out.emplace_back(FinishReply{t->to, t->to == ExecutionStatus::kQueued ? t->run_at : 0});
+      }
+      return out;
+    });
+    if (!r.ok()) return Replies(requests.size(), r.status());
+    return std::move(r).value();
+  }
+
+  Result<SweepReport> SweepExpired(int max_batch) override {
+    if (max_batch < 1) return InvalidArgument("sweep batch must be >= 1");
+    return Write<SweepReport>([&](Connection& c) -> Result<SweepReport> {
+      const Millis now = clock_->NowMillis();
+      std::vector<StateRow> expired;
+      {
+        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kExpired));
+        s.Bind(1, now).Bind(2, max_batch);
+        while (true) {
+          TE_ASSIGN_OR_RETURN(bool row, s.Step());
+          if (!row) break;
+          expired.push_back(ReadState(s));
+        }
+      }
+      SweepReport report;
+      report.more = static_cast<int>(expired.size()) == max_batch;
+      for (const StateRow& row : expired) {
+        Event e;
+        e.kind = EventKind::kLeaseExpired;
+        e.now = now;
+        e.jitter01 = random_->Uniform01();
+        auto t = Decide(row.state, e);
+        if (!t.ok()) continue;
+        std::string error = "lease expired (attempt " + std::to_string(row.state.attempt) + ")";
+        TE_RETURN_IF_ERROR(Apply(c, row, *t, now, std::nullopt, error, std::nullopt));
+        ++report.recovered;
+        switch (t->to) {
+          case ExecutionStatus::kQueued: ++report.requeued; break;
+          case ExecutionStatus::kFailed: ++report.failed; break;
+          case ExecutionStatus::kQuarantined: ++report.quarantined; break;
+          case ExecutionStatus::kCanceled:
+          case ExecutionStatus::kPartiallyCanceled: ++report.canceled; break;
+          default: break;
+        }
+      }
+      return report;
+    });
+  }
+
+  // --- reads ---
+
+  Result<Execution> GetExecution(ExecutionId id) override {
+    return Read<Execution>([&](Connection& c) -> Result<Execution> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kSelectExecution));
+      s.Bind(1, id.value);
+      TE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return NotFound("no execution " + std::to_string(id.value));
+      return ReadExecution(s);
+    });
+  }
+
+  Result<ExecutionPage> ListExecutions(const ExecutionFilter& f) override {
+    if (f.limit < 1 || f.limit > 1000) return InvalidArgument("limit must be 1..1000");
+    return Read<ExecutionPage>([&](Connection& c) -> Result<ExecutionPage> {
+      const char* sql = f.job ? kListByJob : (f.tenant && !f.tenant->empty() ? kListByTenant
+                                                                              : kListAll);
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(sql));
+      if (f.job) s.Bind(1, f.job->value); else s.BindNull(1);
+      if (f.tenant) s.Bind(2, f.tenant->value); else s.BindNull(2);
+      if (f.status) s.Bind(3, static_cast<int>(*f.status)); else s.BindNull(3);
+      s.Bind(4, f.queued_from).Bind(5, f.queued_to).Bind(6, f.before.value).Bind(7, f.limit + 1);
+      ExecutionPage page;
+      while (true) {
+        TE_ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row) break;
+        page.items.push_back(ReadExecution(s));
+      }
+      if (static_cast<int>(page.items.size()) > f.limit) {
+        page.items.pop_back();
+        page.next_before = page.items.back().id;
+      }
+      return page;
+    });
+  }
+
+  Result<std::vector<LogEntry>> GetLogs(ExecutionId id, int limit) override {
+    if (limit < 1) return InvalidArgument("limit must be >= 1");
+    return Read<std::vector<LogEntry>>([&](Connection& c) -> Result<std::vector<LogEntry>> {
+      {
+        TE_ASSIGN_OR_RETURN(Stmt e, c.Prepare(kExists));
+        e.Bind(1, id.value);
+        TE_ASSIGN_OR_RETURN(bool exists, e.Step());
+        if (!exists) return NotFound("no execution " + std::to_string(id.value));
+      }
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kGetLogs));
+      s.Bind(1, id.value).Bind(2, limit);
+      std::vector<LogEntry> out;
+      while (true) {
+        TE_ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row) break;
+        LogEntry l;
+        l.execution = ExecutionId(s.Int(0));
+        l.attempt = static_cast<int>(s.Int(1));
+        l.at = s.Int(2);
+        l.level = static_cast<LogLevel>(std::clamp<std::int64_t>(s.Int(3), 0, 3));
+        l.message = s.Text(4);
+        out.push_back(std::move(l));
+      }
+      return out;
+    });
+  }
+
+  Result<std::vector<QueueDepth>> QueueDepths() override {
+    const Millis now = clock_->NowMillis();
+    return Read<std::vector<QueueDepth>>([&](Connection& c) -> Result<std::vector<QueueDepth>> {
+      std::map<std::string, QueueDepth> by_queue;
+      {
+        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kQueuedDepths));
+        s.Bind(1, now);
+        while (true) {
+          TE_ASSIGN_OR_RETURN(bool row, s.Step());
+          if (!row) break;
+          QueueDepth& d = by_queue[s.Text(0)];
+          d.queued = s.Int(1);
+          d.due = s.Int(2);
+          d.oldest_queued_at = s.Int(3);
+        }
+      }
+      {
+        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kRunningDepths));
+        while (true) {
+          TE_ASSIGN_OR_RETURN(bool row, s.Step());
+          if (!row) break;
+          by_queue[s.Text(0)].running = s.Int(1);
+        }
+      }
+      std::vector<QueueDepth> out;
+      for (auto& [name, d] : by_queue) {
+        d.queue = name;
+        out.push_back(d);
+      }
+      return out;
+    });
+  }
+
+ private:
+  struct JobPolicy {
+    std::string queue;
+    RetryPolicy retry;
+    Millis lease_ms = 0;
+  };
+
+  // One operation for the writer thread. Lives on the caller's stack until done.
+  struct Op {
+    std::function<Status(Connection&)> body;
+    Status result;
+    bool done = false;  // guarded by mu_
+  };
+
+  static constexpr const char* kBegin = "BEGIN IMMEDIATE";
+  static constexpr const char* kSavepoint = "SAVEPOINT op";
+  static constexpr const char* kRollbackTo = "ROLLBACK TO op";
+  static constexpr const char* kRelease = "RELEASE op";
+  static constexpr const char* kCommit = "COMMIT";
+
+  static Status RunCached(Connection& c, const char* sql) {
+    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(sql));
+    return s.Run();
+  }
+
+  static Result<int> UserVersion(Connection& c) {
+    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare("PRAGMA user_version"));
+    TE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return Internal("PRAGMA user_version returned nothing");
+    return static_cast<int>(s.Int(0));
+  }
+
+  static Result<std::optional<StateRow>> LoadState(Connection& c, ExecutionId id) {
+    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kSelectState));
+    s.Bind(1, id.value);
+    TE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) return std::optional<StateRow>();
+    return std::optional<StateRow>(ReadState(s));
+  }
+
+  // L2 fencing and L7: the one check every lease call makes.
+  static Status CheckLease(const std::optional<StateRow>& row, const LeaseRef& lease) {
+    if (!row) return NotFound("no execution " + std::to_string(lease.id.value));
+    if (row->version != lease.version || row->state.status != ExecutionStatus::kRunning) {
+      return Stale("claim version " + std::to_string(lease.version.value) + " of execution " +
+                   std::to_string(lease.id.value) + " is not current (current " +
+                   std::to_string(row->version.value) + ", status " +
+                   std::string(ToString(row->state.status)) + ")");
+    }
+    return Status::Ok();
+  }
+
+  // Writes a state-machine transition decided for `row`.
+  static Status Apply(Connection& c, const StateRow& row, const Transition& t, Millis now,
+                      std::optional<std::string_view> result,
+                      std::optional<std::string_view> error, std::optional<int> progress) {
+    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kApplyTransition));
+    s.Bind(1, row.id.value).Bind(2, static_cast<int>(t.to));
+    s.Bind(3, t.to == ExecutionStatus::kQueued ? t.run_at : row.run_at);
+    s.Bind(4, t.attempt).Bind(5, t.consecutive_lease_expiries).Bind(6, t.permanent_failures);
+    s.Bind(7, t.ambiguous_failures).Bind(8, static_cast<int>(t.failure_class));
+    s.Bind(9, t.cancel_requested ? 1 : 0);
+    s.Bind(10, t.clear_lease ? 1 : 0);
+    s.Bind(11, t.finished ? now : Millis{0});
+    if (result && !result->empty()) s.Bind(12, *result); else s.BindNull(12);
+    if (error) s.Bind(13, *error); else s.BindNull(13);
+    if (progress) s.Bind(14, *progress); else s.BindNull(14);
+    return s.Run();
+  }
+
+  Result<AdmitResult> AdmitOne(Connection& c, const AdmitRequest& r, Millis now,
+                               std::unordered_map<std::string, JobPolicy>& jobs) {
+    if (!r.idempotency_key.empty()) {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kFindByKey));
+      s.Bind(1, r.job.value).Bind(2, r.tenant.value).Bind(3, r.idempotency_key);
+      TE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (row) {
+        AdmitResult res;
+        res.id = ExecutionId(s.Int(0));
+        res.outcome = s.TextView(1) == r.fingerprint ? AdmitOutcome::kDuplicate
+                                                      : AdmitOutcome::kConflict;
+        res.status = static_cast<ExecutionStatus>(s.Int(2));
+        return res;
+      }
+    }
+    auto it = jobs.find(r.job.value);
+    if (it == jobs.end()) {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kJobPolicy));
+      s.Bind(1, r.job.value);
+      TE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return NotFound("no job named '" + r.job.value + "'");
+      JobPolicy p;
+      p.queue = s.Text(0);
+      p.retry.max_attempts = static_cast<int>(s.Int(1));
+      p.retry.backoff_base_ms = s.Int(2);
+      p.retry.backoff_cap_ms = s.Int(3);
+      p.retry.max_permanent_attempts = static_cast<int>(s.Int(4));
+      p.retry.max_ambiguous_attempts = static_cast<int>(s.Int(5));
+      p.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(6));
+      p.lease_ms = s.Int(7);
+      it = jobs.emplace(r.job.value, std::move(p)).first;
+    }
+    const JobPolicy& p = it->second;
+    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kInsertExecution));
+    s.Bind(1, r.job.value).Bind(2, r.tenant.value).Bind(3, p.queue);
+    s.Bind(4, static_cast<int>(r.trigger)).Bind(5, r.requester).BindOrNull(6, r.idempotency_key);
+    s.Bind(7, r.payload_json).Bind(8, r.fingerprint).Bind(9, r.scheduled_at);
+    s.Bind(10, r.run_at > 0 ? r.run_at : now).Bind(11, now).Bind(12, r.lane_key);
+    s.Bind(13, r.parent.value).Bind(14, p.retry.max_attempts).Bind(15, p.retry.backoff_base_ms);
+    s.Bind(16, p.retry.backoff_cap_ms).Bind(17, p.retry.max_permanent_attempts);
+    s.Bind(18, p.retry.max_ambiguous_attempts).Bind(19, p.retry.max_consecutive_lease_expiries);
+    s.Bind(20, p.lease_ms);
+    TE_RETURN_IF_ERROR(s.Run());
+    AdmitResult res;
+    res.outcome = AdmitOutcome::kCreated;
+    res.id = ExecutionId(c.last_insert_rowid());
+    res.status = ExecutionStatus::kQueued;
+    return res;
+  }
+
+  // Runs `f(connection)` on the writer thread inside a group-committed
+  // transaction; returns its result only after the COMMIT that contains it.
+  template <typename T, typename F>
+  Result<T> Write(F&& f) {
+    std::optional<Result<T>> out;
+    Op op;
+    op.body = [&](Connection& c) -> Status {
+      out.emplace(f(c));
+      return out->status();
+    };
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (stopping_) return Unavailable("store is closing");
+      queue_.push_back(&op);
+      work_cv_.notify_one();
+      done_cv_.wait(lock, [&] { return op.done; });
+    }
+    if (!op.result.ok()) return op.result;
+    return std::move(*out);
+  }
+
+  template <typename T, typename F>
+  Result<T> Read(F&& f) {
+    Connection* c = nullptr;
+    {
+      std::unique_lock<std::mutex> lock(read_mu_);
+      read_cv_.wait(lock, [&] { return !readers_.empty(); });
+      c = readers_.back();
+      readers_.pop_back();
+    }
+    Result<T> r = f(*c);
+    {
+      std::lock_guard<std::mutex> lock(read_mu_);
+      readers_.push_back(c);
+    }
+    read_cv_.notify_one();
+    return r;
+  }
+
+  void WriterLoop() {
+    std::vector<Op*> batch;
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        work_cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+        if (queue_.empty()) return;  // stopping and drained
+        const std::size_t n = std::min<std::size_t>(queue_.size(),
+                                                    std::max(1, options_.max_group));
+        batch.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+        queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+      }
+      RunBatch(batch);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (Op* op : batch) op->done = true;
+      }
+      done_cv_.notify_all();
+      batch.clear();
+    }
+  }
+
+  // One transaction for the whole batch; a savepoint per operation so that a
+  // failing operation changes nothing while the others still commit.
+  void RunBatch(const std::vector<Op*>& batch) {
+    Connection& c = writer_conn_;
+    Status begin = RunCached(c, kBegin);
+    if (!begin.ok()) {
+      for (Op* op : batch) op->result = begin;
+      return;
+    }
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      Op* op = batch[i];
+      Status sp = RunCached(c, kSavepoint);
+      if (sp.ok()) {
+        op->result = op->body(c);
+        if (!op->result.ok() && !c.autocommit()) sp = RunCached(c, kRollbackTo);
+        if (sp.ok() && !c.autocommit()) sp = RunCached(c, kRelease);
+      }
+      if (!sp.ok() || c.autocommit()) {
+        // SQLite abandoned the transaction (disk full, I/O error): nothing of
+        // this batch is durable, whatever the operations said.
+        Status aborted = !sp.ok() ? sp
+                         : op->result.ok()
+                             ? Unavailable("transaction aborted by the database")
+                             : op->result;
+        if (aborted.code() == ErrorCode::kInternal) aborted = Unavailable(aborted.message());
+        for (Op* o : batch) o->result = aborted;
+        if (!c.autocommit()) (void)c.Exec("ROLLBACK");
+        return;
+      }
+    }
+    Status commit = RunCached(c, kCommit);
+    if (!commit.ok()) {
+      if (!c.autocommit()) (void)c.Exec("ROLLBACK");
+      for (Op* op : batch) op->result = commit;
+    }
+  }
+
+  // Constant after construction.
+  const SqliteStoreOptions options_;
+  Clock* const clock_;
+  const std::unique_ptr<RandomSource> owned_random_;
+  RandomSource* const random_;
+
+  // Used only by the writer thread (and Init before it starts).
+  Connection writer_conn_;
+  std::thread writer_;
+
+  // Protected by mu_.
+  std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::condition_variable done_cv_;
+  std::deque<Op*> queue_;
+  bool stopping_ = false;
+
+  // Protected by read_mu_.
+  std::mutex read_mu_;
+  std::condition_variable read_cv_;
+  std::vector<Connection*> readers_;
+  std::vector<std::unique_ptr<Connection>> owned_readers_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteStoreOptions& options) {
+  if (options.path.empty()) return InvalidArgument("SQLite store needs a database path");
+  // Memory statistics take a global mutex on every allocation; we do not use
+  // them. Must precede SQLite's initialization; a later call is a no-op.
+  static std::once_flag configure;
+  std::call_once(configure, [] { (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
+  auto store = std::make_unique<SqliteStore>(options);
+  TE_RETURN_IF_ERROR(store->Init());
+  return std::unique_ptr<Store>(std::move(store));
+}
+
 }  // namespace taskengine

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages taskengine needs, only those that are missing.
+# Sourced by run.sh and test.sh. Usage: scripts/deps.sh [build|test]
+set -euo pipefail
+
+build_pkgs=(
+  cmake ninja-build ccache g++ pkg-config
+  libsqlite3-dev nlohmann-json3-dev libsodium-dev libcli11-dev libtomlplusplus-dev
+  libspdlog-dev libfmt-dev libboost-dev libcurl4-openssl-dev libhowardhinnant-date-dev
+  libgtest-dev libgmock-dev
+)
+test_pkgs=(clang libclang-rt-14-dev)
+
+want=("${build_pkgs[@]}")
+if [ "${1:-build}" = "test" ]; then want+=("${test_pkgs[@]}"); fi
+
+missing=()
+for p in "${want[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: all ${#want[@]} Debian packages present"
+  exit 0
+fi
+echo "deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

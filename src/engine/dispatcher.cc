@@ -1,0 +1,125 @@
+#include "engine/dispatcher.h"
+
+#include <unordered_map>
+
+#include "core/canonical_json.h"
+
+namespace taskengine {
+namespace {
+
+constexpr std::size_t kMaxLaneKeyBytes = 200;
+constexpr std::size_t kMaxRequesterBytes = 200;
+// Dispatch refuses run-at times more than this far ahead (an absurd number).
+constexpr Millis kMaxDelayMs = 366LL * 24 * 3600 * 1000;
+
+DispatchResult ToDispatchResult(const AdmitResult& a) {
+  DispatchResult d;
+  d.id = a.id;
+  d.created = a.outcome == AdmitOutcome::kCreated;
+  d.status = a.status;
+  d.conflict = a.outcome == AdmitOutcome::kConflict;
+  return d;
+}
+
+}  // namespace
+
+Status ConflictStatus(const DispatchRequest& request, ExecutionId existing) {
+  return Conflict("idempotency key '" + request.idempotency_key + "' of job " + request.job.value +
+                  " was already used by execution " + std::to_string(existing.value) +
+                  " with a different payload or requester; nothing was created");
+}
+
+Result<AdmitRequest> Dispatcher::Prepare(const DispatchRequest& r, const JobDefinition& job,
+                                         Millis now) const {
+  if (job.scope == JobScope::kPerTenant && r.tenant.empty()) {
+    return InvalidArgument("job " + r.job.value + " is per-tenant: a tenant is required");
+  }
+  if (job.scope == JobScope::kGlobal && !r.tenant.empty()) {
+    return InvalidArgument("job " + r.job.value + " is global: it takes no tenant");
+  }
+  if (!r.tenant.empty() && !IsValidTenantId(r.tenant.value)) {
+    return InvalidArgument("invalid tenant '" + r.tenant.value +
+                           "': must match [a-z0-9][a-z0-9_-]{0,49}");
+  }
+  if (!r.idempotency_key.empty() && !IsValidIdempotencyKey(r.idempotency_key)) {
+    return InvalidArgument("invalid idempotency key: 1..200 printable ASCII characters, no spaces");
+  }
+  if (r.lane_key.size() > kMaxLaneKeyBytes) return InvalidArgument("lane key longer than 200 bytes");
+  if (r.requester.size() > kMaxRequesterBytes) {
+    return InvalidArgument("requester longer than 200 bytes");
+  }
+  if (r.payload_json.size() > kMaxPayloadBytes) {
+    return InvalidArgument("payload of " + std::to_string(r.payload_json.size()) +
+                           " bytes exceeds the limit of " + std::to_string(kMaxPayloadBytes));
+  }
+  if (r.delay_ms < 0 || r.delay_ms > kMaxDelayMs) {
+    return InvalidArgument("delay must be between 0 and 366 days");
+  }
+  if (r.run_at < 0 || (r.run_at > 0 && r.run_at > now + kMaxDelayMs)) {
+    return InvalidArgument("run-at must be within 366 days from now");
+  }
+  auto canonical = CanonicalizeJson(r.payload_json.empty() ? "{}" : r.payload_json);
+  if (!canonical.ok()) {
+    return InvalidArgument("payload must be a JSON object: " + canonical.status().message());
+  }
+  AdmitRequest a;
+  a.job = r.job;
+  a.tenant = r.tenant;
+  a.fingerprint = AdmissionFingerprint(*canonical, r.requester);
+  a.payload_json = std::move(canonical).value();
+  a.idempotency_key = r.idempotency_key;
+  a.requester = r.requester;
+  a.trigger = r.trigger;
+  a.run_at = r.run_at > 0 ? r.run_at : now + r.delay_ms;
+  a.lane_key = r.lane_key;
+  a.parent = r.parent;
+  return a;
+}
+
+Result<DispatchResult> Dispatcher::Dispatch(const DispatchRequest& request) {
+  TE_ASSIGN_OR_RETURN(auto results, DispatchBatch({request}));
+  return results.front();
+}
+
+Result<std::vector<DispatchResult>> Dispatcher::DispatchBatch(
+    const std::vector<DispatchRequest>& requests) {
+  if (requests.empty()) return std::vector<DispatchResult>{};
+  const Millis now = clock_->NowMillis();
+  std::unordered_map<std::string, JobDefinition> jobs;
+  std::vector<AdmitRequest> admits;
+  admits.reserve(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const DispatchRequest& r = requests[i];
+    auto it = jobs.find(r.job.value);
+    if (it == jobs.end()) {
+      if (!IsValidJobName(r.job.value)) {
+        return InvalidArgument("invalid job name '" + r.job.value + "'");
+      }
+      TE_ASSIGN_OR_RETURN(JobDefinition def, store_->GetJob(r.job));
+      if (!def.enabled) return InvalidArgument("job " + r.job.value + " is disabled");
+      it = jobs.emplace(r.job.value, std::move(def)).first;
+    }
+    auto admit = Prepare(r, it->second, now);
+    if (!admit.ok()) {
+      if (requests.size() == 1) return admit.status();
+      return Status(admit.status().code(),
+                    "item " + std::to_string(i) + ": " + admit.status().message());
+    }
+    admits.push_back(std::move(admit).value());
+  }
+  TE_ASSIGN_OR_RETURN(std::vector<AdmitResult> admitted, store_->AdmitBatch(admits));
+  std::vector<DispatchResult> out;
+  out.reserve(admitted.size());
+  bool created = false;
+  for (std::size_t i = 0; i < admitted.size(); ++i) {
+    if (admitted[i].outcome == AdmitOutcome::kConflict && requests.size() == 1) {
+      return ConflictStatus(requests[i], admitted[i].id);
+    }
+    created = created || admitted[i].outcome == AdmitOutcome::kCreated;
+    out.push_back(ToDispatchResult(admitted[i]));
+  }
+  if (created && on_admitted_) on_admitted_();
+  return out;
+}
+
+}  // namespace taskengine

@@ -1,0 +1,37 @@
+// Dispatcher: validates dispatch requests and admits them through the store
+// (A1-A5). The one place that decides what a valid dispatch is.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "storage/store.h"
+#include "taskengine/engine.h"
+
+namespace taskengine {
+
+// Thread-safe.
+class Dispatcher {
+ public:
+  // `on_admitted` is called after a commit that created executions (the
+  // in-process wakeup; losing it only delays pickup to the next poll).
+  Dispatcher(Store* store, Clock* clock, std::function<void()> on_admitted)
+      : store_(store), clock_(clock), on_admitted_(std::move(on_admitted)) {}
+
+  Result<DispatchResult> Dispatch(const DispatchRequest& request);
+  // All or none (A5).
+  Result<std::vector<DispatchResult>> DispatchBatch(const std::vector<DispatchRequest>& requests);
+
+ private:
+  // Checks `r` against its job definition and builds the store request.
+  Result<AdmitRequest> Prepare(const DispatchRequest& r, const JobDefinition& job, Millis now) const;
+
+  Store* const store_;
+  Clock* const clock_;
+  const std::function<void()> on_admitted_;
+};
+
+// kConflict for an admission that hit a used key with a different payload.
+Status ConflictStatus(const DispatchRequest& request, ExecutionId existing);
+
+}  // namespace taskengine

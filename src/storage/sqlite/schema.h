@@ -1,0 +1,100 @@
+// Versioned schema migrations of the SQLite backend (D4). Migration N moves
+// the schema from version N-1 to N. Never edit a released migration: add one.
+#pragma once
+
+#include <array>
+
+namespace taskengine::sqlite {
+
+inline constexpr const char* kMigrations[] = {
+    // Version 1: job definitions, executions, logs.
+    R"sql(
+CREATE TABLE job_definitions (
+  name TEXT PRIMARY KEY,
+  display_name TEXT NOT NULL DEFAULT '',
+  handler TEXT NOT NULL,
+  queue TEXT NOT NULL,
+  scope INTEGER NOT NULL,
+  schedule TEXT NOT NULL DEFAULT '',
+  timezone TEXT NOT NULL DEFAULT 'UTC',
+  timeout_ms INTEGER NOT NULL,
+  lease_ms INTEGER NOT NULL,
+  max_attempts INTEGER NOT NULL,
+  backoff_base_ms INTEGER NOT NULL,
+  backoff_cap_ms INTEGER NOT NULL,
+  max_permanent_attempts INTEGER NOT NULL,
+  max_ambiguous_attempts INTEGER NOT NULL,
+  max_consecutive_lease_expiries INTEGER NOT NULL,
+  lane_template TEXT NOT NULL DEFAULT '',
+  config_json TEXT NOT NULL DEFAULT '{}',
+  enabled INTEGER NOT NULL DEFAULT 1,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE executions (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  job TEXT NOT NULL,
+  tenant TEXT NOT NULL DEFAULT '',
+  queue TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  trigger INTEGER NOT NULL,
+  requester TEXT NOT NULL DEFAULT '',
+  worker TEXT NOT NULL DEFAULT '',
+  attempt INTEGER NOT NULL DEFAULT 0,
+  idempotency_key TEXT,
+  payload TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  result TEXT,
+  progress INTEGER NOT NULL DEFAULT 0,
+  error TEXT NOT NULL DEFAULT '',
+  failure_class INTEGER NOT NULL DEFAULT 0,
+  scheduled_at INTEGER NOT NULL DEFAULT 0,
+  run_at INTEGER NOT NULL,
+  queued_at INTEGER NOT NULL,
+  started_at INTEGER NOT NULL DEFAULT 0,
+  finished_at INTEGER NOT NULL DEFAULT 0,
+  claim_version INTEGER NOT NULL DEFAULT 0,
+  lease_expires_at INTEGER NOT NULL DEFAULT 0,
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  lane_key TEXT NOT NULL DEFAULT '',
+  parent_id INTEGER NOT NULL DEFAULT 0,
+  consecutive_lease_expiries INTEGER NOT NULL DEFAULT 0,
+  permanent_failures INTEGER NOT NULL DEFAULT 0,
+  ambiguous_failures INTEGER NOT NULL DEFAULT 0,
+  max_attempts INTEGER NOT NULL,
+  backoff_base_ms INTEGER NOT NULL,
+  backoff_cap_ms INTEGER NOT NULL,
+  max_permanent_attempts INTEGER NOT NULL,
+  max_ambiguous_attempts INTEGER NOT NULL,
+  max_consecutive_lease_expiries INTEGER NOT NULL,
+  lease_ms INTEGER NOT NULL
+) STRICT;
+
+-- A2: idempotency scope is (job, tenant, key).
+CREATE UNIQUE INDEX executions_idempotency ON executions(job, tenant, idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
+-- "Next due execution of queue Q" is a seek into this index at any depth.
+CREATE INDEX executions_due ON executions(queue, run_at, id) WHERE status = 0;
+-- The sweeper's staleness gate: running executions by lease expiry.
+CREATE INDEX executions_leases ON executions(lease_expires_at) WHERE status = 1;
+-- Executions that need an operator, by status.
+CREATE INDEX executions_attention ON executions(status, id) WHERE status IN (3, 4);
+CREATE INDEX executions_by_job ON executions(job, id);
+CREATE INDEX executions_by_tenant ON executions(tenant, id) WHERE tenant <> '';
+
+CREATE TABLE execution_logs (
+  id INTEGER PRIMARY KEY,
+  execution_id INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  at INTEGER NOT NULL,
+  level INTEGER NOT NULL,
+  message TEXT NOT NULL
+) STRICT;
+CREATE INDEX execution_logs_by_execution ON execution_logs(execution_id, id);
+)sql",
+};
+
+inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
+
+}  // namespace taskengine::sqlite

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test:
+#   1. Release build: all CTest labels (unit, conformance, integration, drill).
+#   2. ASan+UBSan build: all labels again.
+#   3. TSan build (clang): the concurrency suites (engine, conformance).
+#   4. libFuzzer targets (clang), each for a short run.
+# Usage: ./test.sh [--quick]   (--quick: step 1 only)
+set -euo pipefail
+cd "$(dirname "$0")"
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+jobs=$(nproc)
+
+echo "==> checking Debian packages"
+scripts/deps.sh test
+
+run_preset() {
+  local preset=$1; shift
+  echo "==> [$preset] configure + build"
+  cmake --preset "$preset" >/dev/null
+  cmake --build "build/$preset" -j "$jobs" "$@"
+  echo "==> [$preset] ctest"
+}
+
+run_preset release
+ctest --test-dir build/release --output-on-failure -j "$jobs"
+
+if [ $quick -eq 1 ]; then exit 0; fi
+
+run_preset asan
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build/asan --output-on-failure -j "$jobs"
+
+run_preset tsan --target engine_test sqlite_conformance_test
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  ctest --test-dir build/tsan --output-on-failure -R '^(engine_test|sqlite_conformance_test)$'
+
+echo "==> [fuzz] build + short runs"
+cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
+  -DCMAKE_CXX_COMPILER=clang++ -DTASKENGINE_BUILD_FUZZ=ON -DTASKENGINE_BUILD_TESTS=OFF \
+  -DTASKENGINE_BUILD_BENCH=OFF >/dev/null
+cmake --build build/fuzz -j "$jobs" --target fuzz_targets
+for f in build/fuzz/tests/fuzz/*_fuzz; do
+  name=$(basename "$f" _fuzz)
+  corpus=tests/fuzz/corpus/$name
+  work=$(mktemp -d)
+  [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
+  echo "  $name: 30 s"
+  "$f" -max_total_time=30 -timeout=5 -rss_limit_mb=2048 "$work" 2>&1 | tail -2
+  rm -rf "$work"
+done
+echo "==> all tests passed"

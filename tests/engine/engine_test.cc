@@ -1,0 +1,466 @@
+// Engine behaviour through the public C++ API, on a real SQLite file.
+#include "taskengine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "storage/store.h"
+#include "testing_support/test_util.h"
+
+namespace taskengine {
+namespace {
+
+using namespace std::chrono_literals;
+
+JobDefinition Job(const std::string& name, const std::string& handler,
+                  const std::string& queue = "default") {
+  JobDefinition j;
+  j.name = JobName(name);
+  j.handler = handler;
+  j.queue = queue;
+  j.retry.backoff_base_ms = 10;
+  j.retry.backoff_cap_ms = 50;
+  return j;
+}
+
+// Waits (bounded) until `pred` holds.
+template <typename Pred>
+bool WaitFor(Pred pred, std::chrono::milliseconds limit = 10s) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(2ms);
+  }
+  return pred();
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  EngineOptions Options(int workers = 2) {
+    EngineOptions o;
+    o.database_path = dir_.File("te.db");
+    o.worker_threads = workers;
+    o.poll_interval_ms = 50;
+    o.sweep_interval_ms = 50;
+    o.shutdown_grace_ms = 2000;
+    return o;
+  }
+  ExecutionStatus StatusOf(Engine& e, ExecutionId id) {
+    auto ex = e.GetExecution(id);
+    return ex.ok() ? ex->status : ExecutionStatus::kQueued;
+  }
+  TempDir dir_;
+};
+
+TEST_F(EngineTest, DispatchedJobRunsToSucceededWithResultAndLogs) {
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(Options()));
+  ASSERT_OK(engine->DefineJob(Job("greet", "greet")));
+  ASSERT_OK(engine->RegisterHandler("greet", [](JobContext& ctx) {
+    ctx.SetProgress(50);
+    ctx.Log(LogLevel::kInfo, "hello " + ctx.payload_json());
+    EXPECT_EQ(ctx.attempt(), 1);
+    EXPECT_EQ(ctx.effect_key_prefix(), std::to_string(ctx.execution_id().value) + ":");
+    return HandlerResult::Success(R"({"ok":true})");
+  }));
+  ASSERT_OK(engine->Start());
+  DispatchRequest r;
+  r.job = JobName("greet");
+  r.payload_json = R"({ "b": 2, "a": 1 })";
+  ASSERT_OK_AND_ASSIGN(DispatchResult d, engine->Dispatch(r));
+  EXPECT_TRUE(d.created);
+  ASSERT_TRUE(WaitFor([&] { return StatusOf(*engine, d.id) == ExecutionStatus::kSucceeded; }));
+  ASSERT_OK_AND_ASSIGN(Execution e, engine->GetExecution(d.id));
+  EXPECT_EQ(e.result_json, R"({"ok":true})");
+  EXPECT_EQ(e.payload_json, R"({"a":1,"b":2})");  // stored canonical
+  EXPECT_EQ(e.progress, 100);
+  EXPECT_GT(e.finished_at, 0);
+  ASSERT_OK_AND_ASSIGN(auto logs, engine->store().GetLogs(d.id, 10));
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_EQ(logs[0].message, R"(hello {"a":1,"b":2})");
+}
+
+TEST_F(EngineTest, DispatchValidatesInputAndChangesNothing) {
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(Options(0)));
+  ASSERT_OK(engine->DefineJob(Job("greet", "greet")));
+  JobDefinition per_tenant = Job("digest", "greet");
+  per_tenant.scope = JobScope::kPerTenant;
+  ASSERT_OK(engine->DefineJob(per_tenant));
+  auto expect_code = [&](DispatchRequest r, ErrorCode code) {
+    auto d = engine->Dispatch(r);
+    EXPECT_EQ(d.status().code(), code) << d.status().ToString();
+  };
+  DispatchRequest base;
+  base.job = JobName("greet");
+  DispatchRequest r = base;
+  r.payload_json = "[1,2]";
+  expect_code(r, ErrorCode::kInvalidArgument);
+  r.payload_json = "{\"a\":";
+  expect_code(r, ErrorCode::kInvalidArgument);
+  r = base;
+  r.payload_json = "{\"x\":\"" + std::string(kMaxPayloadBytes, 'a') + "\"}";
+  expect_code(r, ErrorCode::kInvalidArgument);
+  r = base;
+  r.job = JobName("missing");
+  expect_code(r, ErrorCode::kNotFound);
+  r.job = JobName("Bad Name");
+  expect_code(r, ErrorCode::kInvalidArgument);
+  r = base;
+  r.tenant = TenantId("acme");
+  expect_code(r, ErrorCode::kInvalidArgument);  // global job takes no tenant
+  r = base;
+  r.job = JobName("digest");
+  expect_code(r, ErrorCode::kInvalidArgument);  // per-tenant job needs one
+  r.tenant = TenantId("ACME!");
+  expect_code(r, ErrorCode::kInvalidArgument);
+  r = base;
+  r.idempotency_key = "has space";
+  expect_code(r, ErrorCode::kInvalidArgument);
+  r = base;
+  r.delay_ms = -5;
+  expect_code(r, ErrorCode::kInvalidArgument);
+  ExecutionFilter all;
+  ASSERT_OK_AND_ASSIGN(ExecutionPage page, engine->store().ListExecutions(all));
+  EXPECT_TRUE(page.items.empty());
+}
+
+TEST_F(EngineTest, IdempotentDispatchReturnsSameExecutionAndConflictsOnChangedPayload) {
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(Options(0)));
+  ASSERT_OK(engine->DefineJob(Job("greet", "greet")));
+  DispatchRequest r;
+  r.job = JobName("greet");
+  r.idempotency_key = "order-7";
+  r.payload_json = R"({"a":1,"b":[1,2]})";
+  ASSERT_OK_AND_ASSIGN(DispatchResult first, engine->Dispatch(r));
+  r.payload_json = R"({"b":[1,2], "a":1.0})";  // same content, other spelling
+  ASSERT_OK_AND_ASSIGN(DispatchResult again, engine->Dispatch(r));
+  EXPECT_FALSE(again.created);
+  EXPECT_EQ(again.id, first.id);
+  r.payload_json = R"({"a":2})";
+  auto conflict = engine->Dispatch(r);
+  EXPECT_EQ(conflict.status().code(), ErrorCode::kConflict);
+  EXPECT_NE(conflict.status().message().find(std::to_string(first.id.value)), std::string::npos);
+  r.payload_json = R"({"a":1,"b":[1,2]})";
+  r.requester = "someone-else";  // requester is part of the fingerprint
+  EXPECT_EQ(engine->Dispatch(r).status().code(), ErrorCode::kConflict);
+}
+
+// A4: the recovery-key trap. The first dispatch commits but its wakeup is lost
+// (it came from another process, here another engine on the same file with
+// no workers). Dispatching again with the same key returns the same execution,
+// and the execution still runs to completion.
+TEST_F(EngineTest, A4_SameKeyAfterLostWakeupReturnsSameExecutionAndItStillRuns) {
+  std::atomic<int> runs{0};
+  ASSERT_OK_AND_ASSIGN(auto server, Engine::Open(Options(1)));
+  ASSERT_OK(server->DefineJob(Job("recover", "recover")));
+  ASSERT_OK(server->RegisterHandler("recover", [&](JobContext&) {
+    ++runs;
+    return HandlerResult::Success();
+  }));
+  EngineOptions client_options = Options(0);
+  client_options.run_sweeper = false;
+  ASSERT_OK_AND_ASSIGN(auto client, Engine::Open(client_options));
+  DispatchRequest r;
+  r.job = JobName("recover");
+  r.idempotency_key = "webhook-recovery:77";
+  ASSERT_OK_AND_ASSIGN(DispatchResult first, client->Dispatch(r));  // nobody is woken
+  ASSERT_OK_AND_ASSIGN(DispatchResult second, client->Dispatch(r));
+  EXPECT_FALSE(second.created);
+  EXPECT_EQ(second.id, first.id);
+  ASSERT_OK(server->Start());  // only the poll can find it
+  ASSERT_TRUE(WaitFor([&] { return StatusOf(*server, first.id) == ExecutionStatus::kSucceeded; }));
+  EXPECT_EQ(runs.load(), 1);
+  ASSERT_OK_AND_ASSIGN(DispatchResult third, client->Dispatch(r));
+  EXPECT_EQ(third.id, first.id);
+  EXPECT_EQ(third.status, ExecutionStatus::kSucceeded);
+}
+
+TEST_F(EngineTest, RetryableFailuresBackOffThenExhaustIntoFailed) {
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(Options(1)));
+  JobDefinition j = Job("flaky", "flaky");
+  j.retry.max_attempts = 3;
+  ASSERT_OK(engine->DefineJob(j));
+  std::atomic<int> runs{0};
+  ASSERT_OK(engine->RegisterHandler("flaky", [&](JobContext& ctx) {
+    EXPECT_EQ(ctx.attempt(), runs.load() + 1);
+    ++runs;
+    return HandlerResult::Retryable("boom " + std::to_string(ctx.attempt()));
+  }));
+  ASSERT_OK(engine->Start());
+  DispatchRequest r;
+  r.job = JobName("flaky");
+  ASSERT_OK_AND_ASSIGN(DispatchResult d, engine->Dispatch(r));
+  ASSERT_TRUE(WaitFor([&] { return StatusOf(*engine, d.id) == ExecutionStatus::kFailed; }));
+  EXPECT_EQ(runs.load(), 3);
+  ASSERT_OK_AND_ASSIGN(Execution e, engine->GetExecution(d.id));
+  EXPECT_EQ(e.attempt, 3);
+  EXPECT_EQ(e.failure_class, FailureClass::kRetryable);
+  EXPECT_EQ(e.error, "boom 3");
+}
+
+TEST_F(EngineTest, PermanentFailureQuarantinesAndOtherJobsKeepFlowing) {
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(Options(2)));
+  ASSERT_OK(engine->DefineJob(Job("bad", "bad")));
+  ASSERT_OK(engine->DefineJob(Job("good", "good")));
+  ASSERT_OK(engine->RegisterHandler("bad", [](JobContext&) {
+    return HandlerResult::Permanent("unsupported schema");
+  }));
+  ASSERT_OK(engine->RegisterHandler("good", [](JobContext&) { return HandlerResult::Success(); }));
+  ASSERT_OK(engine->Start());
+  DispatchRequest bad;
+  bad.job = JobName("bad");
+  ASSERT_OK_AND_ASSIGN(DispatchResult b, engine->Dispatch(bad));
+  std::vector<DispatchRequest> goods(20);
+  for (auto& g : goods) g.job = JobName("good");
+  ASSERT_OK_AND_ASSIGN(auto ds, engine->DispatchBatch(goods));
+  ASSERT_TRUE(WaitFor([&] {
+    for (auto& d : ds) {
+      if (StatusOf(*engine, d.id) != ExecutionStatus::kSucceeded) return false;
+    }
+    return StatusOf(*engine, b.id) == ExecutionStatus::kQuarantined;
+  }));
+}
+
+TEST_F(EngineTest, UnknownHandlerIsSurfacedNotGuessed) {
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(Options(1)));
+  ASSERT_OK(engine->DefineJob(Job("orphan", "not-registered")));
+  ASSERT_OK(engine->Start());
+  DispatchRequest r;
+  r.job = JobName("orphan");
+  ASSERT_OK_AND_ASSIGN(DispatchResult d, engine->Dispatch(r));
+  ASSERT_TRUE(WaitFor([&] { return StatusOf(*engine, d.id) == ExecutionStatus::kQuarantined; }));
+  ASSERT_OK_AND_ASSIGN(Execution e, engine->GetExecution(d.id));
+  EXPECT_NE(e.error.find("not-registered"), std::string::npos);
+}
+
+TEST_F(EngineTest, PerQueueConcurrencyIsBounded) {
+  EngineOptions o = Options(4);
+  o.queues = {QueueConfig{"low", 0, 1}, QueueConfig{"high", 10, 2}};
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(o));
+  ASSERT_OK(engine->DefineJob(Job("slow-low", "work", "low")));
+  ASSERT_OK(engine->DefineJob(Job("slow-high", "work", "high")));
+  std::atomic<int> running_low{0}, running_high{0}, max_low{0}, max_high{0};
+  ASSERT_OK(engine->RegisterHandler("work", [&](JobContext& ctx) {
+    bool low = ctx.job().value == "slow-low";
+    auto& running = low ? running_low : running_high;
+    auto& max = low ? max_low : max_high;
+    int now = ++running;
+    int prev = max.load();
+    while (now > prev && !max.compare_exchange_weak(prev, now)) {
+    }
+    std::this_thread::sleep_for(20ms);
+    --running;
+    return HandlerResult::Success();
+  }));
+  std::vector<DispatchRequest> batch;
+  for (int i = 0; i < 12; ++i) {
+    DispatchRequest r;
+    r.job = JobName(i % 2 ? "slow-low" : "slow-high");
+    batch.push_back(r);
+  }
+  ASSERT_OK_AND_ASSIGN(auto ds, engine->DispatchBatch(batch));
+  ASSERT_OK(engine->Start());
+  ASSERT_TRUE(WaitFor([&] {
+    for (auto& d : ds) {
+      if (StatusOf(*engine, d.id) != ExecutionStatus::kSucceeded) return false;
+    }
+    return true;
+  }));
+  EXPECT_EQ(max_low.load(), 1);
+  EXPECT_EQ(max_high.load(), 2);
+}
+
+// O2: with one worker, every ready execution of the higher-priority queue runs
+// before any of the lower one, even though the lower ones were admitted first.
+TEST_F(EngineTest, HigherPriorityQueueRunsFirst) {
+  EngineOptions o = Options(1);
+  o.queues = {QueueConfig{"low", 0, 1}, QueueConfig{"high", 10, 1}};
+  o.prefetch = 10;
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(o));
+  ASSERT_OK(engine->DefineJob(Job("j-low", "work", "low")));
+  ASSERT_OK(engine->DefineJob(Job("j-high", "work", "high")));
+  std::mutex mu;
+  std::vector<std::string> order;
+  ASSERT_OK(engine->RegisterHandler("work", [&](JobContext& ctx) {
+    std::lock_guard<std::mutex> lock(mu);
+    order.push_back(ctx.job().value);
+    return HandlerResult::Success();
+  }));
+  std::vector<DispatchRequest> batch;
+  for (int i = 0; i < 6; ++i) {
+    DispatchRequest r;
+    r.job = JobName(i < 3 ? "j-low" : "j-high");
+    batch.push_back(r);
+  }
+  ASSERT_OK_AND_ASSIGN(auto ds, engine->DispatchBatch(batch));
+  ASSERT_OK(engine->Start());
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return order.size() == 6;
+  }));
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(order, (std::vector<std::string>{"j-high", "j-high", "j-high", "j-low", "j-low",
+                                             "j-low"}));
+}
+
+// L6: Stop() lets running handlers finish within the grace period and gives
+// back leases it did not start, so they are claimable at once.
+TEST_F(EngineTest, GracefulStopFinishesRunningAndReleasesTheRest) {
+  EngineOptions o = Options(1);
+  o.prefetch = 10;
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(o));
+  ASSERT_OK(engine->DefineJob(Job("slow", "slow")));
+  std::atomic<int> started{0};
+  ASSERT_OK(engine->RegisterHandler("slow", [&](JobContext&) {
+    ++started;
+    std::this_thread::sleep_for(100ms);
+    return HandlerResult::Success();
+  }));
+  std::vector<DispatchRequest> batch(5);
+  for (auto& r : batch) r.job = JobName("slow");
+  ASSERT_OK_AND_ASSIGN(auto ds, engine->DispatchBatch(batch));
+  ASSERT_OK(engine->Start());
+  ASSERT_TRUE(WaitFor([&] { return started.load() >= 1; }));
+  engine->Stop();
+  int succeeded = 0, queued = 0;
+  for (auto& d : ds) {
+    ASSERT_OK_AND_ASSIGN(Execution e, engine->GetExecution(d.id));
+    EXPECT_NE(e.status, ExecutionStatus::kRunning) << "execution " << d.id.value;
+    if (e.status == ExecutionStatus::kSucceeded) ++succeeded;
+    if (e.status == ExecutionStatus::kQueued) {
+      ++queued;
+      EXPECT_EQ(e.attempt, 0);  // a release gives the attempt back
+    }
+  }
+  EXPECT_GE(succeeded, 1);
+  EXPECT_EQ(succeeded + queued, 5);
+}
+
+// A handler past its grace keeps running, but its lease is released: the
+// engine publishes nothing for it afterwards (its claim is stale).
+TEST_F(EngineTest, HandlerStillRunningAfterGraceLosesItsClaim) {
+  EngineOptions o = Options(1);
+  o.shutdown_grace_ms = 50;
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(o));
+  ASSERT_OK(engine->DefineJob(Job("stuck", "stuck")));
+  std::atomic<bool> saw_lost{false};
+  ASSERT_OK(engine->RegisterHandler("stuck", [&](JobContext& ctx) {
+    auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (ctx.Checkpoint() == LeaseState::kLost) {
+        saw_lost = true;
+        break;
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    return HandlerResult::Success();
+  }));
+  DispatchRequest r;
+  r.job = JobName("stuck");
+  ASSERT_OK_AND_ASSIGN(DispatchResult d, engine->Dispatch(r));
+  ASSERT_OK(engine->Start());
+  ASSERT_TRUE(WaitFor([&] { return StatusOf(*engine, d.id) == ExecutionStatus::kRunning; }));
+  engine->Stop();
+  EXPECT_TRUE(saw_lost.load());
+  ASSERT_OK_AND_ASSIGN(Execution e, engine->GetExecution(d.id));
+  EXPECT_EQ(e.status, ExecutionStatus::kQueued);
+}
+
+// L4 through the engine: a lease that expires (the worker died) is recovered
+// by the sweeper and the execution runs again on a live worker.
+TEST_F(EngineTest, SweeperRecoversExpiredLeaseAndJobRunsAgain) {
+  FakeClock clock;
+  EngineOptions o = Options(0);
+  o.clock = &clock;
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(o));
+  ASSERT_OK(engine->DefineJob(Job("work", "work")));
+  DispatchRequest r;
+  r.job = JobName("work");
+  ASSERT_OK_AND_ASSIGN(DispatchResult d, engine->Dispatch(r));
+  ClaimRequest claim;
+  claim.worker = WorkerId("dead-worker");
+  claim.slots = {QueueSlot{"default", 10}};
+  ASSERT_OK_AND_ASSIGN(auto leases, engine->store().Claim(claim));
+  ASSERT_EQ(leases.size(), 1u);
+  clock.Advance(29s);
+  ASSERT_OK_AND_ASSIGN(int early, engine->SweepOnce());
+  EXPECT_EQ(early, 0);  // staleness gate: in flight
+  clock.Advance(2s);
+  ASSERT_OK_AND_ASSIGN(int recovered, engine->SweepOnce());
+  EXPECT_EQ(recovered, 1);
+  ASSERT_OK_AND_ASSIGN(Execution e, engine->GetExecution(d.id));
+  EXPECT_EQ(e.status, ExecutionStatus::kQueued);
+  EXPECT_EQ(e.failure_class, FailureClass::kLeaseExpired);
+  // The dead worker's late completion is stale and changes nothing.
+  EXPECT_EQ(engine->store().Complete(LeaseRef{leases[0].id, leases[0].version}, "").status().code(),
+            ErrorCode::kStale);
+}
+
+TEST_F(EngineTest, HeartbeatsKeepLongHandlersLeased) {
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(Options(1)));
+  JobDefinition j = Job("long", "long");
+  j.lease_ms = 150;  // much shorter than the handler
+  ASSERT_OK(engine->DefineJob(j));
+  std::atomic<int> runs{0};
+  ASSERT_OK(engine->RegisterHandler("long", [&](JobContext& ctx) {
+    ++runs;
+    std::this_thread::sleep_for(600ms);
+    return ctx.Checkpoint() == LeaseState::kActive ? HandlerResult::Success()
+                                                   : HandlerResult::Retryable("lost");
+  }));
+  ASSERT_OK(engine->Start());
+  DispatchRequest r;
+  r.job = JobName("long");
+  ASSERT_OK_AND_ASSIGN(DispatchResult d, engine->Dispatch(r));
+  ASSERT_TRUE(WaitFor([&] { return StatusOf(*engine, d.id) == ExecutionStatus::kSucceeded; }));
+  EXPECT_EQ(runs.load(), 1);  // never swept while alive
+}
+
+TEST_F(EngineTest, ThrowingHandlerIsARetryableFailure) {
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(Options(1)));
+  JobDefinition j = Job("throws", "throws");
+  j.retry.max_attempts = 1;
+  ASSERT_OK(engine->DefineJob(j));
+  ASSERT_OK(engine->RegisterHandler("throws", [](JobContext&) -> HandlerResult {
+    throw std::runtime_error("kaput");
+  }));
+  ASSERT_OK(engine->Start());
+  DispatchRequest r;
+  r.job = JobName("throws");
+  ASSERT_OK_AND_ASSIGN(DispatchResult d, engine->Dispatch(r));
+  ASSERT_TRUE(WaitFor([&] { return StatusOf(*engine, d.id) == ExecutionStatus::kFailed; }));
+  ASSERT_OK_AND_ASSIGN(Execution e, engine->GetExecution(d.id));
+  EXPECT_NE(e.error.find("kaput"), std::string::npos);
+}
+
+TEST_F(EngineTest, ManyJobsEachRunExactlyOnce) {
+  EngineOptions o = Options(4);
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(o));
+  ASSERT_OK(engine->DefineJob(Job("count", "count")));
+  std::mutex mu;
+  std::multiset<std::int64_t> seen;
+  ASSERT_OK(engine->RegisterHandler("count", [&](JobContext& ctx) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.insert(ctx.execution_id().value);
+    return HandlerResult::Success();
+  }));
+  ASSERT_OK(engine->Start());
+  std::vector<DispatchRequest> batch(2000);
+  for (auto& r : batch) r.job = JobName("count");
+  ASSERT_OK_AND_ASSIGN(auto ds, engine->DispatchBatch(batch));
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return seen.size() >= ds.size();
+  }, 30s));
+  engine->Stop();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(seen.size(), ds.size());
+  for (auto& d : ds) EXPECT_EQ(seen.count(d.id.value), 1u);
+  for (auto& d : ds) EXPECT_EQ(StatusOf(*engine, d.id), ExecutionStatus::kSucceeded);
+}
+
+}  // namespace
+}  // namespace taskengine
