@@ -188,6 +188,7 @@ class Bench {
     }));
     Check(engine->Start());
     std::vector<double> from_call, from_ack;
+    int before_ack = 0;
     const int samples = 1000;
     for (int i = 0; i < samples; ++i) {
       started_ns = 0;
@@ -201,7 +202,9 @@ class Bench {
       }
       long s = started_ns.load();
       from_call.push_back((s - t0.time_since_epoch().count()) / 1e6);
-      from_ack.push_back(std::max(0.0, (s - t1.time_since_epoch().count()) / 1e6));
+      double after_ack = (s - t1.time_since_epoch().count()) / 1e6;
+      if (after_ack < 0) ++before_ack;
+      from_ack.push_back(std::max(0.0, after_ack));
       std::this_thread::sleep_for(std::chrono::milliseconds(2));  // let it finish; idle again
     }
     engine->Stop();
@@ -211,9 +214,10 @@ class Bench {
     };
     std::printf("P2 SQLite pickup latency: idle in-process worker (1 thread); single dispatch;\n"
                 "   %d samples. dispatch acknowledged (committed) -> handler start:\n"
-                "   p50 %.3f ms, p99 %.3f ms  (target p50 <= 0.5, p99 <= 2)\n"
+                "   p50 %.3f ms, p99 %.3f ms  (target p50 <= 0.5, p99 <= 2);\n"
+                "   in %d samples the handler had started before the caller heard the ack (counted 0)\n"
                 "   dispatch call (incl. its durable commit) -> handler start: p50 %.3f ms, p99 %.3f ms\n\n",
-                samples, pct(from_ack, 0.5), pct(from_ack, 0.99), pct(from_call, 0.5),
+                samples, pct(from_ack, 0.5), pct(from_ack, 0.99), before_ack, pct(from_call, 0.5),
                 pct(from_call, 0.99));
   }
 

@@ -211,8 +211,9 @@ class Store {
 
   // --- reads ---
   virtual Result<Execution> GetExecution(ExecutionId id) = 0;
+  // kInvalidArgument when filter.limit is outside 1..1000 (never clamped).
   virtual Result<ExecutionPage> ListExecutions(const ExecutionFilter& filter) = 0;
-  // Up to `limit` log lines, oldest first.
+  // The oldest `limit` log lines, oldest first. kNotFound for a missing execution.
   virtual Result<std::vector<LogEntry>> GetLogs(ExecutionId id, int limit) = 0;
   // One row per queue that has queued or running executions, by queue name.
   virtual Result<std::vector<QueueDepth>> QueueDepths() = 0;

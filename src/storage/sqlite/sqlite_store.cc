@@ -48,7 +48,8 @@ constexpr const char* kSelectExecution =
 constexpr const char* kApplyTransition =
     "UPDATE executions SET status = ?2, run_at = ?3, attempt = ?4, consecutive_lease_expiries = ?5,"
     " permanent_failures = ?6, ambiguous_failures = ?7, failure_class = ?8, cancel_requested = ?9,"
-    " lease_expires_at = CASE WHEN ?10 THEN 0 ELSE lease_expires_at END, finished_at = ?11, result = COALESCE(?12, result),"
+    " lease_expires_at = CASE WHEN ?10 THEN 0 ELSE lease_expires_at END,"
+    " worker = CASE WHEN ?10 THEN '' ELSE worker END, finished_at = ?11, result = COALESCE(?12, result),"
     " error = COALESCE(?13, error), progress = COALESCE(?14, progress) WHERE id = ?1";
 
 // The state columns, then what a worker needs (columns 19..22).
@@ -435,7 +436,7 @@ class SqliteStore final : public Store {
         }
       }
       return out;
-    });
+    }, Durability::kRelaxed);
   }
 
   std::vector<Result<HeartbeatReply>> HeartbeatBatch(
@@ -466,7 +467,7 @@ class SqliteStore final : public Store {
         out.emplace_back(reply);
       }
       return out;
-    });
+    }, Durability::kRelaxed);
     if (!r.ok()) return Replies(requests.size(), r.status());
     return std::move(r).value();
   }
@@ -480,7 +481,7 @@ class SqliteStore final : public Store {
       s.Bind(4, static_cast<int>(level)).Bind(5, message);
       TE_RETURN_IF_ERROR(s.Run());
       return true;
-    }).status();
+    }, Durability::kRelaxed).status();
   }
 
   std::vector<Result<FinishReply>> FinishBatch(const std::vector<FinishRequest>& requests) override {
@@ -569,7 +570,7 @@ class SqliteStore final : public Store {
         }
       }
       return report;
-    });
+    }, Durability::kRelaxed);
   }
 
   // --- reads ---
@@ -676,13 +677,24 @@ class SqliteStore final : public Store {
   };
 
   // One operation for the writer thread. Lives on the caller's stack until done.
+  // Whether an operation's commit must reach the disk before it is
+  // acknowledged. Claims, heartbeats, log lines and sweeps are kRelaxed: if a
+  // power cut loses them, the execution is simply found queued (or its lease
+  // expired) again, which recovery handles anyway; every later kSync commit
+  // flushes them too, in order (WAL). Admissions, outcomes and definitions are
+  // kSync: "accepted" and "done" must survive a power cut (S3).
+  enum class Durability { kSync, kRelaxed };
+
   struct Op {
+    Durability durability = Durability::kSync;
     std::function<Status(Connection&)> body;
     Status result;
     bool done = false;  // guarded by mu_
   };
 
   static constexpr const char* kBegin = "BEGIN IMMEDIATE";
+  static constexpr const char* kSyncFull = "PRAGMA synchronous = FULL";
+  static constexpr const char* kSyncNormal = "PRAGMA synchronous = NORMAL";
   static constexpr const char* kSavepoint = "SAVEPOINT op";
   static constexpr const char* kRollbackTo = "ROLLBACK TO op";
   static constexpr const char* kRelease = "RELEASE op";
@@ -791,9 +803,10 @@ class SqliteStore final : public Store {
   // Runs `f(connection)` on the writer thread inside a group-committed
   // transaction; returns its result only after the COMMIT that contains it.
   template <typename T, typename F>
-  Result<T> Write(F&& f) {
+  Result<T> Write(F&& f, Durability durability = Durability::kSync) {
     std::optional<Result<T>> out;
     Op op;
+    op.durability = durability;
     op.body = [&](Connection& c) -> Status {
       out.emplace(f(c));
       return out->status();
@@ -853,6 +866,18 @@ class SqliteStore final : public Store {
   // failing operation changes nothing while the others still commit.
   void RunBatch(const std::vector<Op*>& batch) {
     Connection& c = writer_conn_;
+    if (options_.sync == SyncMode::kFull) {
+      bool sync = false;
+      for (const Op* op : batch) sync = sync || op->durability == Durability::kSync;
+      if (sync != synced_commits_) {
+        Status mode = RunCached(c, sync ? kSyncFull : kSyncNormal);
+        if (!mode.ok()) {
+          for (Op* op : batch) op->result = mode;
+          return;
+        }
+        synced_commits_ = sync;
+      }
+    }
     Status begin = RunCached(c, kBegin);
     if (!begin.ok()) {
       for (Op* op : batch) op->result = begin;
@@ -895,6 +920,7 @@ class SqliteStore final : public Store {
   // Used only by the writer thread (and Init before it starts).
   Connection writer_conn_;
   std::thread writer_;
+  bool synced_commits_ = true;  // the writer connection's current synchronous mode is FULL
 
   // Protected by mu_.
   std::mutex mu_;

@@ -1,0 +1,387 @@
+// The fixture of the conformance suite, and its cases about the schema (D4),
+// durability across a reopen (D1) and job definitions.
+#include "storage/testing/conformance.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+namespace taskengine {
+
+std::string StoreFactoryName(const ::testing::TestParamInfo<StoreFactory>& info) {
+  return info.param.name;
+}
+
+void PrintTo(const StoreFactory& factory, std::ostream* os) { *os << factory.name; }
+
+namespace {
+
+// The case name without the "/<instantiation>" suffix gtest adds.
+std::string CurrentCaseName() {
+  std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  return name.substr(0, name.find('/'));
+}
+
+}  // namespace
+
+void StoreConformance::SetUp() {
+  const StoreFactory& factory = GetParam();
+  if (auto it = factory.skips.find(CurrentCaseName()); it != factory.skips.end()) {
+    GTEST_SKIP() << factory.name << " cannot pass this case: " << it->second;
+  }
+  dir_ = std::make_unique<TempDir>();
+  env_ = StoreEnv{dir_->path().string(), &clock_, &random_};
+  ASSERT_TRUE(factory.open) << "factory " << factory.name << " has no open function";
+  ASSERT_OK_AND_ASSIGN(store_, factory.open(env_));
+  ASSERT_TRUE(store_ != nullptr);
+  ASSERT_OK(store_->Migrate());
+}
+
+void StoreConformance::TearDown() {
+  store_.reset();
+  dir_.reset();
+}
+
+void StoreConformance::Reopen() {
+  store_.reset();
+  ASSERT_OK_AND_ASSIGN(store_, GetParam().open(env_));
+  ASSERT_OK(store_->Migrate());
+}
+
+JobDefinition StoreConformance::MakeJob(const std::string& name, const std::string& queue) {
+  JobDefinition job;
+  job.name = JobName(name);
+  job.display_name = name;
+  job.handler = "noop";
+  job.queue = queue;
+  return job;
+}
+
+void StoreConformance::DefineJob(const std::string& name, const std::string& queue) {
+  DefineJob(MakeJob(name, queue));
+}
+
+void StoreConformance::DefineJob(const JobDefinition& job) {
+  Status s = store_->UpsertJob(job);
+  ASSERT_TRUE(s.ok()) << "UpsertJob(" << job.name.value << "): " << s.ToString();
+}
+
+AdmitRequest StoreConformance::MakeRequest(const std::string& job, int n, const std::string& tenant,
+                                           const std::string& key) {
+  AdmitRequest r;
+  r.job = JobName(job);
+  r.tenant = TenantId(tenant);
+  r.payload_json = "{\"n\":" + std::to_string(n) + "}";
+  // The store compares fingerprints; it does not compute them. Any
+  // deterministic 64-hex-digit value per payload stands in for the SHA-256.
+  char fp[65];
+  std::snprintf(fp, sizeof fp, "%064x", static_cast<unsigned>(n));
+  r.fingerprint = fp;
+  r.idempotency_key = key;
+  r.requester = "tester";
+  return r;
+}
+
+ExecutionId StoreConformance::AdmitOne(const AdmitRequest& request) {
+  Result<AdmitResult> r = store_->Admit(request);
+  EXPECT_TRUE(r.ok()) << "Admit: " << r.status().ToString();
+  if (!r.ok()) return ExecutionId();
+  EXPECT_EQ(r->outcome, AdmitOutcome::kCreated);
+  return r->id;
+}
+
+std::vector<Lease> StoreConformance::ClaimN(const std::string& queue, int max,
+                                            const std::string& worker) {
+  ClaimRequest req;
+  req.worker = WorkerId(worker);
+  req.slots.push_back(QueueSlot{queue, max});
+  Result<std::vector<Lease>> r = store_->Claim(req);
+  EXPECT_TRUE(r.ok()) << "Claim: " << r.status().ToString();
+  if (!r.ok()) return {};
+  return std::move(r).value();
+}
+
+Lease StoreConformance::ClaimOne(const std::string& queue, const std::string& worker) {
+  std::vector<Lease> leases = ClaimN(queue, 1, worker);
+  EXPECT_EQ(leases.size(), 1u) << "expected to claim one execution of queue " << queue;
+  return leases.empty() ? Lease{} : leases.front();
+}
+
+Execution StoreConformance::Get(ExecutionId id) {
+  Result<Execution> r = store_->GetExecution(id);
+  EXPECT_TRUE(r.ok()) << "GetExecution(" << id.value << "): " << r.status().ToString();
+  return r.ok() ? std::move(r).value() : Execution{};
+}
+
+std::vector<Execution> StoreConformance::All() {
+  std::vector<Execution> all;
+  ExecutionFilter filter;
+  filter.limit = 1000;
+  for (int pages = 0; pages < 10'000; ++pages) {
+    Result<ExecutionPage> page = store_->ListExecutions(filter);
+    EXPECT_TRUE(page.ok()) << "ListExecutions: " << page.status().ToString();
+    if (!page.ok()) break;
+    for (Execution& e : page->items) all.push_back(std::move(e));
+    if (page->next_before.value == 0) break;
+    filter.before = page->next_before;
+  }
+  return all;
+}
+
+std::string StoreConformance::Describe(const Execution& e) {
+  std::ostringstream o;
+  o << "id=" << e.id.value << "\njob=" << e.job.value << "\ntenant=" << e.tenant.value
+    << "\nqueue=" << e.queue << "\nstatus=" << ToString(e.status)
+    << "\ntrigger=" << ToString(e.trigger) << "\nrequester=" << e.requester
+    << "\nworker=" << e.worker.value << "\nattempt=" << e.attempt
+    << "\nidempotency_key=" << e.idempotency_key << "\npayload_json=" << e.payload_json
+    << "\nfingerprint=" << e.fingerprint << "\nresult_json=" << e.result_json
+    << "\nprogress=" << e.progress << "\nerror=" << e.error
+    << "\nfailure_class=" << ToString(e.failure_class) << "\nscheduled_at=" << e.scheduled_at
+    << "\nrun_at=" << e.run_at << "\nqueued_at=" << e.queued_at << "\nstarted_at=" << e.started_at
+    << "\nfinished_at=" << e.finished_at << "\nclaim_version=" << e.claim_version.value
+    << "\nlease_expires_at=" << e.lease_expires_at << "\ncancel_requested=" << e.cancel_requested
+    << "\nlane_key=" << e.lane_key << "\nparent=" << e.parent.value
+    << "\nconsecutive_lease_expiries=" << e.consecutive_lease_expiries
+    << "\npermanent_failures=" << e.permanent_failures
+    << "\nambiguous_failures=" << e.ambiguous_failures
+    << "\nretry.max_attempts=" << e.retry.max_attempts
+    << "\nretry.backoff_base_ms=" << e.retry.backoff_base_ms
+    << "\nretry.backoff_cap_ms=" << e.retry.backoff_cap_ms
+    << "\nretry.max_permanent_attempts=" << e.retry.max_permanent_attempts
+    << "\nretry.max_ambiguous_attempts=" << e.retry.max_ambiguous_attempts
+    << "\nretry.max_consecutive_lease_expiries=" << e.retry.max_consecutive_lease_expiries
+    << "\nlease_ms=" << e.lease_ms << "\n";
+  return o.str();
+}
+
+std::string StoreConformance::Snapshot() {
+  std::ostringstream o;
+  for (const Execution& e : All()) {
+    o << Describe(e);
+    Result<std::vector<LogEntry>> logs = store_->GetLogs(e.id, 1000);
+    EXPECT_TRUE(logs.ok()) << "GetLogs: " << logs.status().ToString();
+    if (!logs.ok()) continue;
+    for (const LogEntry& l : *logs) {
+      o << "log " << l.execution.value << " attempt=" << l.attempt << " at=" << l.at << " "
+        << ToString(l.level) << " " << l.message << "\n";
+    }
+  }
+  return o.str();
+}
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(StoreConformance);
+
+// --- the suite itself ---
+
+// A skip entry that names no case (a typo, a renamed case) would silently
+// stop skipping nothing; it is an error instead.
+TEST_P(StoreConformance, Suite_SkipListNamesExistingCases) {
+  std::set<std::string> cases;
+  const ::testing::UnitTest& unit = *::testing::UnitTest::GetInstance();
+  for (int i = 0; i < unit.total_test_suite_count(); ++i) {
+    const ::testing::TestSuite& suite = *unit.GetTestSuite(i);
+    const std::string suite_name = suite.name();
+    if (suite_name.find("StoreConformance") == std::string::npos) continue;
+    for (int j = 0; j < suite.total_test_count(); ++j) {
+      std::string name = suite.GetTestInfo(j)->name();
+      cases.insert(name.substr(0, name.find('/')));
+    }
+  }
+  for (const auto& [name, reason] : GetParam().skips) {
+    EXPECT_TRUE(cases.count(name)) << "skip entry names no case: " << name;
+    EXPECT_FALSE(reason.empty()) << "skip entry without a reason: " << name;
+  }
+}
+
+// --- D4: schema ---
+
+TEST_P(StoreConformance, D4_MigrateTwiceIsIdempotent) {
+  ASSERT_OK_AND_ASSIGN(int version, store().SchemaVersion());
+  EXPECT_GT(version, 0);
+  DefineJob("report");
+  const ExecutionId id = AdmitOne(MakeRequest("report", 1));
+  const std::string before = Snapshot();
+
+  ASSERT_OK(store().Migrate());
+  ASSERT_OK_AND_ASSIGN(int again, store().SchemaVersion());
+  EXPECT_EQ(again, version);
+  EXPECT_EQ(Snapshot(), before);
+  EXPECT_OK(store().GetJob(JobName("report")));
+  EXPECT_EQ(Get(id).status, ExecutionStatus::kQueued);
+}
+
+TEST_P(StoreConformance, D4_MigrateFromAnotherStoreObjectIsIdempotent) {
+  if (!GetParam().shares_data_between_opens) {
+    GTEST_SKIP() << GetParam().name << " cannot open a second store over the same data";
+  }
+  ASSERT_OK_AND_ASSIGN(int version, store().SchemaVersion());
+  DefineJob("report");
+  AdmitOne(MakeRequest("report", 1));
+  const std::string before = Snapshot();
+
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> other, OpenAnother());
+  ASSERT_OK(other->Migrate());
+  ASSERT_OK_AND_ASSIGN(int other_version, other->SchemaVersion());
+  EXPECT_EQ(other_version, version);
+  EXPECT_EQ(Snapshot(), before);
+}
+
+// --- durability: what was acknowledged survives a restart ---
+
+TEST_P(StoreConformance, D1_ReopenedStoreSeesEveryAcknowledgedChange) {
+  if (!GetParam().shares_data_between_opens) {
+    GTEST_SKIP() << GetParam().name << " cannot reopen a store over the same data";
+  }
+  DefineJob("report");
+  for (int i = 0; i < 3; ++i) AdmitOne(MakeRequest("report", i, "", "k" + std::to_string(i)));
+  ASSERT_OK(store().Complete(Ref(ClaimOne()), "{\"done\":1}"));
+  const Lease running = ClaimOne();
+  ASSERT_OK(store().AppendLog(Ref(running), LogLevel::kInfo, "before restart"));
+  ASSERT_OK_AND_ASSIGN(std::vector<JobDefinition> jobs_before, store().ListJobs());
+  const std::string before = Snapshot();
+
+  Reopen();
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(Snapshot(), before);
+  ASSERT_OK_AND_ASSIGN(std::vector<JobDefinition> jobs_after, store().ListJobs());
+  EXPECT_EQ(jobs_after.size(), jobs_before.size());
+  // The lease is part of the durable state: its holder carries on.
+  EXPECT_OK(store().Heartbeat(Ref(running), 50));
+  ASSERT_OK_AND_ASSIGN(AdmitResult dup, store().Admit(MakeRequest("report", 2, "", "k2")));
+  EXPECT_EQ(dup.outcome, AdmitOutcome::kDuplicate) << "idempotency keys survive a restart";
+  EXPECT_EQ(ClaimN("default", 10).size(), 1u) << "the last queued one is still claimable";
+}
+
+// --- job definitions ---
+
+namespace {
+
+// A definition in which every field differs from its default.
+JobDefinition FullJob() {
+  JobDefinition job;
+  job.name = JobName("billing.invoice-run_2");
+  job.display_name = "Invoice run";
+  job.handler = "command";
+  job.queue = "billing";
+  job.scope = JobScope::kPerTenant;
+  job.schedule = "0 3 * * *";
+  job.timezone = "Europe/Paris";
+  job.timeout_ms = 123'456;
+  job.lease_ms = 45'000;
+  job.retry.max_attempts = 7;
+  job.retry.backoff_base_ms = 1'500;
+  job.retry.backoff_cap_ms = 600'000;
+  job.retry.max_permanent_attempts = 3;
+  job.retry.max_ambiguous_attempts = 2;
+  job.retry.max_consecutive_lease_expiries = 4;
+  job.lane_template = "{{tenant}}:{{payload.account}}";
+  job.config_json = "{\"argv\":[\"/bin/true\"],\"env\":{}}";
+  job.enabled = false;
+  return job;
+}
+
+// Every field of a definition except the timestamps, one per line.
+std::string DescribeJob(const JobDefinition& j) {
+  std::ostringstream o;
+  o << "name=" << j.name.value << "\ndisplay_name=" << j.display_name << "\nhandler=" << j.handler
+    << "\nqueue=" << j.queue << "\nscope=" << ToString(j.scope) << "\nschedule=" << j.schedule
+    << "\ntimezone=" << j.timezone << "\ntimeout_ms=" << j.timeout_ms << "\nlease_ms=" << j.lease_ms
+    << "\nretry.max_attempts=" << j.retry.max_attempts
+    << "\nretry.backoff_base_ms=" << j.retry.backoff_base_ms
+    << "\nretry.backoff_cap_ms=" << j.retry.backoff_cap_ms
+    << "\nretry.max_permanent_attempts=" << j.retry.max_permanent_attempts
+    << "\nretry.max_ambiguous_attempts=" << j.retry.max_ambiguous_attempts
+    << "\nretry.max_consecutive_lease_expiries=" << j.retry.max_consecutive_lease_expiries
+    << "\nlane_template=" << j.lane_template << "\nconfig_json=" << j.config_json
+    << "\nenabled=" << j.enabled << "\n";
+  return o.str();
+}
+
+}  // namespace
+
+TEST_P(StoreConformance, Jobs_UpsertGetRoundTripsEveryField) {
+  JobDefinition job = FullJob();
+  job.created_at = Now();
+  job.updated_at = Now();
+  ASSERT_OK(store().UpsertJob(job));
+
+  ASSERT_OK_AND_ASSIGN(JobDefinition got, store().GetJob(job.name));
+  EXPECT_EQ(DescribeJob(got), DescribeJob(job));
+  // Whether the store keeps the caller's timestamps or stamps its clock's
+  // time, both are "now" here.
+  EXPECT_EQ(got.created_at, Now());
+  EXPECT_EQ(got.updated_at, Now());
+
+  ASSERT_OK_AND_ASSIGN(std::vector<JobDefinition> all, store().ListJobs());
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(DescribeJob(all[0]), DescribeJob(job));
+}
+
+TEST_P(StoreConformance, Jobs_UpsertReplacesByName) {
+  JobDefinition job = FullJob();
+  ASSERT_OK(store().UpsertJob(job));
+  Advance(kSecond);
+
+  JobDefinition changed = MakeJob(job.name.value, "other");
+  changed.handler = "http";
+  changed.lease_ms = 5'000;
+  changed.retry.max_attempts = 2;
+  ASSERT_OK(store().UpsertJob(changed));
+
+  ASSERT_OK_AND_ASSIGN(JobDefinition got, store().GetJob(job.name));
+  EXPECT_EQ(DescribeJob(got), DescribeJob(changed));
+  ASSERT_OK_AND_ASSIGN(std::vector<JobDefinition> all, store().ListJobs());
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(DescribeJob(all[0]), DescribeJob(changed));
+}
+
+TEST_P(StoreConformance, Jobs_ListReturnsEveryDefinition) {
+  ASSERT_OK_AND_ASSIGN(std::vector<JobDefinition> none, store().ListJobs());
+  EXPECT_TRUE(none.empty());
+
+  std::map<std::string, std::string> expected;
+  for (const char* name : {"zeta", "alpha", "mid.job", "b-2"}) {
+    JobDefinition job = MakeJob(name, std::string("q-") + name);
+    job.lease_ms = 1'000 + static_cast<Millis>(expected.size());
+    DefineJob(job);
+    expected[name] = DescribeJob(job);
+  }
+  ASSERT_OK_AND_ASSIGN(std::vector<JobDefinition> all, store().ListJobs());
+  std::map<std::string, std::string> got;
+  for (const JobDefinition& j : all) got[j.name.value] = DescribeJob(j);
+  EXPECT_EQ(all.size(), expected.size());
+  EXPECT_EQ(got, expected);
+}
+
+TEST_P(StoreConformance, Jobs_InvalidNameIsInvalidArgument) {
+  for (const std::string& bad :
+       {std::string(), std::string("Upper"), std::string("-lead"), std::string("has space"),
+        std::string("slash/name"), std::string(101, 'a')}) {
+    JobDefinition job = MakeJob("placeholder");
+    job.name = JobName(bad);
+    Status s = store().UpsertJob(job);
+    EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << "name '" << bad << "': " << s.ToString();
+  }
+  ASSERT_OK_AND_ASSIGN(std::vector<JobDefinition> all, store().ListJobs());
+  EXPECT_TRUE(all.empty());
+}
+
+TEST_P(StoreConformance, Jobs_InvalidQueueNameIsInvalidArgument) {
+  for (const std::string& bad : {std::string(), std::string("Default"), std::string("a b")}) {
+    JobDefinition job = MakeJob("report", bad);
+    Status s = store().UpsertJob(job);
+    EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << "queue '" << bad << "': " << s.ToString();
+  }
+  ASSERT_OK_AND_ASSIGN(std::vector<JobDefinition> all, store().ListJobs());
+  EXPECT_TRUE(all.empty());
+}
+
+TEST_P(StoreConformance, Jobs_GetMissingIsNotFound) {
+  DefineJob("present");
+  Result<JobDefinition> r = store().GetJob(JobName("absent"));
+  EXPECT_EQ(r.status().code(), ErrorCode::kNotFound) << r.status().ToString();
+}
+
+}  // namespace taskengine
