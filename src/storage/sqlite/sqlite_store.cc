@@ -293,6 +293,10 @@ class SqliteStore final : public Store {
                                              ? "PRAGMA synchronous = FULL"
                                              : "PRAGMA synchronous = NORMAL"));
     TE_RETURN_IF_ERROR(writer_conn_.Exec("PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16384"));
+    if (options_.max_page_count > 0) {
+      TE_RETURN_IF_ERROR(writer_conn_.Exec("PRAGMA max_page_count = " +
+                                           std::to_string(options_.max_page_count)));
+    }
     for (int i = 0; i < std::max(1, options_.read_connections); ++i) {
       auto conn = std::make_unique<Connection>();
       TE_RETURN_IF_ERROR(conn->Open(options_.path, /*create=*/false, options_.busy_timeout_ms));

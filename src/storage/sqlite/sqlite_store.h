@@ -9,6 +9,7 @@
 // for the writer. SQLITE_FULL and I/O errors answer kUnavailable.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -28,6 +29,9 @@ struct SqliteStoreOptions {
   int max_group = 1024;
   // How long a writer waits for another process holding the write lock. Default: 5 s.
   int busy_timeout_ms = 5000;
+  // Upper bound on the database size in pages (PRAGMA max_page_count); past
+  // it writes fail with kUnavailable as on a full disk. 0 = SQLite's default.
+  std::int64_t max_page_count = 0;
 };
 
 // Opens the database (creating the file if needed). Does NOT migrate: call
