@@ -45,8 +45,12 @@ for f in build/fuzz/tests/fuzz/*_fuzz; do
   corpus=tests/fuzz/corpus/$name
   work=$(mktemp -d)
   [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
+  dict=()
+  [ -f "tests/fuzz/$name.dict" ] && dict=(-dict="tests/fuzz/$name.dict")
   echo "  $name: 30 s"
-  "$f" -max_total_time=30 -timeout=5 -rss_limit_mb=2048 "$work" 2>&1 | tail -2
-  rm -rf "$work"
+  "$f" "${dict[@]}" -max_total_time=30 -timeout=5 -rss_limit_mb=2048 "$work" > "$work.log" 2>&1 \
+    || { tail -40 "$work.log"; echo "fuzzer $name failed"; exit 1; }
+  tail -1 "$work.log"
+  rm -rf "$work" "$work.log"
 done
 echo "==> all tests passed"

@@ -83,7 +83,7 @@ bool IsTerminal(ExecutionStatus s);
 bool IsValidJobName(std::string_view name);     // [a-z0-9][a-z0-9._-]{0,99}
 bool IsValidTenantId(std::string_view tenant);  // [a-z0-9][a-z0-9_-]{0,49}
 bool IsValidQueueName(std::string_view queue);  // same rule as job names
-// Idempotency keys: 1..200 printable ASCII characters.
+// Idempotency keys: 1..200 visible ASCII characters (0x21-0x7E; no spaces).
 bool IsValidIdempotencyKey(std::string_view key);
 
 // Retry policy of a job (L5, Q1). Defaults as the spec says.

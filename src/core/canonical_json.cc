@@ -67,14 +67,29 @@ void AppendUtf8(std::uint32_t cp, std::string* out) {
 // Appends the canonical escape of a code point below 0x20, `"` or `\`.
 void AppendEscaped(unsigned char c, std::string* out) {
   switch (c) {
-    case '"': out->append("\\\""); return;
-    case '\\': out->append("\\\\"); return;
-    case '\b': out->append("\\b"); return;
-    case '\f': out->append("\\f"); return;
-    case '\n': out->append("\\n"); return;
-    case '\r': out->append("\\r"); return;
-    case '\t': out->append("\\t"); return;
-    default: break;
+    case '"':
+      out->append("\\\"");
+      return;
+    case '\\':
+      out->append("\\\\");
+      return;
+    case '\b':
+      out->append("\\b");
+      return;
+    case '\f':
+      out->append("\\f");
+      return;
+    case '\n':
+      out->append("\\n");
+      return;
+    case '\r':
+      out->append("\\r");
+      return;
+    case '\t':
+      out->append("\\t");
+      return;
+    default:
+      break;
   }
   const char u[] = {'\\', 'u', '0', '0', kHexDigits[c >> 4], kHexDigits[c & 0xF]};
   out->append(u, sizeof(u));
@@ -114,11 +129,11 @@ class Canonicalizer {
  private:
   // An object member already written to out_ as `"key":value`.
   struct Member {
-    std::size_t key_begin;   // decoded key bytes: keys_[key_begin, key_begin + key_size)
+    std::size_t key_begin;  // decoded key bytes: keys_[key_begin, key_begin + key_size)
     std::size_t key_size;
     std::size_t text_begin;  // out_[text_begin, text_end)
     std::size_t text_end;
-    std::size_t offset;      // input offset of the key's opening quote
+    std::size_t offset;  // input offset of the key's opening quote
   };
   // An open container.
   struct Frame {
@@ -128,7 +143,7 @@ class Canonicalizer {
     std::size_t keys_mark;      // keys_.size() when the object opened
   };
 
-  std::string_view Key(const Member& m) const {
+  [[nodiscard]] std::string_view Key(const Member& m) const {
     return std::string_view(keys_).substr(m.key_begin, m.key_size);
   }
 
@@ -148,8 +163,8 @@ class Canonicalizer {
   const CanonicalJsonOptions options_;
   std::size_t pos_ = 0;
   std::string out_;
-  std::string keys_;     // decoded keys of the open objects, as a stack
-  std::string scratch_;  // reordered members of the object being closed
+  std::string keys_;             // decoded keys of the open objects, as a stack
+  std::string scratch_;          // reordered members of the object being closed
   std::vector<Member> members_;  // members of the open objects, as a stack
   std::vector<Frame> stack_;
   Status error_;
@@ -159,8 +174,7 @@ Result<std::string> Canonicalizer::Run() {
   out_.reserve(in_.size());
   SkipWhitespace();
   if (options_.require_object && (pos_ >= in_.size() || in_[pos_] != '{')) {
-    if (pos_ >= in_.size()) Fail(pos_, "unexpected end of input");
-    else Fail(pos_, "expected a JSON object");
+    Fail(pos_, pos_ >= in_.size() ? "unexpected end of input" : "expected a JSON object");
     return error_;
   }
   // Each turn reads one value; a container's value completes when it closes.
@@ -248,10 +262,14 @@ bool Canonicalizer::BeginValue() {
       out_.push_back(c);
       return true;
     }
-    case '"': return ParseString(nullptr);
-    case 't': return ParseLiteral("true");
-    case 'f': return ParseLiteral("false");
-    case 'n': return ParseLiteral("null");
+    case '"':
+      return ParseString(nullptr);
+    case 't':
+      return ParseLiteral("true");
+    case 'f':
+      return ParseLiteral("false");
+    case 'n':
+      return ParseLiteral("null");
     default:
       if (c == '-' || IsDigit(c)) return ParseNumber();
       return FailUnexpected();
@@ -321,16 +339,34 @@ bool Canonicalizer::ParseEscape(std::string* decoded) {
   const char e = in_[pos_ + 1];
   char simple = 0;
   switch (e) {
-    case '"': simple = '"'; break;
-    case '\\': simple = '\\'; break;
-    case '/': simple = '/'; break;
-    case 'b': simple = '\b'; break;
-    case 'f': simple = '\f'; break;
-    case 'n': simple = '\n'; break;
-    case 'r': simple = '\r'; break;
-    case 't': simple = '\t'; break;
-    case 'u': break;
-    default: return Fail(start, "invalid escape");
+    case '"':
+      simple = '"';
+      break;
+    case '\\':
+      simple = '\\';
+      break;
+    case '/':
+      simple = '/';
+      break;
+    case 'b':
+      simple = '\b';
+      break;
+    case 'f':
+      simple = '\f';
+      break;
+    case 'n':
+      simple = '\n';
+      break;
+    case 'r':
+      simple = '\r';
+      break;
+    case 't':
+      simple = '\t';
+      break;
+    case 'u':
+      break;
+    default:
+      return Fail(start, "invalid escape");
   }
   std::uint32_t cp = 0;
   if (simple != 0) {
@@ -485,7 +521,8 @@ bool Canonicalizer::CloseObject(const Frame& frame) {
     // Report the duplicate that comes first in the input.
     const Member* duplicate = nullptr;
     for (auto it = begin; it + 1 < end; ++it) {
-      if (Key(*it) == Key(*(it + 1)) && (duplicate == nullptr || (it + 1)->offset < duplicate->offset)) {
+      if (Key(*it) == Key(*(it + 1)) &&
+          (duplicate == nullptr || (it + 1)->offset < duplicate->offset)) {
         duplicate = &*(it + 1);
       }
     }

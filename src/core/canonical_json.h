@@ -6,7 +6,9 @@
 // strings re-escaped minimally (only `"`, `\`, and control characters, as
 // \b \f \n \r \t or \u00XX), numbers normalized by value (integers that fit in
 // int64 printed exactly; others printed as the shortest round-trip double, so
-// 1.0 == 1 and 1e2 == 100). Duplicate keys and invalid UTF-8 are rejected.
+// 1.0 == 1 and 1e2 == 100; integers beyond int64 therefore lose precision,
+// and underflow rounds to 0). Duplicate keys and invalid UTF-8 are rejected.
+// The top-level value counts as depth 1.
 // Pure: no I/O.
 #pragma once
 

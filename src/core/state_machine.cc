@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 namespace taskengine {
@@ -35,11 +36,16 @@ Transition EndCanceled(Transition t, const Event& e) {
   return t;
 }
 
+constexpr Millis kMaxMillis = std::numeric_limits<Millis>::max();
+
+// a + b for b >= 0, saturating at kMaxMillis instead of overflowing.
+Millis SaturatingAdd(Millis a, Millis b) { return a > kMaxMillis - b ? kMaxMillis : a + b; }
+
 Transition Requeue(Transition t, const ExecutionState& s, const Event& e) {
   t.to = ExecutionStatus::kQueued;
   Millis delay = BackoffDelay(s.retry, std::max(1, s.attempt), e.jitter01);
   delay = std::max(delay, e.retry_after_ms);
-  t.run_at = e.now + delay;
+  t.run_at = SaturatingAdd(e.now, delay);
   t.clear_lease = true;
   return t;
 }
@@ -110,16 +116,22 @@ ExecutionState ExecutionState::Of(const Execution& e) {
 Millis BackoffDelay(const RetryPolicy& policy, int attempt, double jitter01) {
   const Millis base = std::max<Millis>(0, policy.backoff_base_ms);
   const Millis cap = std::max<Millis>(0, policy.backoff_cap_ms);
-  const int exponent = std::clamp(attempt - 1, 0, 62);
+  // attempt - 1 without overflow for attempt == INT_MIN; 2^63 already exceeds any cap.
+  const int exponent = std::clamp(attempt, 1, 64) - 1;
   Millis delay = cap;
-  // base * 2^exponent without overflow: stop doubling once past the cap.
+  // base * 2^exponent without overflow: base <= cap >> exponent guarantees
+  // base << exponent <= cap; for exponent 63 it never holds (base > 0 there).
   if (base == 0) {
     delay = 0;
-  } else if (exponent < 62 && base <= (cap >> exponent)) {
+  } else if (base <= (cap >> exponent)) {
     delay = base << exponent;
   }
-  const double j = std::clamp(jitter01, 0.0, 1.0);
-  return delay + static_cast<Millis>(std::floor(static_cast<double>(delay) * 0.1 * j));
+  const double j = jitter01 > 0.0 ? std::min(jitter01, 1.0) : 0.0;  // NaN -> 0
+  // Jitter in [0, 10%]. A delay near the int64 limit saturates instead of
+  // overflowing (double rounding may push 0.1 * delay past the exact value).
+  const double extra = std::floor(static_cast<double>(delay) * 0.1 * j);
+  if (extra >= static_cast<double>(kMaxMillis - delay)) return kMaxMillis;
+  return delay + static_cast<Millis>(extra);
 }
 
 Result<Transition> Decide(const ExecutionState& s, const Event& e) {
