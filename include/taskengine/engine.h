@@ -86,6 +86,16 @@ struct DispatchResult {
   ExecutionStatus status = ExecutionStatus::kQueued;
 };
 
+// Counters of this engine's worker pool since Start().
+struct EngineStats {
+  std::int64_t claimed = 0;    // executions claimed
+  std::int64_t succeeded = 0;  // handler runs that returned success
+  std::int64_t failed = 0;     // handler runs that returned a failure of any class
+  std::int64_t released = 0;   // leases given back (shutdown)
+  std::int64_t stale = 0;      // outcomes or heartbeats rejected because the claim was stale
+  std::int64_t published = 0;  // outcomes durably recorded by the store
+};
+
 // Default payload limit (A1).
 inline constexpr std::size_t kMaxPayloadBytes = 256 * 1024;
 
@@ -121,6 +131,8 @@ class Engine {
   virtual Result<int> SweepOnce() = 0;
 
   virtual Result<Execution> GetExecution(ExecutionId id) = 0;
+  // Worker-pool counters (zero before Start or without workers). Thread-safe.
+  virtual EngineStats stats() const = 0;
   // The storage behind this engine, for reads and tools. Owned by the engine.
   virtual Store& store() = 0;
 };

@@ -104,6 +104,10 @@ class EngineImpl final : public Engine {
 
   Result<Execution> GetExecution(ExecutionId id) override { return store_->GetExecution(id); }
   Store& store() override { return *store_; }
+  EngineStats stats() const override {
+    WorkerPool* pool = pool_ptr_.load(std::memory_order_acquire);
+    return pool != nullptr ? pool->stats() : EngineStats{};
+  }
 
  private:
   void WakeWorkers() {

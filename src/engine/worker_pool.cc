@@ -144,13 +144,14 @@ void WorkerPool::Wake() {
   claim_cv_.notify_one();
 }
 
-WorkerPoolStats WorkerPool::stats() const {
-  WorkerPoolStats s;
+EngineStats WorkerPool::stats() const {
+  EngineStats s;
   s.claimed = claimed_.load();
   s.succeeded = succeeded_.load();
   s.failed = failed_.load();
   s.stale = stale_.load();
   s.released = released_.load();
+  s.published = published_.load();
   return s;
 }
 
@@ -349,7 +350,10 @@ void WorkerPool::CompleteLoop() {
       auto replies = store_->FinishBatch(batch);
       std::vector<FinishRequest> retry;
       for (std::size_t i = 0; i < replies.size(); ++i) {
-        if (replies[i].ok()) continue;
+        if (replies[i].ok()) {
+          ++published_;
+          continue;
+        }
         const Status& s = replies[i].status();
         if (s.code() == ErrorCode::kUnavailable && attempt < 20) {
           retry.push_back(std::move(batch[i]));

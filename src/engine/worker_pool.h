@@ -42,14 +42,6 @@ struct WorkerPoolOptions {
   std::string worker_id;
 };
 
-struct WorkerPoolStats {
-  std::int64_t claimed = 0;
-  std::int64_t succeeded = 0;
-  std::int64_t failed = 0;          // reported failures of any class
-  std::int64_t stale = 0;           // outcomes or heartbeats rejected as stale
-  std::int64_t released = 0;
-};
-
 // Thread-safe.
 class WorkerPool {
  public:
@@ -62,7 +54,7 @@ class WorkerPool {
   void Wake();
   // Graceful shutdown (L6). Idempotent.
   void Stop();
-  WorkerPoolStats stats() const;
+  EngineStats stats() const;
 
  private:
   struct Task;
@@ -118,7 +110,8 @@ class WorkerPool {
   std::mutex defs_mu_;
   std::unordered_map<std::string, std::shared_ptr<const JobDefinition>> defs_;  // by job name
 
-  std::atomic<std::int64_t> claimed_{0}, succeeded_{0}, failed_{0}, stale_{0}, released_{0};
+  std::atomic<std::int64_t> claimed_{0}, succeeded_{0}, failed_{0}, stale_{0}, released_{0},
+      published_{0};
 
   std::thread claimer_;
   std::thread completer_;

@@ -455,6 +455,12 @@ TEST_F(EngineTest, ManyJobsEachRunExactlyOnce) {
     std::lock_guard<std::mutex> lock(mu);
     return seen.size() >= ds.size();
   }, 30s));
+  ASSERT_TRUE(WaitFor([&] { return engine->stats().published >= 2000; }));
+  EngineStats stats = engine->stats();
+  EXPECT_EQ(stats.claimed, 2000);
+  EXPECT_EQ(stats.succeeded, 2000);
+  EXPECT_EQ(stats.published, 2000);
+  EXPECT_EQ(stats.stale, 0);
   engine->Stop();
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_EQ(seen.size(), ds.size());
