@@ -1,0 +1,954 @@
+// The `command` handler: config parsing, process spawning and supervision.
+// See command_handler.h for the contract.
+//
+// One call runs one command on the calling thread with a single poll() loop
+// that feeds stdin, drains stdout and stderr, watches the leader's exit (a
+// pidfd when the kernel has them, else a 50 ms tick) and enforces the timeout
+// and the checkpoint interval. Nothing is shared between calls.
+
+#include "handlers/command_handler.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+#include "taskengine/status.h"
+
+namespace taskengine {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+using TimePoint = SteadyClock::time_point;
+using std::chrono::milliseconds;
+
+using Json = nlohmann::json;
+
+constexpr int kExitTempFail = 75;  // sysexits.h EX_TEMPFAIL
+constexpr int kExitDataErr = 65;   // sysexits.h EX_DATAERR
+constexpr std::size_t kReadChunk = 64 * 1024;
+// Bytes read from one stream before going back to poll(), so a chatty command
+// cannot starve the timeout and checkpoint checks.
+constexpr std::size_t kMaxReadPerWake = 1 << 20;
+// After SIGKILL of a group whose leader has exited, how long to wait for the
+// pipes to close (they stay open only if a process escaped the group).
+constexpr milliseconds kPostKillDrain{500};
+// Without a pidfd, how often to look for the leader's exit.
+constexpr milliseconds kExitPollTick{50};
+// Longest timeout honoured; larger values are clamped (avoids overflow).
+constexpr Millis kMaxTimeoutMs = 365LL * 24 * 3600 * 1000;
+constexpr std::size_t kMaxErrorLineBytes = 512;
+// Protocol lines nested deeper than this are treated as text (bounds the
+// recursion of JSON serialization).
+constexpr int kMaxProtocolDepth = 64;
+constexpr std::string_view kTruncatedMark = " [truncated]";
+constexpr std::string_view kReservedEnvPrefix = "TASKENGINE_";
+
+std::string ErrnoText(int err) {
+  char buf[256];
+  // GNU strerror_r: returns a pointer to the message (maybe not `buf`).
+  return std::string(strerror_r(err, buf, sizeof(buf)));
+}
+
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  if (abbrev == nullptr) return "signal " + std::to_string(sig);
+  return "SIG" + std::string(abbrev);
+}
+
+// Cuts `s` to at most `max` bytes without splitting a UTF-8 sequence.
+std::string_view CutUtf8(std::string_view s, std::size_t max) {
+  if (s.size() <= max) return s;
+  std::size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut);
+}
+
+// An owned file descriptor. Not thread-safe.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { Reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void Reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// What the job definition's config asks to run.
+struct CommandSpec {
+  std::vector<std::string> argv;
+  std::string cwd;  // empty: the server's working directory
+  std::vector<std::pair<std::string, std::string>> env;
+  std::optional<Millis> timeout_ms;
+};
+
+bool IsValidEnvName(std::string_view name) {
+  if (name.empty()) return false;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    const bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+    const bool digit = c >= '0' && c <= '9';
+    if (!alpha && !(digit && i > 0)) return false;
+  }
+  return true;
+}
+
+bool HasNul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
+
+// Parses and validates the handler config. kInvalidArgument says what is wrong.
+Result<CommandSpec> ParseConfig(const std::string& config_json) {
+  const Json config = Json::parse(config_json, nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded()) return InvalidArgument("command config is not valid JSON");
+  if (!config.is_object()) return InvalidArgument("command config must be a JSON object");
+  for (const auto& [key, value] : config.items()) {
+    if (key != "argv" && key != "cwd" && key != "env" && key != "timeout_ms") {
+      return InvalidArgument("command config has unknown key \"" + key +
+                             "\" (known: argv, cwd, env, timeout_ms)");
+    }
+  }
+
+  CommandSpec spec;
+  const auto argv = config.find("argv");
+  if (argv == config.end()) return InvalidArgument("command config needs \"argv\"");
+  if (!argv->is_array() || argv->empty()) {
+    return InvalidArgument("command config \"argv\" must be a non-empty array of strings");
+  }
+  for (const Json& arg : *argv) {
+    if (!arg.is_string()) {
+      return InvalidArgument("command config \"argv\" must be a non-empty array of strings");
+    }
+    const auto& s = arg.get_ref<const std::string&>();
+    if (HasNul(s)) return InvalidArgument("command config \"argv\" contains a NUL byte");
+    spec.argv.push_back(s);
+  }
+  if (spec.argv[0].find('/') == std::string::npos) {
+    return InvalidArgument("command config argv[0] \"" + spec.argv[0] +
+                           "\" must be a path (contain '/'); there is no PATH search, "
+                           "use e.g. [\"/usr/bin/env\", \"" +
+                           spec.argv[0] + "\", ...]");
+  }
+
+  if (const auto cwd = config.find("cwd"); cwd != config.end()) {
+    if (!cwd->is_string() || cwd->get_ref<const std::string&>().empty() ||
+        HasNul(cwd->get_ref<const std::string&>())) {
+      return InvalidArgument("command config \"cwd\" must be a non-empty string");
+    }
+    spec.cwd = cwd->get<std::string>();
+  }
+
+  if (const auto env = config.find("env"); env != config.end()) {
+    if (!env->is_object()) {
+      return InvalidArgument("command config \"env\" must be an object of strings");
+    }
+    for (const auto& [name, value] : env->items()) {
+      if (!IsValidEnvName(name)) {
+        return InvalidArgument("command config \"env\" has an invalid variable name \"" + name +
+                               "\"");
+      }
+      if (name.starts_with(kReservedEnvPrefix)) {
+        return InvalidArgument("command config \"env\" may not set " + name +
+                               " (TASKENGINE_* is reserved)");
+      }
+      if (!value.is_string() || HasNul(value.get_ref<const std::string&>())) {
+        return InvalidArgument("command config \"env\" value of " + name + " must be a string");
+      }
+      spec.env.emplace_back(name, value.get<std::string>());
+    }
+  }
+
+  if (const auto timeout = config.find("timeout_ms"); timeout != config.end()) {
+    if (!timeout->is_number_integer() || timeout->get<std::int64_t>() <= 0) {
+      return InvalidArgument("command config \"timeout_ms\" must be a positive integer");
+    }
+    spec.timeout_ms = timeout->get<std::int64_t>();
+  }
+  return spec;
+}
+
+// NAME=value entries in the order set; a later Set of the same name replaces.
+class EnvBuilder {
+ public:
+  void Set(std::string_view name, std::string_view value) {
+    std::string entry = std::string(name) + "=" + std::string(value);
+    for (std::string& e : entries_) {
+      if (e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=') {
+        e = std::move(entry);
+        return;
+      }
+    }
+    entries_.push_back(std::move(entry));
+  }
+  const std::vector<std::string>& entries() const { return entries_; }
+
+ private:
+  std::vector<std::string> entries_;
+};
+
+std::vector<char*> CStringArray(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+// Blocks SIGPIPE in the calling thread for its lifetime, so that writing to
+// the stdin of a command that exited fails with EPIPE instead of killing the
+// server; the process-wide disposition is untouched. If a write of ours raised
+// SIGPIPE (NoteEpipe) and none was pending before, the pending signal is
+// consumed before the thread's previous mask is restored. Not thread-safe
+// (per-thread by nature).
+class ScopedSigpipeBlock {
+ public:
+  ScopedSigpipeBlock() {
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask_);
+    sigset_t pending;
+    sigemptyset(&pending);
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+  }
+  ~ScopedSigpipeBlock() {
+    if (saw_epipe_ && !was_pending_) {
+      sigset_t pipe_set;
+      sigemptyset(&pipe_set);
+      sigaddset(&pipe_set, SIGPIPE);
+      const timespec zero{0, 0};
+      // EAGAIN when the disposition was SIG_IGN and nothing was queued.
+      while (sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+  ScopedSigpipeBlock(const ScopedSigpipeBlock&) = delete;
+  ScopedSigpipeBlock& operator=(const ScopedSigpipeBlock&) = delete;
+
+  void NoteEpipe() { saw_epipe_ = true; }
+
+ private:
+  sigset_t old_mask_;
+  bool was_pending_ = false;
+  bool saw_epipe_ = false;
+};
+
+// Moves `fd` to a number >= 3 (close-on-exec), so that the child's dup2 onto
+// 0/1/2 never clobbers another of its pipe ends.
+Status EnsureAboveStdio(UniqueFd& fd) {
+  if (fd.get() > 2) return Status::Ok();
+  const int moved = fcntl(fd.get(), F_DUPFD_CLOEXEC, 3);
+  if (moved < 0) return Unavailable("fcntl(F_DUPFD_CLOEXEC): " + ErrnoText(errno));
+  fd = UniqueFd(moved);
+  return Status::Ok();
+}
+
+struct PipePair {
+  UniqueFd read;
+  UniqueFd write;
+};
+
+Result<PipePair> MakePipe() {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return Unavailable("pipe2: " + ErrnoText(errno));
+  PipePair p{UniqueFd(fds[0]), UniqueFd(fds[1])};
+  TE_RETURN_IF_ERROR(EnsureAboveStdio(p.read));
+  TE_RETURN_IF_ERROR(EnsureAboveStdio(p.write));
+  return p;
+}
+
+Status SetNonBlocking(int fd) {
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    return Unavailable("fcntl(O_NONBLOCK): " + ErrnoText(errno));
+  }
+  return Status::Ok();
+}
+
+// A running command: the leader's pid (also its process group id) and the
+// parent's ends of its pipes.
+struct Child {
+  pid_t pid = -1;
+  UniqueFd pidfd;  // may be invalid (kernel without pidfd_open)
+  UniqueFd stdin_fd;
+  UniqueFd stdout_fd;
+  UniqueFd stderr_fd;
+};
+
+// Whether an exec failure with this errno will fail again on retry.
+bool IsPermanentSpawnError(int err) {
+  switch (err) {
+    case ENOENT:
+    case EACCES:
+    case EPERM:
+    case ENOEXEC:
+    case ENOTDIR:
+    case EISDIR:
+    case ELOOP:
+    case ENAMETOOLONG:
+    case E2BIG:
+    case EINVAL:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Frees posix_spawn objects on scope exit.
+struct SpawnObjects {
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  bool actions_ok = false;
+  bool attr_ok = false;
+  ~SpawnObjects() {
+    if (actions_ok) posix_spawn_file_actions_destroy(&actions);
+    if (attr_ok) posix_spawnattr_destroy(&attr);
+  }
+};
+
+// Starts the command. kInvalidArgument: it cannot start (bad path, not
+// executable, bad cwd), a permanent failure; kUnavailable: resources, retry.
+Result<Child> Spawn(const CommandSpec& spec, const std::vector<std::string>& env) {
+  TE_ASSIGN_OR_RETURN(PipePair in, MakePipe());
+  TE_ASSIGN_OR_RETURN(PipePair out, MakePipe());
+  TE_ASSIGN_OR_RETURN(PipePair err, MakePipe());
+
+  SpawnObjects so;
+  if (posix_spawn_file_actions_init(&so.actions) != 0) return Unavailable("posix_spawn init");
+  so.actions_ok = true;
+  if (posix_spawnattr_init(&so.attr) != 0) return Unavailable("posix_spawnattr init");
+  so.attr_ok = true;
+
+  int rc = 0;
+  // dup2 clears close-on-exec on the targets; every other fd of ours is
+  // O_CLOEXEC, and closefrom(3) also closes any fd another thread of the
+  // server opened without it.
+  rc |= posix_spawn_file_actions_adddup2(&so.actions, in.read.get(), STDIN_FILENO);
+  rc |= posix_spawn_file_actions_adddup2(&so.actions, out.write.get(), STDOUT_FILENO);
+  rc |= posix_spawn_file_actions_adddup2(&so.actions, err.write.get(), STDERR_FILENO);
+  rc |= posix_spawn_file_actions_addclosefrom_np(&so.actions, 3);
+  if (!spec.cwd.empty()) {
+    rc |= posix_spawn_file_actions_addchdir_np(&so.actions, spec.cwd.c_str());
+  }
+  // Own process group (leader = the child); default signal dispositions
+  // (ignored signals are otherwise inherited through exec) and an empty mask
+  // (this thread blocks SIGPIPE).
+  sigset_t all;
+  sigset_t none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  rc |= posix_spawnattr_setflags(
+      &so.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  rc |= posix_spawnattr_setpgroup(&so.attr, 0);
+  rc |= posix_spawnattr_setsigmask(&so.attr, &none);
+  rc |= posix_spawnattr_setsigdefault(&so.attr, &all);
+  if (rc != 0) return Unavailable("posix_spawn setup failed");
+
+  std::vector<char*> argv = CStringArray(spec.argv);
+  std::vector<char*> envp = CStringArray(env);
+  pid_t pid = -1;
+  // glibc reports failures of the file actions and of execve as the result.
+  const int spawn_err =
+      posix_spawn(&pid, spec.argv[0].c_str(), &so.actions, &so.attr, argv.data(), envp.data());
+  if (spawn_err != 0) {
+    std::string msg = "cannot run " + spec.argv[0];
+    if (!spec.cwd.empty()) msg += " in " + spec.cwd;
+    msg += ": " + ErrnoText(spawn_err);
+    if (IsPermanentSpawnError(spawn_err)) return InvalidArgument(std::move(msg));
+    return Unavailable(std::move(msg));
+  }
+
+  Child child;
+  child.pid = pid;
+  const long pidfd = syscall(SYS_pidfd_open, pid, 0);  // close-on-exec by default
+  if (pidfd >= 0) child.pidfd = UniqueFd(static_cast<int>(pidfd));
+  child.stdin_fd = std::move(in.write);
+  child.stdout_fd = std::move(out.read);
+  child.stderr_fd = std::move(err.read);
+  // The child's ends close here (in, out, err go out of scope).
+  for (const UniqueFd* fd : {&child.stdin_fd, &child.stdout_fd, &child.stderr_fd}) {
+    Status st = SetNonBlocking(fd->get());
+    if (!st.ok()) {
+      // Cannot supervise it: do not leave it running.
+      kill(-pid, SIGKILL);
+      int status = 0;
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      return st;
+    }
+  }
+  return child;
+}
+
+// Splits a byte stream into lines, bounding memory: a line longer than
+// `max_line_bytes` is cut there and the rest up to the newline discarded. A
+// trailing '\r' is dropped. Not thread-safe.
+class LineSplitter {
+ public:
+  explicit LineSplitter(std::size_t max_line_bytes)
+      : max_(std::max<std::size_t>(max_line_bytes, 1)) {}
+
+  // Calls on_line(std::string_view line, bool truncated) for each complete line.
+  template <typename F>
+  void Feed(std::string_view data, F&& on_line) {
+    while (!data.empty()) {
+      const std::size_t nl = data.find('\n');
+      const std::string_view piece = data.substr(0, nl);
+      Append(piece);
+      if (nl == std::string_view::npos) return;
+      Emit(on_line);
+      data.remove_prefix(nl + 1);
+    }
+  }
+  // At end of stream: emits an unterminated last line, if any.
+  template <typename F>
+  void Finish(F&& on_line) {
+    if (!line_.empty() || truncated_) Emit(on_line);
+  }
+
+ private:
+  void Append(std::string_view piece) {
+    if (truncated_) return;
+    const std::size_t room = max_ - line_.size();
+    if (piece.size() > room) {
+      line_.append(piece.substr(0, room));
+      truncated_ = true;
+    } else {
+      line_.append(piece);
+    }
+  }
+  template <typename F>
+  void Emit(F& on_line) {
+    std::string_view line = line_;
+    if (!line.empty() && line.back() == '\r' && !truncated_) line.remove_suffix(1);
+    on_line(line, truncated_);
+    line_.clear();
+    truncated_ = false;
+  }
+
+  const std::size_t max_;
+  std::string line_;
+  bool truncated_ = false;
+};
+
+// Whether the brackets of `json` nest at most `max_depth` deep (strings are
+// skipped). A cheap guard before parsing untrusted output.
+bool NestingAtMost(std::string_view json, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (const char c : json) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > max_depth) return false;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return true;
+}
+
+// Turns the command's output lines into progress, logs and a result, within
+// the log budget of the options. Not thread-safe.
+class OutputSink {
+ public:
+  OutputSink(JobContext& ctx, const CommandHandlerOptions& options)
+      : ctx_(ctx), options_(options) {}
+
+  void OnStdoutLine(std::string_view line, bool truncated) {
+    if (!truncated && HandleProtocol(line)) return;
+    Log(LogLevel::kInfo, line, truncated);
+  }
+
+  void OnStderrLine(std::string_view line, bool truncated) {
+    if (!line.empty()) {
+      last_stderr_line_ = std::string(CutUtf8(line, kMaxErrorLineBytes));
+    }
+    Log(LogLevel::kWarn, line, truncated);
+  }
+
+  // Reports dropped lines, if any. Call once at the end.
+  void Finish() {
+    if (dropped_lines_ == 0) return;
+    ctx_.Log(LogLevel::kWarn, std::to_string(dropped_lines_) + " output lines (" +
+                                  std::to_string(dropped_bytes_) +
+                                  " bytes) not logged: log limit of " +
+                                  std::to_string(options_.max_log_bytes) + " bytes reached");
+  }
+
+  const std::optional<std::string>& result_json() const { return result_json_; }
+  const std::string& last_stderr_line() const { return last_stderr_line_; }
+
+ private:
+  // Applies a protocol line. Returns false if `line` is not one (then it is
+  // logged as text by the caller).
+  bool HandleProtocol(std::string_view line) {
+    const std::size_t start = line.find_first_not_of(" \t");
+    if (start == std::string_view::npos || line[start] != '{') return false;
+    if (!NestingAtMost(line, kMaxProtocolDepth)) return false;
+    const Json msg = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (msg.is_discarded() || !msg.is_object()) return false;
+
+    bool handled = false;
+    if (const auto progress = msg.find("progress");
+        progress != msg.end() && progress->is_number()) {
+      const double p = std::clamp(progress->get<double>(), 0.0, 100.0);
+      ctx_.SetProgress(static_cast<int>(p));
+      handled = true;
+    }
+    if (const auto log = msg.find("log"); log != msg.end() && log->is_string()) {
+      LogLevel level = LogLevel::kInfo;
+      if (const auto lv = msg.find("level"); lv != msg.end() && lv->is_string()) {
+        level = ParseLogLevel(lv->get_ref<const std::string&>()).value_or(LogLevel::kInfo);
+      }
+      Log(level, log->get_ref<const std::string&>(), false);
+      handled = true;
+    }
+    if (const auto result = msg.find("result"); result != msg.end()) {
+      result_json_ = result->dump(-1, ' ', false, Json::error_handler_t::replace);
+      handled = true;
+    }
+    return handled;
+  }
+
+  void Log(LogLevel level, std::string_view text, bool truncated) {
+    std::string message;
+    if (text.size() > options_.max_log_message_bytes) {
+      text = CutUtf8(text, options_.max_log_message_bytes);
+      truncated = true;
+    }
+    message.reserve(text.size() + kTruncatedMark.size());
+    message.append(text);
+    if (truncated) message.append(kTruncatedMark);
+    if (log_bytes_ + message.size() > options_.max_log_bytes) {
+      ++dropped_lines_;
+      dropped_bytes_ += message.size();
+      return;
+    }
+    log_bytes_ += message.size();
+    ctx_.Log(level, message);
+  }
+
+  JobContext& ctx_;
+  const CommandHandlerOptions& options_;
+  std::optional<std::string> result_json_;
+  std::string last_stderr_line_;
+  std::size_t log_bytes_ = 0;
+  std::size_t dropped_lines_ = 0;
+  std::size_t dropped_bytes_ = 0;
+};
+
+// Whether the leader has exited, without reaping it: while it is an unreaped
+// zombie its pid (= the group id) cannot be reused, so kill(-pid) stays safe.
+// nullopt if the child is not ours to wait for (someone else reaped it).
+std::optional<bool> LeaderExited(pid_t pid) {
+  siginfo_t info;
+  std::memset(&info, 0, sizeof(info));
+  while (true) {
+    if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0) {
+      return info.si_pid != 0;
+    }
+    if (errno != EINTR) return std::nullopt;
+  }
+}
+
+enum class StopReason { kNone, kTimeout, kCanceled, kLost };
+
+// Everything one call needs; lives on the calling thread's stack.
+class CommandRun {
+ public:
+  CommandRun(JobContext& ctx, const CommandHandlerOptions& options, Child child,
+             milliseconds timeout)
+      : ctx_(ctx),
+        options_(options),
+        child_(std::move(child)),
+        timeout_(timeout),
+        sink_(ctx, options),
+        stdout_lines_(options.max_line_bytes),
+        stderr_lines_(options.max_line_bytes) {}
+
+  // If Run() did not finish (an exception escaped), the command must not
+  // outlive the call: kill its group and reap it.
+  ~CommandRun() {
+    if (!done_ && !lost_child_) {
+      SignalGroup(SIGKILL);
+      int status = 0;
+      while (waitpid(child_.pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+  CommandRun(const CommandRun&) = delete;
+  CommandRun& operator=(const CommandRun&) = delete;
+
+  // Runs the command to its end. Call once.
+  HandlerResult Run() {
+    const TimePoint start = SteadyClock::now();
+    const TimePoint deadline = start + timeout_;
+    next_checkpoint_ = start + options_.checkpoint_interval;
+    if (ctx_.payload_json().empty()) child_.stdin_fd.Reset();
+
+    while (true) {
+      const TimePoint now = SteadyClock::now();
+      if (!exited_) {
+        const std::optional<bool> exited = LeaderExited(child_.pid);
+        if (!exited.has_value()) {
+          lost_child_ = true;
+          exited_ = true;
+        } else if (*exited) {
+          exited_ = true;
+        }
+        if (exited_) {
+          exit_at_ = now;
+          child_.pidfd.Reset();
+        }
+      }
+      if (!exited_ && stop_ == StopReason::kNone) {
+        if (now >= deadline) {
+          stop_ = StopReason::kTimeout;
+        } else if (now >= next_checkpoint_) {
+          next_checkpoint_ = now + options_.checkpoint_interval;
+          const LeaseState state = ctx_.Checkpoint();
+          if (state == LeaseState::kCancelRequested) stop_ = StopReason::kCanceled;
+          if (state == LeaseState::kLost) stop_ = StopReason::kLost;
+        }
+        if (stop_ != StopReason::kNone) {
+          SignalGroup(SIGTERM);
+          term_at_ = now;
+          child_.stdin_fd.Reset();
+        }
+      }
+      if (!exited_ && stop_ != StopReason::kNone && !killed_ &&
+          now >= term_at_ + options_.kill_grace) {
+        KillGroup(now);
+      }
+      if (exited_) {
+        if (!child_.stdout_fd.valid() && !child_.stderr_fd.valid()) break;
+        if (!killed_ && now >= exit_at_ + options_.exit_drain) KillGroup(now);
+        if (killed_ && now >= std::max(killed_at_, exit_at_) + kPostKillDrain) break;
+      }
+      PollOnce(WakeTime(deadline), now);
+    }
+
+    FinishStreams();
+    // Whatever is left of the group goes before the leader is reaped.
+    if (!lost_child_) SignalGroup(SIGKILL);
+    int status = 0;
+    bool reaped = false;
+    if (!lost_child_) {
+      while (true) {
+        if (waitpid(child_.pid, &status, 0) == child_.pid) {
+          reaped = true;
+          break;
+        }
+        if (errno != EINTR) break;
+      }
+    }
+    done_ = true;
+    sink_.Finish();
+    return Outcome(reaped, status);
+  }
+
+  bool saw_epipe() const { return saw_epipe_; }
+
+ private:
+  // Signals the leader's process group, and the leader itself if it has
+  // moved to another group (the pid stays ours until we reap it).
+  void SignalGroup(int sig) {
+    kill(-child_.pid, sig);
+    if (getpgid(child_.pid) != child_.pid) kill(child_.pid, sig);
+  }
+  void KillGroup(TimePoint now) {
+    SignalGroup(SIGKILL);
+    killed_ = true;
+    killed_at_ = now;
+  }
+
+  TimePoint WakeTime(TimePoint deadline) const {
+    if (!exited_) {
+      if (stop_ == StopReason::kNone) return std::min(deadline, next_checkpoint_);
+      if (!killed_) return term_at_ + options_.kill_grace;
+      return TimePoint::max();  // killed: wait for the exit
+    }
+    if (killed_) return std::max(killed_at_, exit_at_) + kPostKillDrain;
+    return exit_at_ + options_.exit_drain;
+  }
+
+  void PollOnce(TimePoint wake, TimePoint now) {
+    pollfd fds[4];
+    int n = 0;
+    int in_idx = -1, out_idx = -1, err_idx = -1, pid_idx = -1;
+    if (child_.stdin_fd.valid()) {
+      in_idx = n;
+      fds[n++] = {child_.stdin_fd.get(), POLLOUT, 0};
+    }
+    if (child_.stdout_fd.valid()) {
+      out_idx = n;
+      fds[n++] = {child_.stdout_fd.get(), POLLIN, 0};
+    }
+    if (child_.stderr_fd.valid()) {
+      err_idx = n;
+      fds[n++] = {child_.stderr_fd.get(), POLLIN, 0};
+    }
+    if (!exited_ && child_.pidfd.valid()) {
+      pid_idx = n;
+      fds[n++] = {child_.pidfd.get(), POLLIN, 0};
+    }
+    milliseconds wait = milliseconds::max();
+    if (wake != TimePoint::max()) {
+      wait = std::chrono::ceil<milliseconds>(std::max(wake - now, SteadyClock::duration::zero()));
+    }
+    if (!exited_ && !child_.pidfd.valid()) wait = std::min(wait, kExitPollTick);
+    const int timeout_ms =
+        wait == milliseconds::max()
+            ? -1
+            : static_cast<int>(std::min<milliseconds::rep>(wait.count(), 60'000));
+    const int ready = poll(fds, static_cast<nfds_t>(n), timeout_ms);
+    if (ready <= 0) return;  // timeout or EINTR: the loop re-checks the clock
+    (void)pid_idx;           // a readable pidfd just wakes us; the loop checks
+    if (in_idx >= 0 && fds[in_idx].revents != 0) WriteStdin();
+    if (out_idx >= 0 && fds[out_idx].revents != 0) {
+      ReadStream(child_.stdout_fd, stdout_lines_, /*is_stdout=*/true);
+    }
+    if (err_idx >= 0 && fds[err_idx].revents != 0) {
+      ReadStream(child_.stderr_fd, stderr_lines_, /*is_stdout=*/false);
+    }
+  }
+
+  void WriteStdin() {
+    const std::string& payload = ctx_.payload_json();
+    while (written_ < payload.size()) {
+      const ssize_t w =
+          ::write(child_.stdin_fd.get(), payload.data() + written_, payload.size() - written_);
+      if (w > 0) {
+        written_ += static_cast<std::size_t>(w);
+        continue;
+      }
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0 && errno == EAGAIN) return;
+      if (w < 0 && errno == EPIPE) saw_epipe_ = true;
+      break;  // EPIPE (the command does not read) or another error: stop feeding
+    }
+    child_.stdin_fd.Reset();
+  }
+
+  void ReadStream(UniqueFd& fd, LineSplitter& lines, bool is_stdout) {
+    char buf[kReadChunk];
+    std::size_t total = 0;
+    while (total < kMaxReadPerWake) {
+      const ssize_t r = ::read(fd.get(), buf, sizeof(buf));
+      if (r > 0) {
+        total += static_cast<std::size_t>(r);
+        Dispatch(lines, std::string_view(buf, static_cast<std::size_t>(r)), is_stdout);
+        continue;
+      }
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0 && errno == EAGAIN) return;
+      // EOF or error: the stream is over.
+      FinishStream(fd, lines, is_stdout);
+      return;
+    }
+  }
+
+  void Dispatch(LineSplitter& lines, std::string_view data, bool is_stdout) {
+    if (is_stdout) {
+      lines.Feed(data, [this](std::string_view l, bool t) { sink_.OnStdoutLine(l, t); });
+    } else {
+      lines.Feed(data, [this](std::string_view l, bool t) { sink_.OnStderrLine(l, t); });
+    }
+  }
+
+  void FinishStream(UniqueFd& fd, LineSplitter& lines, bool is_stdout) {
+    if (is_stdout) {
+      lines.Finish([this](std::string_view l, bool t) { sink_.OnStdoutLine(l, t); });
+    } else {
+      lines.Finish([this](std::string_view l, bool t) { sink_.OnStderrLine(l, t); });
+    }
+    fd.Reset();
+  }
+
+  // Flushes partial lines of streams still open (given up on).
+  void FinishStreams() {
+    if (child_.stdout_fd.valid()) FinishStream(child_.stdout_fd, stdout_lines_, true);
+    if (child_.stderr_fd.valid()) FinishStream(child_.stderr_fd, stderr_lines_, false);
+    child_.stdin_fd.Reset();
+  }
+
+  std::string WithStderr(std::string msg) const {
+    if (!sink_.last_stderr_line().empty()) msg += ": " + sink_.last_stderr_line();
+    return msg;
+  }
+
+  HandlerResult Outcome(bool reaped, int status) const {
+    switch (stop_) {
+      case StopReason::kTimeout:
+        return HandlerResult::Retryable("timed out after " + std::to_string(timeout_.count()) +
+                                        " ms");
+      case StopReason::kCanceled:
+        return HandlerResult::Canceled();
+      case StopReason::kLost:
+        return HandlerResult::Retryable("lease lost");
+      case StopReason::kNone:
+        break;
+    }
+    if (!reaped) {
+      return HandlerResult::Retryable(
+          "lost track of the command's exit status (was the child reaped elsewhere?)");
+    }
+    if (WIFSIGNALED(status)) {
+      return HandlerResult::Retryable(WithStderr("killed by " + SignalName(WTERMSIG(status))));
+    }
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code == 0) return HandlerResult::Success(sink_.result_json().value_or(""));
+    if (code == kExitTempFail) {
+      return HandlerResult::Retryable(WithStderr("exit code 75 (temporary failure)"));
+    }
+    if (code == kExitDataErr) {
+      return HandlerResult::Permanent(WithStderr("exit code 65 (permanent failure)"));
+    }
+    return HandlerResult::Retryable(WithStderr("exit code " + std::to_string(code)));
+  }
+
+  // Constant after construction.
+  JobContext& ctx_;
+  const CommandHandlerOptions& options_;
+  Child child_;
+  const milliseconds timeout_;
+
+  OutputSink sink_;
+  LineSplitter stdout_lines_;
+  LineSplitter stderr_lines_;
+  std::size_t written_ = 0;
+  bool saw_epipe_ = false;
+  bool done_ = false;  // the leader was reaped (or is not ours to reap)
+  bool exited_ = false;
+  bool lost_child_ = false;
+  TimePoint exit_at_;
+  StopReason stop_ = StopReason::kNone;
+  TimePoint term_at_;
+  bool killed_ = false;
+  TimePoint killed_at_;
+  TimePoint next_checkpoint_;
+};
+
+milliseconds ChooseTimeout(const CommandSpec& spec, const JobContext& ctx,
+                           const CommandHandlerOptions& options) {
+  Millis ms = options.default_timeout.count();
+  if (spec.timeout_ms.has_value()) {
+    ms = *spec.timeout_ms;
+  } else if (ctx.timeout_ms() > 0) {
+    ms = ctx.timeout_ms();
+  }
+  return milliseconds(std::clamp<Millis>(ms, 1, kMaxTimeoutMs));
+}
+
+std::vector<std::string> BuildEnv(
+    const JobContext& ctx, const CommandSpec& spec, const CommandHandlerOptions& options,
+    const std::vector<std::pair<std::string, std::string>>& inherited) {
+  EnvBuilder env;
+  env.Set("TASKENGINE_EXECUTION_ID", std::to_string(ctx.execution_id().value));
+  env.Set("TASKENGINE_JOB", ctx.job().value);
+  env.Set("TASKENGINE_ATTEMPT", std::to_string(ctx.attempt()));
+  env.Set("TASKENGINE_TENANT", ctx.tenant().value);
+  env.Set("TASKENGINE_CLAIM_VERSION", std::to_string(ctx.claim_version().value));
+  env.Set("TASKENGINE_EFFECT_KEY_PREFIX", ctx.effect_key_prefix());
+  env.Set("PATH", options.path);
+  for (const auto& [name, value] : inherited) env.Set(name, value);
+  for (const auto& [name, value] : spec.env) env.Set(name, value);
+  return env.entries();
+}
+
+HandlerResult RunCommandHandler(
+    JobContext& ctx, const CommandHandlerOptions& options,
+    const std::vector<std::pair<std::string, std::string>>& inherited_env) {
+  Result<CommandSpec> spec = ParseConfig(ctx.config_json());
+  if (!spec.ok()) return HandlerResult::Permanent(spec.status().message());
+
+  // Do not start a command for an execution that is already stopping.
+  switch (ctx.Checkpoint()) {
+    case LeaseState::kCancelRequested:
+      return HandlerResult::Canceled();
+    case LeaseState::kLost:
+      return HandlerResult::Retryable("lease lost");
+    case LeaseState::kActive:
+      break;
+  }
+
+  const milliseconds timeout = ChooseTimeout(*spec, ctx, options);
+  const std::vector<std::string> env = BuildEnv(ctx, *spec, options, inherited_env);
+
+  ScopedSigpipeBlock sigpipe_block;
+  Result<Child> child = Spawn(*spec, env);
+  if (!child.ok()) {
+    if (child.status().code() == ErrorCode::kInvalidArgument) {
+      return HandlerResult::Permanent(child.status().message());
+    }
+    return HandlerResult::Retryable(child.status().message());
+  }
+  CommandRun run(ctx, options, std::move(child).value(), timeout);
+  HandlerResult result = run.Run();
+  if (run.saw_epipe()) sigpipe_block.NoteEpipe();
+  return result;
+}
+
+}  // namespace
+
+Handler MakeCommandHandler(CommandHandlerOptions options) {
+  // The allowlisted variables are read once, here, so that handler calls never
+  // touch the process environment (getenv races with setenv).
+  std::vector<std::pair<std::string, std::string>> inherited;
+  for (const std::string& name : options.env_allowlist) {
+    if (!IsValidEnvName(name) || name.starts_with(kReservedEnvPrefix)) continue;
+    if (const char* value = std::getenv(name.c_str()); value != nullptr) {
+      inherited.emplace_back(name, value);
+    }
+  }
+  return [options = std::move(options), inherited = std::move(inherited)](JobContext& ctx) {
+    try {
+      return RunCommandHandler(ctx, options, inherited);
+    } catch (const std::exception& e) {
+      return HandlerResult::Retryable(std::string("command handler failed: ") + e.what());
+    }
+  };
+}
+
+}  // namespace taskengine
