@@ -23,6 +23,15 @@ namespace taskengine {
 
 class Store;
 
+// Decides whether a principal may still act for a tenant. A replay rechecks
+// the original requester of the execution with it (R1). Thread-safe.
+class Authorizer {
+ public:
+  virtual ~Authorizer() = default;
+  // `tenant` is empty for global executions (then global scope is needed).
+  virtual Result<bool> MayAccess(std::string_view principal, const TenantId& tenant) = 0;
+};
+
 struct QueueConfig {
   std::string name = "default";
   int priority = 0;     // higher is claimed first
@@ -61,6 +70,25 @@ struct EngineOptions {
   std::string worker_id;
   // Run the sweeper in this engine. Default: true.
   bool run_sweeper = true;
+  // Not owned. Default: the store's grants (tenant grants, "*" for global
+  // scope); local operators ("cli:<user>"), the engine itself ("system:…")
+  // and dispatches without a requester (the embedding application) act for
+  // every tenant.
+  Authorizer* authorizer = nullptr;
+  // Four-eyes (R1): a replay is only recorded as pending until a second
+  // operator approves it. Default: false.
+  bool replay_requires_approval = false;
+};
+
+struct ReplayOptions {
+  std::string actor;   // the operator (required)
+  std::string reason;  // why (required)
+  AmbiguousResolution ambiguous = AmbiguousResolution::kKeep;
+};
+
+struct ReplayResult {
+  ReplayOutcome outcome = ReplayOutcome::kReplayed;
+  ExecutionStatus status = ExecutionStatus::kQueued;
 };
 
 // A dispatch (A1).
@@ -126,6 +154,18 @@ class Engine {
   // Graceful shutdown (L6): stop claiming, let running handlers finish for up
   // to the grace period, then release the leases that remain. Idempotent.
   virtual void Stop() = 0;
+
+  // C1: cancels a queued, failed or quarantined execution at once, or asks a
+  // running one to stop. Audited with `actor`. Returns the status after.
+  virtual Result<ExecutionStatus> Cancel(ExecutionId id, const std::string& actor,
+                                         const std::string& reason) = 0;
+  // R1: queues a failed or quarantined execution again with the same id and
+  // effect keys, after rechecking that its original requester may still act
+  // for its tenant (kInvalidArgument naming them if not). Pending when the
+  // engine requires four-eyes approval.
+  virtual Result<ReplayResult> Replay(ExecutionId id, const ReplayOptions& options) = 0;
+  // Four-eyes: a second operator approves a pending replay.
+  virtual Result<ReplayResult> ApproveReplay(ExecutionId id, const std::string& approver) = 0;
 
   // One sweep of expired leases (all batches). Returns how many were recovered.
   virtual Result<int> SweepOnce() = 0;

@@ -6,9 +6,35 @@
 #include <string>
 #include <string_view>
 
+#include "taskengine/status.h"
 #include "taskengine/types.h"
 
 namespace taskengine {
+
+struct HandlerResult;
+
+// Whether a sink deduplicates by an idempotency key (E3). With kIdempotent,
+// an ambiguous effect (an earlier claim reserved it and never confirmed) is
+// performed again with the effect key as the sink's idempotency key; with
+// kNotIdempotent the execution is quarantined as ambiguous instead.
+enum class EffectSink { kNotIdempotent, kIdempotent };
+
+// What the ledger said about one effect, and what came of it.
+struct EffectResult {
+  EffectAnswer answer = EffectAnswer::kProceed;
+  std::string key;     // "<execution id>:<name>"
+  std::string detail;  // performed now: what perform returned; already done: the recorded detail
+  Status error;        // perform failed, or the ledger could not be reached: nothing committed
+  // The effect happened exactly once (now or earlier): go on.
+  bool done() const {
+    return error.ok() &&
+           (answer == EffectAnswer::kProceed || answer == EffectAnswer::kAlreadyDone);
+  }
+  // What a handler returns when !done(): ambiguous -> HandlerResult::Ambiguous,
+  // canceled -> Canceled, stale -> Retryable (publishes nothing anyway),
+  // error -> Retryable with its message.
+  HandlerResult ToHandlerResult() const;
+};
 
 // What a liveness call (heartbeat, checkpoint) learned.
 enum class LeaseState {
@@ -44,6 +70,26 @@ class JobContext {
   // A cheap cancellation point: the state learned at the last heartbeat.
   // Thread-safe. Long handlers call it between units of work.
   virtual LeaseState Checkpoint() = 0;
+
+  // --- the effect ledger (E1-E3). Thread-safe. ---
+  // Reserves effect `name` before performing it. See EffectAnswer. Errors
+  // only when the ledger cannot be reached (or a bad name); the answer is
+  // durable before it is returned.
+  virtual Result<EffectResult> ReserveEffect(std::string_view name) = 0;
+  // Records effect `name` as done with `detail` (e.g. the sink's message id).
+  virtual Status CommitEffect(std::string_view name, std::string_view detail) = 0;
+  // Gives back this claim's reservation of an effect that certainly did not
+  // happen (e.g. the connection was refused), so a retry proceeds instead of
+  // meeting `ambiguous`. A committed effect is kept.
+  virtual Status ReleaseEffect(std::string_view name) = 0;
+
+  // Performs `perform(effect_key)` at most once per effect key: reserve,
+  // perform, commit. `perform` returns the detail to record, or an error:
+  // kUnavailable means "certainly not performed" (the reservation is given
+  // back; a retry proceeds), any other error leaves the outcome unknown (a
+  // retry meets `ambiguous`).
+  EffectResult Effect(std::string_view name, EffectSink sink,
+                      const std::function<Result<std::string>(const std::string& key)>& perform);
 };
 
 // How a handler run ended.

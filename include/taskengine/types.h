@@ -92,6 +92,10 @@ struct RetryPolicy {
   Millis backoff_base_ms = 5'000;      // min(cap, base * 2^(attempt-1)) + up to 10% jitter
   Millis backoff_cap_ms = 3'600'000;
   int max_permanent_attempts = 1;      // permanent failures -> kQuarantined after this many
+  // Permanent failures because the payload's schema version is not accepted:
+  // -> kQuarantined after this many (a rolling deploy may bring a worker that
+  // accepts it).
+  int max_unsupported_schema_attempts = 3;
   int max_ambiguous_attempts = 1;      // ambiguous failures -> kQuarantined after this many
   int max_consecutive_lease_expiries = 3;  // poison: -> kQuarantined
 };
@@ -109,7 +113,10 @@ struct JobDefinition {
   Millis timeout_ms = 300'000;
   Millis lease_ms = 30'000;
   RetryPolicy retry;
-  std::string lane_template;  // empty = none
+  std::string lane_template;  // empty = none; e.g. "meeting:{meeting_id}"
+  // Payload schema versions this job accepts (the payload's "schema_version",
+  // 1 when absent). Empty = any. Others fail as permanent (Q1).
+  std::vector<int> accepted_schema_versions;
   std::string config_json = "{}";  // handler configuration (JSON object)
   bool enabled = true;
   Millis created_at = 0;
@@ -154,6 +161,43 @@ struct Execution {
     return started_at > 0 && finished_at >= started_at ? finished_at - started_at : 0;
   }
 };
+
+// E1: the answers of the effect ledger to "may I perform this effect now?".
+enum class EffectAnswer : int {
+  kProceed = 0,      // first time: perform the effect, then commit it
+  kAlreadyDone = 1,  // committed earlier: skip it, reuse the recorded detail
+  kAmbiguous = 2,    // reserved by an earlier claim that never confirmed: outcome unknown
+  kStale = 3,        // this claim is not current: do nothing
+  kCanceled = 4,     // cancellation was requested: start no new effect
+};
+std::string_view ToString(EffectAnswer a);
+
+// A side effect of an execution as the ledger records it.
+struct EffectRecord {
+  ExecutionId execution;
+  std::string name;
+  std::string key;          // "<execution id>:<name>"
+  bool committed = false;
+  ClaimVersion reserved_by; // the claim that reserved (or last re-reserved) it
+  int attempt = 0;          // the attempt of that claim
+  Millis reserved_at = 0;
+  Millis committed_at = 0;  // 0 while only reserved
+  std::string detail;       // what the worker recorded at commit (e.g. a message id)
+};
+
+// Effect names: 1..120 characters of [A-Za-z0-9._:-] (":" separates a revision).
+bool IsValidEffectName(std::string_view name);
+std::string EffectKey(ExecutionId id, std::string_view name);
+
+// What to assume about effects an earlier claim reserved but never confirmed
+// (E3), when an operator replays an execution quarantined as ambiguous.
+enum class AmbiguousResolution {
+  kKeep,          // leave them ambiguous: the replay meets `ambiguous` again
+  kAssumeDone,    // the operator checked: they happened (committed, detail "assumed done")
+  kAssumeNotDone, // the operator checked: they did not happen (reservation dropped)
+};
+
+enum class ReplayOutcome { kReplayed, kPendingApproval };
 
 // SQLite durability (documented in docs/operations.md):
 // kFull survives power loss; kNormal survives process crashes only.

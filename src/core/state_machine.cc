@@ -67,7 +67,9 @@ Result<Transition> DecideFail(const ExecutionState& s, const Event& e) {
       return exhausted ? End(t, ExecutionStatus::kFailed) : Requeue(t, s, e);
     case FailureClass::kPermanent:
       t.permanent_failures = s.permanent_failures + 1;
-      if (exhausted || t.permanent_failures >= s.retry.max_permanent_attempts) {
+      if (exhausted || t.permanent_failures >= (e.unsupported_schema
+                                                    ? s.retry.max_unsupported_schema_attempts
+                                                    : s.retry.max_permanent_attempts)) {
         return End(t, ExecutionStatus::kQuarantined);
       }
       return Requeue(t, s, e);
@@ -176,7 +178,8 @@ Result<Transition> Decide(const ExecutionState& s, const Event& e) {
       return Requeue(t, s, e);
 
     case EventKind::kCancel:
-      if (s.status == ExecutionStatus::kQueued) {
+      if (s.status == ExecutionStatus::kQueued || s.status == ExecutionStatus::kFailed ||
+          s.status == ExecutionStatus::kQuarantined) {
         t.cancel_requested = true;
         return EndCanceled(t, e);
       }

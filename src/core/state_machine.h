@@ -12,7 +12,7 @@
 //     |                 \--cancel ack / release or expiry while cancel requested
 //     |                          --> canceled | partially_canceled
 //     +---replay--- failed | quarantined
-//   queued --cancel--> canceled | partially_canceled
+//   queued | failed | quarantined --cancel--> canceled | partially_canceled
 //   running --cancel--> running with cancel_requested
 #pragma once
 
@@ -43,6 +43,9 @@ struct Event {
   double jitter01 = 0.0;        // a uniform [0,1) sample for backoff jitter
   Millis retry_after_ms = 0;    // for kFail: the sink asked to wait at least this long
   bool has_committed_effects = false;  // for cancel outcomes: did any effect escape?
+  // For kFail with kPermanent: the payload's schema version is not accepted;
+  // bounded by max_unsupported_schema_attempts instead of max_permanent_attempts.
+  bool unsupported_schema = false;
 };
 
 // What a legal event does to the execution. Fields not named keep their value.

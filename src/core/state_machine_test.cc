@@ -71,7 +71,8 @@ bool IsLegal(const ExecutionState& s, EventKind kind) {
     case EventKind::kLeaseExpired:
       return running;
     case EventKind::kCancel:
-      return running || s.status == ExecutionStatus::kQueued;
+      return running || s.status == ExecutionStatus::kQueued ||
+             s.status == ExecutionStatus::kFailed || s.status == ExecutionStatus::kQuarantined;
     case EventKind::kCancelAck:
       return running && s.cancel_requested;
     case EventKind::kReplay:
@@ -452,6 +453,19 @@ TEST(StateMachine, ReleaseWhileCancelRequestedCancels) {
 
 // ---------------------------------------------------------------------------
 // Cancellation (C1)
+
+// O1: an operator unblocks a lane by canceling its failed or quarantined head.
+TEST(StateMachine, CancelOfFailedOrQuarantinedEndsIt) {
+  for (ExecutionStatus from : {ExecutionStatus::kFailed, ExecutionStatus::kQuarantined}) {
+    ASSERT_OK_AND_ASSIGN(Transition t, Decide(State(from), Ev(EventKind::kCancel)));
+    EXPECT_EQ(t.to, ExecutionStatus::kCanceled);
+    EXPECT_TRUE(t.finished);
+    Event e = Ev(EventKind::kCancel);
+    e.has_committed_effects = true;
+    ASSERT_OK_AND_ASSIGN(Transition p, Decide(State(from), e));
+    EXPECT_EQ(p.to, ExecutionStatus::kPartiallyCanceled);
+  }
+}
 
 TEST(StateMachine, CancelOfQueuedCancelsAtOnce) {
   ASSERT_OK_AND_ASSIGN(Transition t,

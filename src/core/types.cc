@@ -71,6 +71,34 @@ bool IsValidJobName(std::string_view name) { return MatchesNameRule(name, 100, "
 bool IsValidTenantId(std::string_view tenant) { return MatchesNameRule(tenant, 50, "_-"); }
 bool IsValidQueueName(std::string_view queue) { return MatchesNameRule(queue, 100, "._-"); }
 
+std::string_view ToString(EffectAnswer a) {
+  switch (a) {
+    case EffectAnswer::kProceed: return "proceed";
+    case EffectAnswer::kAlreadyDone: return "already_done";
+    case EffectAnswer::kAmbiguous: return "ambiguous";
+    case EffectAnswer::kStale: return "stale";
+    case EffectAnswer::kCanceled: return "canceled";
+  }
+  return "?";
+}
+
+bool IsValidEffectName(std::string_view name) {
+  if (name.empty() || name.size() > 120) return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == ':' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string EffectKey(ExecutionId id, std::string_view name) {
+  std::string key = std::to_string(id.value);
+  key += ':';
+  key += name;
+  return key;
+}
+
 bool IsValidIdempotencyKey(std::string_view key) {
   if (key.empty() || key.size() > 200) return false;
   for (char c : key) {

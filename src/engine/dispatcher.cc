@@ -1,5 +1,7 @@
 #include "engine/dispatcher.h"
 
+#include <nlohmann/json.hpp>
+
 #include <unordered_map>
 
 #include "core/canonical_json.h"
@@ -11,6 +13,36 @@ constexpr std::size_t kMaxLaneKeyBytes = 200;
 constexpr std::size_t kMaxRequesterBytes = 200;
 // Dispatch refuses run-at times more than this far ahead (an absurd number).
 constexpr Millis kMaxDelayMs = 366LL * 24 * 3600 * 1000;
+
+// O1: "{field}" placeholders in a job's lane template take the payload's
+// top-level field (strings as they are, numbers and booleans as JSON text).
+Result<std::string> RenderLaneTemplate(const std::string& tmpl, const std::string& payload) {
+  auto doc = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
+  std::string out;
+  for (std::size_t i = 0; i < tmpl.size(); ++i) {
+    if (tmpl[i] != '{') {
+      out += tmpl[i];
+      continue;
+    }
+    std::size_t close = tmpl.find('}', i);
+    if (close == std::string::npos) return InvalidArgument("lane template has an unclosed '{'");
+    std::string field = tmpl.substr(i + 1, close - i - 1);
+    auto it = doc.is_object() ? doc.find(field) : doc.end();
+    if (!doc.is_object() || it == doc.end()) {
+      return InvalidArgument("payload has no field '" + field + "' for the job's lane template");
+    }
+    if (it->is_string()) {
+      out += it->get<std::string>();
+    } else if (it->is_number() || it->is_boolean()) {
+      out += it->dump();
+    } else {
+      return InvalidArgument("payload field '" + field + "' of the lane template must be a "
+                             "string, number or boolean");
+    }
+    i = close;
+  }
+  return out;
+}
 
 DispatchResult ToDispatchResult(const AdmitResult& a) {
   DispatchResult d;
@@ -72,6 +104,12 @@ Result<AdmitRequest> Dispatcher::Prepare(const DispatchRequest& r, const JobDefi
   a.trigger = r.trigger;
   a.run_at = r.run_at > 0 ? r.run_at : now + r.delay_ms;
   a.lane_key = r.lane_key;
+  if (a.lane_key.empty() && !job.lane_template.empty()) {
+    TE_ASSIGN_OR_RETURN(a.lane_key, RenderLaneTemplate(job.lane_template, a.payload_json));
+    if (a.lane_key.size() > kMaxLaneKeyBytes) {
+      return InvalidArgument("rendered lane key longer than 200 bytes");
+    }
+  }
   a.parent = r.parent;
   return a;
 }

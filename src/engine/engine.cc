@@ -23,6 +23,23 @@ std::string DefaultWorkerId() {
   return std::string(host) + ":" + std::to_string(getpid());
 }
 
+// The default Authorizer: the store's grants table.
+class GrantsAuthorizer final : public Authorizer {
+ public:
+  explicit GrantsAuthorizer(Store* store) : store_(store) {}
+  Result<bool> MayAccess(std::string_view principal, const TenantId& tenant) override {
+    // No identity: dispatched by the embedding application itself.
+    if (principal.empty() || principal.rfind("cli:", 0) == 0 ||
+        principal.rfind("system:", 0) == 0) {
+      return true;
+    }
+    return store_->IsGranted(principal, tenant.empty() ? "*" : tenant.value);
+  }
+
+ private:
+  Store* const store_;
+};
+
 class EngineImpl final : public Engine {
  public:
   EngineImpl(EngineOptions options, std::unique_ptr<Store> store,
@@ -30,7 +47,9 @@ class EngineImpl final : public Engine {
       : options_(std::move(options)),
         owned_random_(std::move(owned_random)),
         store_(std::move(store)),
-        dispatcher_(store_.get(), options_.clock, [this] { WakeWorkers(); }) {}
+        dispatcher_(store_.get(), options_.clock, [this] { WakeWorkers(); }),
+        grants_(store_.get()),
+        authorizer_(options_.authorizer != nullptr ? options_.authorizer : &grants_) {}
 
   ~EngineImpl() override { Stop(); }
 
@@ -87,6 +106,34 @@ class EngineImpl final : public Engine {
     if (sweeper_.joinable()) sweeper_.join();
   }
 
+  Result<ExecutionStatus> Cancel(ExecutionId id, const std::string& actor,
+                                 const std::string& reason) override {
+    TE_ASSIGN_OR_RETURN(ExecutionStatus status,
+                        store_->RequestCancel(id, OperatorAction{actor, reason}));
+    return status;
+  }
+
+  Result<ReplayResult> Replay(ExecutionId id, const ReplayOptions& options) override {
+    TE_ASSIGN_OR_RETURN(Execution e, store_->GetExecution(id));
+    TE_RETURN_IF_ERROR(CheckRequester(e));
+    ReplayRequest r;
+    r.id = id;
+    r.action = OperatorAction{options.actor, options.reason};
+    r.require_approval = options_.replay_requires_approval;
+    r.ambiguous = options.ambiguous;
+    TE_ASSIGN_OR_RETURN(ReplayReply reply, store_->Replay(r));
+    if (reply.outcome == ReplayOutcome::kReplayed) WakeWorkers();
+    return ReplayResult{reply.outcome, reply.status};
+  }
+
+  Result<ReplayResult> ApproveReplay(ExecutionId id, const std::string& approver) override {
+    TE_ASSIGN_OR_RETURN(Execution e, store_->GetExecution(id));
+    TE_RETURN_IF_ERROR(CheckRequester(e));
+    TE_ASSIGN_OR_RETURN(ReplayReply reply, store_->ApproveReplay(id, OperatorAction{approver, {}}));
+    WakeWorkers();
+    return ReplayResult{reply.outcome, reply.status};
+  }
+
   Result<int> SweepOnce() override {
     int total = 0;
     while (true) {
@@ -110,6 +157,19 @@ class EngineImpl final : public Engine {
   }
 
  private:
+  // R1: the original requester must still be authorized for the tenant.
+  Status CheckRequester(const Execution& e) {
+    TE_ASSIGN_OR_RETURN(bool allowed, authorizer_->MayAccess(e.requester, e.tenant));
+    if (!allowed) {
+      return InvalidArgument("the original requester '" + e.requester +
+                             "' is no longer authorized for " +
+                             (e.tenant.empty() ? std::string("global jobs")
+                                               : "tenant " + e.tenant.value) +
+                             "; replay refused");
+    }
+    return Status::Ok();
+  }
+
   void WakeWorkers() {
     // pool_ptr_ is published once by Start(); admissions before that need no wakeup.
     WorkerPool* pool = pool_ptr_.load(std::memory_order_acquire);
@@ -134,6 +194,8 @@ class EngineImpl final : public Engine {
   const std::unique_ptr<RandomSource> owned_random_;
   const std::unique_ptr<Store> store_;
   Dispatcher dispatcher_;
+  GrantsAuthorizer grants_;
+  Authorizer* const authorizer_;
 
   std::mutex mu_;
   HandlerRegistry handlers_;          // written before Start, read-only after

@@ -1,5 +1,6 @@
 #include "engine/worker_pool.h"
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -64,18 +65,44 @@ class WorkerPool::Context final : public JobContext {
 
   LeaseState Checkpoint() override { return state(); }
 
+  Result<EffectResult> ReserveEffect(std::string_view name) override {
+    TE_ASSIGN_OR_RETURN(EffectReply reply, store_->ReserveEffect(Ref(), name));
+    if (reply.answer == EffectAnswer::kStale) MarkLost();
+    if (reply.answer == EffectAnswer::kCanceled) MarkCancelRequested();
+    EffectResult r;
+    r.answer = reply.answer;
+    r.key = std::move(reply.key);
+    r.detail = std::move(reply.detail);
+    return r;
+  }
+
+  Status CommitEffect(std::string_view name, std::string_view detail) override {
+    auto committed = store_->CommitEffect(Ref(), name, detail);
+    if (committed.status().code() == ErrorCode::kStale) MarkLost();
+    return committed.status();
+  }
+
+  Status ReleaseEffect(std::string_view name) override {
+    Status s = store_->ReleaseEffect(Ref(), name);
+    if (s.code() == ErrorCode::kStale) MarkLost();
+    return s;
+  }
+
   // --- for the pool ---
   LeaseState state() const { return static_cast<LeaseState>(state_.load(std::memory_order_acquire)); }
   void MarkLost() { state_.store(static_cast<int>(LeaseState::kLost), std::memory_order_release); }
+  void MarkCancelRequested() {
+    int active = static_cast<int>(LeaseState::kActive);
+    state_.compare_exchange_strong(active, static_cast<int>(LeaseState::kCancelRequested));
+  }
+  LeaseRef Ref() const { return LeaseRef{lease_.id, lease_.version}; }
   std::optional<int> TakeProgress() {
     if (!progress_dirty_.exchange(false, std::memory_order_relaxed)) return std::nullopt;
     return progress_.load(std::memory_order_relaxed);
   }
   void Observe(const Result<HeartbeatReply>& reply) {
     if (reply.ok()) {
-      if (reply->cancel_requested && state() == LeaseState::kActive) {
-        state_.store(static_cast<int>(LeaseState::kCancelRequested), std::memory_order_release);
-      }
+      if (reply->cancel_requested) MarkCancelRequested();
     } else if (reply.status().code() == ErrorCode::kStale ||
                reply.status().code() == ErrorCode::kNotFound) {
       MarkLost();
@@ -103,6 +130,36 @@ struct WorkerPool::Task {
   Millis next_heartbeat_at = 0;
   bool timed_out = false;
 };
+
+namespace {
+
+// Q1: the payload's "schema_version" (1 when absent) must be one the job
+// accepts; an empty list accepts any. The error names both.
+Result<int> PayloadSchemaVersion(const std::string& payload, const JobDefinition& def) {
+  if (def.accepted_schema_versions.empty()) return 1;
+  int version = 1;
+  auto doc = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_object()) {
+    auto it = doc.find("schema_version");
+    if (it != doc.end()) {
+      if (!it->is_number_integer()) {
+        return InvalidArgument("payload schema_version must be an integer");
+      }
+      version = it->get<int>();
+    }
+  }
+  for (int v : def.accepted_schema_versions) {
+    if (v == version) return version;
+  }
+  std::string accepted;
+  for (int v : def.accepted_schema_versions) {
+    accepted += (accepted.empty() ? "" : ", ") + std::to_string(v);
+  }
+  return InvalidArgument("unsupported payload schema version " + std::to_string(version) +
+                         " for job " + def.name.value + " (accepts " + accepted + ")");
+}
+
+}  // namespace
 
 // --- pool -------------------------------------------------------------------------
 
@@ -270,6 +327,14 @@ void WorkerPool::RunTask(const std::shared_ptr<Task>& task) {
     finish.kind = FinishRequest::Kind::kFail;
     finish.failure_class = FailureClass::kPermanent;
     finish.error = "no handler named '" + (*def)->handler + "' is registered";
+    Finish(task, std::move(finish));
+    return;
+  }
+  if (auto version = PayloadSchemaVersion(task->lease.payload_json, **def); !version.ok()) {
+    finish.kind = FinishRequest::Kind::kFail;
+    finish.failure_class = FailureClass::kPermanent;
+    finish.unsupported_schema = true;
+    finish.error = version.status().message();
     Finish(task, std::move(finish));
     return;
   }

@@ -105,6 +105,9 @@ struct FinishRequest {
   FailureClass failure_class = FailureClass::kRetryable;  // kFail
   std::string error;        // kFail
   Millis retry_after_ms = 0;  // kFail
+  // kFail with kPermanent: the payload's schema version is not accepted (Q1);
+  // bounded by the job's max_unsupported_schema_attempts.
+  bool unsupported_schema = false;
 };
 
 // What a finish call (complete, fail, release) did.
@@ -146,6 +149,61 @@ struct QueueDepth {
   Millis oldest_queued_at = 0;   // queued_at of the oldest queued execution; 0 = none
 };
 
+// Who performs an operator action and why (X4). Written to the audit log in
+// the same transaction as the action.
+struct OperatorAction {
+  std::string actor;   // required: a user, token or "cli:<unix user>"
+  std::string reason;  // required for replays; optional otherwise
+};
+
+// One line of the append-only audit log.
+struct AuditRecord {
+  std::int64_t id = 0;
+  Millis at = 0;
+  std::string actor;
+  std::string tenant;       // the tenant of the target; empty for global targets
+  std::string action;       // e.g. "execution.cancel", "execution.replay", "job.update"
+  std::string target;       // e.g. "execution:42", "job:resize"
+  std::string before_json;  // state before (JSON object), may be empty
+  std::string after_json;   // state after (JSON object), may be empty
+  std::string reason;
+};
+
+struct AuditFilter {
+  std::string target;       // exact target; empty = any
+  std::int64_t before_id = 0;  // cursor: only records with id < before_id; 0 = newest
+  int limit = 50;           // 1..1000
+};
+
+struct ReplayRequest {
+  ExecutionId id;
+  OperatorAction action;
+  bool require_approval = false;  // four-eyes: record a pending replay instead
+  AmbiguousResolution ambiguous = AmbiguousResolution::kKeep;
+};
+
+struct ReplayReply {
+  ReplayOutcome outcome = ReplayOutcome::kReplayed;
+  ExecutionStatus status = ExecutionStatus::kQueued;
+};
+
+struct EffectReply {
+  EffectAnswer answer = EffectAnswer::kProceed;
+  std::string key;
+  std::string detail;        // kAlreadyDone: the recorded detail
+  Millis committed_at = 0;   // kAlreadyDone: when it was committed
+};
+
+// O1: the state of one lane.
+struct LaneStatus {
+  std::string lane;
+  ExecutionId head;          // the oldest execution that is not done (0 = none)
+  ExecutionStatus head_status = ExecutionStatus::kQueued;
+  bool blocked = false;      // the head is failed or quarantined: the lane waits for an operator
+  std::int64_t queued = 0;
+  std::int64_t running = 0;
+};
+
 // Thread-safe: every method may be called from any thread.
 class Store {
  public:
@@ -177,7 +235,9 @@ class Store {
   // --- leasing (L1-L4) ---
   // Atomically moves up to the slots' maxima of due queued executions to
   // kRunning, leased to `worker` until now + the execution's lease duration,
-  // oldest run_at first (then id). Each gets attempt+1 and a new claim version.
+  // oldest run_at first (then id). An execution with a lane key is claimed
+  // only when no older execution of its lane is queued, running, failed or
+  // quarantined (O1: one at a time, in id order, a failed head blocks). Each gets attempt+1 and a new claim version.
   // Returns an empty vector when nothing is due.
   virtual Result<std::vector<Lease>> Claim(const ClaimRequest& request) = 0;
   // Extends the lease by its duration, optionally records progress (0..100),
@@ -208,6 +268,61 @@ class Store {
   // now (the staleness gate: never an in-flight one). Safe to call
   // concurrently from several threads or nodes.
   virtual Result<SweepReport> SweepExpired(int max_batch) = 0;
+
+  // --- effect ledger (E1-E3) ---
+  // Before a side effect: reserves `name` for the current claim. Answers (see
+  // EffectAnswer): kStale for a claim that is not current (nothing changes);
+  // kAlreadyDone with the recorded detail for a committed effect; kCanceled
+  // when cancellation was requested (no new effect starts); kAmbiguous when an
+  // earlier claim reserved it and never committed; else kProceed (also when
+  // this same claim reserved it before). kNotFound for a missing execution,
+  // kInvalidArgument for a bad name. The reservation is durable before the
+  // answer.
+  virtual Result<EffectReply> ReserveEffect(const LeaseRef& lease, std::string_view name) = 0;
+  // After the effect: records it as done with `detail`. Idempotent: committing
+  // a committed effect keeps the first detail. kStale for a claim that is not
+  // current; kConflict when it was never reserved.
+  virtual Result<EffectRecord> CommitEffect(const LeaseRef& lease, std::string_view name,
+                                            std::string_view detail) = 0;
+  // Drops the current claim's unconfirmed reservation of `name` (the effect
+  // certainly did not happen). No-op for a committed effect or one reserved
+  // by another claim. kStale for a claim that is not current.
+  virtual Status ReleaseEffect(const LeaseRef& lease, std::string_view name) = 0;
+  // Every effect of the execution, by reservation time.
+  virtual Result<std::vector<EffectRecord>> GetEffects(ExecutionId id) = 0;
+
+  // --- operator actions (C1, R1, X4): each writes its audit record in the
+  // same transaction; an illegal one changes nothing and writes no record ---
+  // C1: a queued (or failed or quarantined) execution ends canceled at once —
+  // partially_canceled if an effect had committed; a running one gets
+  // cancel-requested and its worker learns at the next heartbeat, checkpoint
+  // or effect reservation. Returns the status after the call.
+  virtual Result<ExecutionStatus> RequestCancel(ExecutionId id, const OperatorAction& action) = 0;
+  // R1: a failed or quarantined execution is queued again with the same id
+  // and effect keys (committed effects are not repeated). With
+  // require_approval, only a pending replay is recorded. kInvalidArgument
+  // without actor or reason; kConflict for other statuses or when a replay is
+  // already pending.
+  virtual Result<ReplayReply> Replay(const ReplayRequest& request) = 0;
+  // Four-eyes: performs the pending replay of `id`. kConflict when the
+  // approver is the one who asked for the replay; kNotFound when none is pending.
+  virtual Result<ReplayReply> ApproveReplay(ExecutionId id, const OperatorAction& approver) = 0;
+  // Appends an audit record for an action taken outside the store.
+  virtual Status AppendAudit(const AuditRecord& record) = 0;
+  // Newest first.
+  virtual Result<std::vector<AuditRecord>> ListAudit(const AuditFilter& filter) = 0;
+
+  // --- tenant grants (the authorization a replay rechecks, R1) ---
+  // `tenant` "*" grants every tenant (global scope).
+  virtual Status Grant(std::string_view principal, std::string_view tenant) = 0;
+  virtual Status Revoke(std::string_view principal, std::string_view tenant) = 0;
+  // True when `principal` holds a grant for `tenant` or for "*".
+  virtual Result<bool> IsGranted(std::string_view principal, std::string_view tenant) = 0;
+
+  // --- lanes (O1) ---
+  virtual Result<LaneStatus> GetLane(std::string_view lane) = 0;
+  // Lanes with work that is not done, blocked ones first; at most `limit`.
+  virtual Result<std::vector<LaneStatus>> ListLanes(int limit) = 0;
 
   // --- reads ---
   virtual Result<Execution> GetExecution(ExecutionId id) = 0;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -60,6 +61,60 @@ class FakeJobContext : public JobContext {
     return NextState();
   }
 
+  // A small in-memory effect ledger with the answers of the real one.
+  Result<EffectResult> ReserveEffect(std::string_view name) override {
+    EffectResult r;
+    r.key = effect_key_prefix() + std::string(name);
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = effects_.find(std::string(name));
+    if (state_.load() == LeaseState::kLost) {
+      r.answer = EffectAnswer::kStale;
+    } else if (it != effects_.end() && it->second.committed) {
+      r.answer = EffectAnswer::kAlreadyDone;
+      r.detail = it->second.detail;
+    } else if (state_.load() == LeaseState::kCancelRequested) {
+      r.answer = EffectAnswer::kCanceled;
+    } else if (it != effects_.end() && it->second.earlier_claim) {
+      r.answer = EffectAnswer::kAmbiguous;
+    } else {
+      effects_[std::string(name)];
+      r.answer = EffectAnswer::kProceed;
+    }
+    return r;
+  }
+  Status CommitEffect(std::string_view name, std::string_view detail) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = effects_.find(std::string(name));
+    if (it == effects_.end()) return Conflict("effect never reserved");
+    if (!it->second.committed) {
+      it->second.committed = true;
+      it->second.detail = std::string(detail);
+    }
+    return Status::Ok();
+  }
+  Status ReleaseEffect(std::string_view name) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = effects_.find(std::string(name));
+    if (it != effects_.end() && !it->second.committed && !it->second.earlier_claim) {
+      effects_.erase(it);
+    }
+    return Status::Ok();
+  }
+  // Test setup: an earlier claim reserved `name` and never confirmed it.
+  void AddAmbiguousEffect(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    effects_[name].earlier_claim = true;
+  }
+  // name -> detail of committed effects.
+  std::map<std::string, std::string> committed_effects() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::map<std::string, std::string> out;
+    for (const auto& [name, e] : effects_) {
+      if (e.committed) out[name] = e.detail;
+    }
+    return out;
+  }
+
   // What Heartbeat/Checkpoint return from now on. Thread-safe.
   void set_lease_state(LeaseState s) { state_.store(s); }
   // Alternatively, computes the state per call (given the call number, from
@@ -92,7 +147,14 @@ class FakeJobContext : public JobContext {
     return state_.load();
   }
 
+  struct FakeEffect {
+    bool committed = false;
+    bool earlier_claim = false;
+    std::string detail;
+  };
+
   mutable std::mutex mu_;
+  std::map<std::string, FakeEffect> effects_;  // guarded by mu_
   std::vector<int> progress_;  // guarded by mu_
   std::vector<LogLine> logs_;  // guarded by mu_
   std::atomic<LeaseState> state_{LeaseState::kActive};

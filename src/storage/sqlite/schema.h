@@ -93,6 +93,72 @@ CREATE TABLE execution_logs (
 ) STRICT;
 CREATE INDEX execution_logs_by_execution ON execution_logs(execution_id, id);
 )sql",
+    // Version 2: effect ledger, audit log, replay approvals, grants, lanes,
+    // payload schema versions.
+    R"sql(
+ALTER TABLE job_definitions ADD COLUMN accepted_schema_versions TEXT NOT NULL DEFAULT '';
+ALTER TABLE job_definitions ADD COLUMN max_unsupported_schema_attempts INTEGER NOT NULL DEFAULT 3;
+ALTER TABLE executions ADD COLUMN max_unsupported_schema_attempts INTEGER NOT NULL DEFAULT 3;
+-- O1: a lane member waits "parked" (not due) while an older member of its lane
+-- is open; finishing the head un-parks the next one, so claims stay index seeks.
+ALTER TABLE executions ADD COLUMN lane_parked INTEGER NOT NULL DEFAULT 0;
+DROP INDEX executions_due;
+CREATE INDEX executions_due ON executions(queue, run_at, id) WHERE status = 0 AND lane_parked = 0;
+CREATE INDEX executions_lane_open ON executions(lane_key, id)
+  WHERE lane_key <> '' AND status IN (0, 1, 3, 4);
+
+-- E1: one row per effect key (execution id, name).
+CREATE TABLE effects (
+  execution_id INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  committed INTEGER NOT NULL DEFAULT 0,
+  reserved_by INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  reserved_at INTEGER NOT NULL,
+  committed_at INTEGER NOT NULL DEFAULT 0,
+  detail TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (execution_id, name)
+) STRICT, WITHOUT ROWID;
+
+-- X4: append-only; records younger than 365 days cannot be changed or removed.
+CREATE TABLE audit_log (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  at INTEGER NOT NULL,
+  actor TEXT NOT NULL,
+  tenant TEXT NOT NULL DEFAULT '',
+  action TEXT NOT NULL,
+  target TEXT NOT NULL,
+  before_json TEXT NOT NULL DEFAULT '',
+  after_json TEXT NOT NULL DEFAULT '',
+  reason TEXT NOT NULL DEFAULT ''
+) STRICT;
+CREATE INDEX audit_log_by_target ON audit_log(target, id);
+CREATE TRIGGER audit_log_append_only BEFORE UPDATE ON audit_log
+BEGIN
+  SELECT RAISE(ABORT, 'the audit log is append-only');
+END;
+CREATE TRIGGER audit_log_retention BEFORE DELETE ON audit_log
+  WHEN old.at > CAST(strftime('%s', 'now') AS INTEGER) * 1000 - 31536000000
+BEGIN
+  SELECT RAISE(ABORT, 'the audit log is append-only (records younger than 365 days are kept)');
+END;
+
+-- R1: replays waiting for a second operator (four-eyes).
+CREATE TABLE replay_requests (
+  execution_id INTEGER PRIMARY KEY,
+  requested_by TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  requested_at INTEGER NOT NULL,
+  ambiguous INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
+-- R1: which principals may act for which tenants ("*" = all).
+CREATE TABLE grants (
+  principal TEXT NOT NULL,
+  tenant TEXT NOT NULL,
+  PRIMARY KEY (principal, tenant)
+) STRICT, WITHOUT ROWID;
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

@@ -32,14 +32,16 @@ using sqlite::Stmt;
   "queued_at, started_at, finished_at, claim_version, lease_expires_at, cancel_requested, "       \
   "lane_key, parent_id, consecutive_lease_expiries, permanent_failures, ambiguous_failures, "     \
   "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, " \
-  "max_consecutive_lease_expiries, lease_ms"
+  "max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts"
 
 // The columns the state machine and fencing look at.
 #define TE_STATE_COLUMNS                                                                        \
   "id, status, attempt, claim_version, consecutive_lease_expiries, permanent_failures, "        \
   "ambiguous_failures, cancel_requested, failure_class, max_attempts, backoff_base_ms, "        \
   "backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, "                            \
-  "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at"
+  "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at, "                \
+  "max_unsupported_schema_attempts, lane_key, tenant, status"
+constexpr int kStateColumnCount = 23;
 
 constexpr const char* kSelectState = "SELECT " TE_STATE_COLUMNS " FROM executions WHERE id = ?1";
 constexpr const char* kSelectExecution =
@@ -52,10 +54,11 @@ constexpr const char* kApplyTransition =
     " worker = CASE WHEN ?10 THEN '' ELSE worker END, finished_at = ?11, result = COALESCE(?12, result),"
     " error = COALESCE(?13, error), progress = COALESCE(?14, progress) WHERE id = ?1";
 
-// The state columns, then what a worker needs (columns 19..22).
+// The state columns, then what a worker needs (from kStateColumnCount on).
 constexpr const char* kClaimDue =
-    "SELECT " TE_STATE_COLUMNS ", job, tenant, payload, COALESCE(idempotency_key, '')"
-    " FROM executions INDEXED BY executions_due WHERE queue = ?1 AND status = 0 AND run_at <= ?2"
+    "SELECT " TE_STATE_COLUMNS ", job, payload, COALESCE(idempotency_key, '')"
+    " FROM executions INDEXED BY executions_due"
+    " WHERE queue = ?1 AND status = 0 AND lane_parked = 0 AND run_at <= ?2"
     " ORDER BY run_at, id LIMIT ?3";
 constexpr const char* kClaimUpdate =
     "UPDATE executions SET status = ?2, attempt = ?3, claim_version = ?4,"
@@ -79,29 +82,90 @@ constexpr const char* kFindByKey =
     " WHERE job = ?1 AND tenant = ?2 AND idempotency_key = ?3";
 constexpr const char* kJobPolicy =
     "SELECT queue, max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts,"
-    " max_ambiguous_attempts, max_consecutive_lease_expiries, lease_ms"
-    " FROM job_definitions WHERE name = ?1";
+    " max_ambiguous_attempts, max_consecutive_lease_expiries, lease_ms,"
+    " max_unsupported_schema_attempts FROM job_definitions WHERE name = ?1";
 constexpr const char* kInsertExecution =
     "INSERT INTO executions (job, tenant, queue, status, trigger, requester, idempotency_key,"
     " payload, fingerprint, scheduled_at, run_at, queued_at, lane_key, parent_id, max_attempts,"
     " backoff_base_ms, backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts,"
-    " max_consecutive_lease_expiries, lease_ms)"
+    " max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts, lane_parked)"
     " VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-    " ?19, ?20)";
+    " ?19, ?20, ?21, ?22)";
+// Lanes (O1).
+constexpr const char* kLaneOpen =
+    "SELECT 1 FROM executions WHERE lane_key = ?1 AND lane_key <> '' AND status IN (0, 1, 3, 4)"
+    " LIMIT 1";
+constexpr const char* kLaneHasUnparkedOpen =
+    "SELECT 1 FROM executions WHERE lane_key = ?1 AND lane_key <> '' AND status IN (0, 1, 3, 4)"
+    " AND lane_parked = 0 LIMIT 1";
+constexpr const char* kLaneUnparkNext =
+    "UPDATE executions SET lane_parked = 0, run_at = MAX(run_at, ?2) WHERE id = ("
+    "SELECT id FROM executions WHERE lane_key = ?1 AND lane_key <> '' AND status IN (0, 1, 3, 4)"
+    " AND lane_parked = 1 ORDER BY id LIMIT 1)";
+constexpr const char* kLaneHead =
+    "SELECT id, status FROM executions WHERE lane_key = ?1 AND lane_key <> ''"
+    " AND status IN (0, 1, 3, 4) ORDER BY id LIMIT 1";
+constexpr const char* kLaneCounts =
+    "SELECT SUM(status = 0), SUM(status = 1) FROM executions WHERE lane_key = ?1"
+    " AND lane_key <> '' AND status IN (0, 1, 3, 4)";
+constexpr const char* kOpenLanes =
+    "SELECT DISTINCT lane_key FROM executions WHERE lane_key <> '' AND status IN (0, 1, 3, 4)"
+    " ORDER BY lane_key LIMIT ?1";
+// Effects (E1).
+constexpr const char* kGetEffect =
+    "SELECT committed, reserved_by, attempt, reserved_at, committed_at, detail FROM effects"
+    " WHERE execution_id = ?1 AND name = ?2";
+constexpr const char* kReserveEffect =
+    "INSERT INTO effects (execution_id, name, reserved_by, attempt, reserved_at)"
+    " VALUES (?1, ?2, ?3, ?4, ?5)";
+constexpr const char* kCommitEffect =
+    "UPDATE effects SET committed = 1, committed_at = ?3, detail = ?4, reserved_by = ?5,"
+    " attempt = ?6 WHERE execution_id = ?1 AND name = ?2";
+constexpr const char* kReleaseEffect =
+    "DELETE FROM effects WHERE execution_id = ?1 AND name = ?2 AND committed = 0"
+    " AND reserved_by = ?3";
+constexpr const char* kListEffects =
+    "SELECT name, committed, reserved_by, attempt, reserved_at, committed_at, detail FROM effects"
+    " WHERE execution_id = ?1 ORDER BY reserved_at, name";
+constexpr const char* kHasCommittedEffects =
+    "SELECT EXISTS (SELECT 1 FROM effects WHERE execution_id = ?1 AND committed = 1)";
+constexpr const char* kAssumeEffectsDone =
+    "UPDATE effects SET committed = 1, committed_at = ?2, detail = ?3"
+    " WHERE execution_id = ?1 AND committed = 0";
+constexpr const char* kDropUnconfirmedEffects =
+    "DELETE FROM effects WHERE execution_id = ?1 AND committed = 0";
+// Audit, replays, grants.
+constexpr const char* kInsertAudit =
+    "INSERT INTO audit_log (at, actor, tenant, action, target, before_json, after_json, reason)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+constexpr const char* kListAudit =
+    "SELECT id, at, actor, tenant, action, target, before_json, after_json, reason FROM audit_log"
+    " WHERE (?1 = '' OR target = ?1) AND (?2 = 0 OR id < ?2) ORDER BY id DESC LIMIT ?3";
+constexpr const char* kGetPendingReplay =
+    "SELECT requested_by, reason, ambiguous FROM replay_requests WHERE execution_id = ?1";
+constexpr const char* kInsertPendingReplay =
+    "INSERT INTO replay_requests (execution_id, requested_by, reason, requested_at, ambiguous)"
+    " VALUES (?1, ?2, ?3, ?4, ?5)";
+constexpr const char* kDeletePendingReplay = "DELETE FROM replay_requests WHERE execution_id = ?1";
+constexpr const char* kGrant = "INSERT OR IGNORE INTO grants (principal, tenant) VALUES (?1, ?2)";
+constexpr const char* kRevoke = "DELETE FROM grants WHERE principal = ?1 AND tenant = ?2";
+constexpr const char* kIsGranted =
+    "SELECT EXISTS (SELECT 1 FROM grants WHERE principal = ?1 AND tenant IN (?2, '*'))";
 
 #define TE_JOB_COLUMNS                                                                         \
   "name, display_name, handler, queue, scope, schedule, timezone, timeout_ms, lease_ms, "      \
   "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                    \
   "max_ambiguous_attempts, max_consecutive_lease_expiries, lane_template, config_json, enabled, " \
-  "created_at, updated_at"
+  "created_at, updated_at, accepted_schema_versions, max_unsupported_schema_attempts"
 constexpr const char* kUpsertJob =
     "INSERT INTO job_definitions (" TE_JOB_COLUMNS
     ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-    " ?19, ?19) ON CONFLICT(name) DO UPDATE SET display_name = ?2, handler = ?3, queue = ?4,"
+    " ?19, ?19, ?20, ?21) ON CONFLICT(name) DO UPDATE SET display_name = ?2, handler = ?3, queue = ?4,"
     " scope = ?5, schedule = ?6, timezone = ?7, timeout_ms = ?8, lease_ms = ?9, max_attempts = ?10,"
     " backoff_base_ms = ?11, backoff_cap_ms = ?12, max_permanent_attempts = ?13,"
     " max_ambiguous_attempts = ?14, max_consecutive_lease_expiries = ?15, lane_template = ?16,"
-    " config_json = ?17, enabled = ?18, updated_at = ?19";
+    " config_json = ?17, enabled = ?18, updated_at = ?19, accepted_schema_versions = ?20,"
+    " max_unsupported_schema_attempts = ?21";
 constexpr const char* kGetJob =
     "SELECT " TE_JOB_COLUMNS " FROM job_definitions WHERE name = ?1";
 constexpr const char* kListJobs = "SELECT " TE_JOB_COLUMNS " FROM job_definitions ORDER BY name";
@@ -141,6 +205,8 @@ struct StateRow {
   Millis run_at = 0;
   Millis started_at = 0;
   Millis finished_at = 0;
+  std::string lane_key;
+  std::string tenant;
 };
 
 StateRow ReadState(const Stmt& s) {
@@ -164,6 +230,9 @@ StateRow ReadState(const Stmt& s) {
   r.run_at = s.Int(16);
   r.started_at = s.Int(17);
   r.finished_at = s.Int(18);
+  r.state.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(19));
+  r.lane_key = s.Text(20);
+  r.tenant = s.Text(21);
   return r;
 }
 
@@ -205,7 +274,35 @@ Execution ReadExecution(const Stmt& s) {
   e.retry.max_ambiguous_attempts = static_cast<int>(s.Int(33));
   e.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(34));
   e.lease_ms = s.Int(35);
+  e.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(36));
   return e;
+}
+
+std::vector<int> ParseIntList(std::string_view text) {
+  std::vector<int> out;
+  int value = 0;
+  bool digits = false;
+  for (char c : text) {
+    if (c >= '0' && c <= '9') {
+      value = value * 10 + (c - '0');
+      digits = true;
+    } else if (c == ',' && digits) {
+      out.push_back(value);
+      value = 0;
+      digits = false;
+    }
+  }
+  if (digits) out.push_back(value);
+  return out;
+}
+
+std::string FormatIntList(const std::vector<int>& values) {
+  std::string out;
+  for (int v : values) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(v);
+  }
+  return out;
 }
 
 JobDefinition ReadJob(const Stmt& s) {
@@ -230,6 +327,8 @@ JobDefinition ReadJob(const Stmt& s) {
   j.enabled = s.Int(17) != 0;
   j.created_at = s.Int(18);
   j.updated_at = s.Int(19);
+  j.accepted_schema_versions = ParseIntList(s.TextView(20));
+  j.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(21));
   return j;
 }
 
@@ -246,7 +345,8 @@ Status ValidateJob(const JobDefinition& j) {
   }
   const RetryPolicy& r = j.retry;
   if (r.max_attempts < 1 || r.max_attempts > 1000 || r.max_permanent_attempts < 1 ||
-      r.max_ambiguous_attempts < 1 || r.max_consecutive_lease_expiries < 1) {
+      r.max_ambiguous_attempts < 1 || r.max_consecutive_lease_expiries < 1 ||
+      r.max_unsupported_schema_attempts < 1) {
     return InvalidArgument("job " + j.name.value +
                            ": attempt bounds must be >= 1 (max_attempts <= 1000)");
   }
@@ -255,6 +355,14 @@ Status ValidateJob(const JobDefinition& j) {
   }
   if (j.lease_ms < 1 || j.timeout_ms < 1) {
     return InvalidArgument("job " + j.name.value + ": lease and timeout must be >= 1 ms");
+  }
+  for (int v : j.accepted_schema_versions) {
+    if (v < 0 || v > 1'000'000) {
+      return InvalidArgument("job " + j.name.value + ": schema versions must be 0..1000000");
+    }
+  }
+  if (j.lane_template.size() > 200) {
+    return InvalidArgument("job " + j.name.value + ": lane template longer than 200 bytes");
   }
   auto config = CanonicalizeJson(j.config_json);
   if (!config.ok()) {
@@ -344,6 +452,8 @@ class SqliteStore final : public Store {
       s.Bind(13, job.retry.max_permanent_attempts).Bind(14, job.retry.max_ambiguous_attempts);
       s.Bind(15, job.retry.max_consecutive_lease_expiries).Bind(16, job.lane_template);
       s.Bind(17, job.config_json).Bind(18, job.enabled ? 1 : 0).Bind(19, now);
+      s.Bind(20, FormatIntList(job.accepted_schema_versions));
+      s.Bind(21, job.retry.max_unsupported_schema_attempts);
       TE_RETURN_IF_ERROR(s.Run());
       return true;
     }).status();
@@ -412,12 +522,13 @@ class SqliteStore final : public Store {
             TE_ASSIGN_OR_RETURN(bool row, s.Step());
             if (!row) break;
             Lease lease;
-            lease.job = JobName(s.Text(19));
-            lease.tenant = TenantId(s.Text(20));
-            lease.payload_json = s.Text(21);
-            lease.idempotency_key = s.Text(22);
+            StateRow state = ReadState(s);
+            lease.job = JobName(s.Text(kStateColumnCount));
+            lease.tenant = TenantId(state.tenant);
+            lease.payload_json = s.Text(kStateColumnCount + 1);
+            lease.idempotency_key = s.Text(kStateColumnCount + 2);
             lease.queue = slot.queue;
-            due.emplace_back(ReadState(s), std::move(lease));
+            due.emplace_back(std::move(state), std::move(lease));
           }
         }
         for (auto& [row, lease] : due) {
@@ -517,12 +628,16 @@ class SqliteStore final : public Store {
           case FinishRequest::Kind::kFail:
             e.kind = EventKind::kFail;
             e.failure_class = f.failure_class;
+            e.unsupported_schema = f.unsupported_schema;
             e.retry_after_ms = std::max<Millis>(0, f.retry_after_ms);
             error = f.error;
             break;
           case FinishRequest::Kind::kRelease:
             e.kind = EventKind::kRelease;
             break;
+        }
+        if (row->state.cancel_requested) {
+          TE_ASSIGN_OR_RETURN(e.has_committed_effects, HasCommittedEffects(c, row->id));
         }
         auto t = Decide(row->state, e);
         if (!t.ok()) {
@@ -559,6 +674,9 @@ class SqliteStore final : public Store {
         e.kind = EventKind::kLeaseExpired;
         e.now = now;
         e.jitter01 = random_->Uniform01();
+        if (row.state.cancel_requested) {
+          TE_ASSIGN_OR_RETURN(e.has_committed_effects, HasCommittedEffects(c, row.id));
+        }
         auto t = Decide(row.state, e);
         if (!t.ok()) continue;
         std::string error = "lease expired (attempt " + std::to_string(row.state.attempt) + ")";
@@ -575,6 +693,335 @@ class SqliteStore final : public Store {
       }
       return report;
     }, Durability::kRelaxed);
+  }
+
+  // --- effects ---
+
+  Result<EffectReply> ReserveEffect(const LeaseRef& lease, std::string_view name) override {
+    if (!IsValidEffectName(name)) {
+      return InvalidArgument("invalid effect name: 1..120 characters of [A-Za-z0-9._:-]");
+    }
+    return Write<EffectReply>([&](Connection& c) -> Result<EffectReply> {
+      const Millis now = clock_->NowMillis();
+      EffectReply reply;
+      reply.key = EffectKey(lease.id, name);
+      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, lease.id));
+      Status check = CheckLease(row, lease);
+      if (check.code() == ErrorCode::kNotFound) return check;
+      if (!check.ok()) {
+        reply.answer = EffectAnswer::kStale;
+        return reply;
+      }
+      {
+        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kGetEffect));
+        s.Bind(1, lease.id.value).Bind(2, name);
+        TE_ASSIGN_OR_RETURN(bool exists, s.Step());
+        if (exists) {
+          if (s.Int(0) != 0) {
+            reply.answer = EffectAnswer::kAlreadyDone;
+            reply.committed_at = s.Int(4);
+            reply.detail = s.Text(5);
+            return reply;
+          }
+          if (row->state.cancel_requested) {
+            reply.answer = EffectAnswer::kCanceled;
+            return reply;
+          }
+          reply.answer = ClaimVersion(s.Int(1)) == lease.version ? EffectAnswer::kProceed
+                                                                 : EffectAnswer::kAmbiguous;
+          return reply;
+        }
+      }
+      if (row->state.cancel_requested) {
+        reply.answer = EffectAnswer::kCanceled;
+        return reply;
+      }
+      TE_ASSIGN_OR_RETURN(Stmt ins, c.Prepare(kReserveEffect));
+      ins.Bind(1, lease.id.value).Bind(2, name).Bind(3, lease.version.value);
+      ins.Bind(4, row->state.attempt).Bind(5, now);
+      TE_RETURN_IF_ERROR(ins.Run());
+      reply.answer = EffectAnswer::kProceed;
+      return reply;
+    });
+  }
+
+  Result<EffectRecord> CommitEffect(const LeaseRef& lease, std::string_view name,
+                                    std::string_view detail) override {
+    if (!IsValidEffectName(name)) {
+      return InvalidArgument("invalid effect name: 1..120 characters of [A-Za-z0-9._:-]");
+    }
+    if (detail.size() > 64 * 1024) return InvalidArgument("effect detail longer than 64 KiB");
+    return Write<EffectRecord>([&](Connection& c) -> Result<EffectRecord> {
+      const Millis now = clock_->NowMillis();
+      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, lease.id));
+      TE_RETURN_IF_ERROR(CheckLease(row, lease));
+      EffectRecord rec;
+      rec.execution = lease.id;
+      rec.name = std::string(name);
+      rec.key = EffectKey(lease.id, name);
+      {
+        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kGetEffect));
+        s.Bind(1, lease.id.value).Bind(2, name);
+        TE_ASSIGN_OR_RETURN(bool exists, s.Step());
+        if (!exists) {
+          return Conflict("effect " + rec.key + " was never reserved: reserve it before the effect");
+        }
+        rec.reserved_at = s.Int(3);
+        if (s.Int(0) != 0) {  // already committed: keep the first record
+          rec.committed = true;
+          rec.reserved_by = ClaimVersion(s.Int(1));
+          rec.attempt = static_cast<int>(s.Int(2));
+          rec.committed_at = s.Int(4);
+          rec.detail = s.Text(5);
+          return rec;
+        }
+      }
+      TE_ASSIGN_OR_RETURN(Stmt u, c.Prepare(kCommitEffect));
+      u.Bind(1, lease.id.value).Bind(2, name).Bind(3, now).Bind(4, detail);
+      u.Bind(5, lease.version.value).Bind(6, row->state.attempt);
+      TE_RETURN_IF_ERROR(u.Run());
+      rec.committed = true;
+      rec.reserved_by = lease.version;
+      rec.attempt = row->state.attempt;
+      rec.committed_at = now;
+      rec.detail = std::string(detail);
+      return rec;
+    });
+  }
+
+  Status ReleaseEffect(const LeaseRef& lease, std::string_view name) override {
+    if (!IsValidEffectName(name)) {
+      return InvalidArgument("invalid effect name: 1..120 characters of [A-Za-z0-9._:-]");
+    }
+    return Write<bool>([&](Connection& c) -> Result<bool> {
+      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, lease.id));
+      TE_RETURN_IF_ERROR(CheckLease(row, lease));
+      TE_ASSIGN_OR_RETURN(Stmt d, c.Prepare(kReleaseEffect));
+      d.Bind(1, lease.id.value).Bind(2, name).Bind(3, lease.version.value);
+      TE_RETURN_IF_ERROR(d.Run());
+      return true;
+    }).status();
+  }
+
+  Result<std::vector<EffectRecord>> GetEffects(ExecutionId id) override {
+    return Read<std::vector<EffectRecord>>([&](Connection& c) -> Result<std::vector<EffectRecord>> {
+      TE_RETURN_IF_ERROR(RequireExecution(c, id));
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListEffects));
+      s.Bind(1, id.value);
+      std::vector<EffectRecord> out;
+      while (true) {
+        TE_ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row) break;
+        EffectRecord r;
+        r.execution = id;
+        r.name = s.Text(0);
+        r.key = EffectKey(id, r.name);
+        r.committed = s.Int(1) != 0;
+        r.reserved_by = ClaimVersion(s.Int(2));
+        r.attempt = static_cast<int>(s.Int(3));
+        r.reserved_at = s.Int(4);
+        r.committed_at = s.Int(5);
+        r.detail = s.Text(6);
+        out.push_back(std::move(r));
+      }
+      return out;
+    });
+  }
+
+  // --- operator actions ---
+
+  Result<ExecutionStatus> RequestCancel(ExecutionId id, const OperatorAction& action) override {
+    if (action.actor.empty()) return InvalidArgument("cancel needs an actor");
+    return Write<ExecutionStatus>([&](Connection& c) -> Result<ExecutionStatus> {
+      const Millis now = clock_->NowMillis();
+      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, id));
+      if (!row) return NotFound("no execution " + std::to_string(id.value));
+      Event e;
+      e.kind = EventKind::kCancel;
+      e.now = now;
+      TE_ASSIGN_OR_RETURN(e.has_committed_effects, HasCommittedEffects(c, id));
+      TE_ASSIGN_OR_RETURN(Transition t, Decide(row->state, e));
+      if (!t.changed) return t.to;
+      TE_RETURN_IF_ERROR(Apply(c, *row, t, now, std::nullopt, std::nullopt, std::nullopt));
+      AuditRecord a;
+      a.at = now;
+      a.actor = action.actor;
+      a.tenant = row->tenant;
+      a.action = t.to == ExecutionStatus::kRunning ? "execution.cancel_requested"
+                                                    : "execution.cancel";
+      a.target = "execution:" + std::to_string(id.value);
+      a.before_json = StatusJson(row->state.status);
+      a.after_json = StatusJson(t.to);
+      a.reason = action.reason;
+      TE_RETURN_IF_ERROR(InsertAudit(c, a));
+      return t.to;
+    });
+  }
+
+  Result<ReplayReply> Replay(const ReplayRequest& request) override {
+    if (request.action.actor.empty()) return InvalidArgument("replay needs an operator identity");
+    if (request.action.reason.empty()) return InvalidArgument("replay needs a reason");
+    return Write<ReplayReply>([&](Connection& c) -> Result<ReplayReply> {
+      const Millis now = clock_->NowMillis();
+      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, request.id));
+      if (!row) return NotFound("no execution " + std::to_string(request.id.value));
+      {
+        TE_ASSIGN_OR_RETURN(Stmt p, c.Prepare(kGetPendingReplay));
+        p.Bind(1, request.id.value);
+        TE_ASSIGN_OR_RETURN(bool pending, p.Step());
+        if (pending) {
+          return Conflict("a replay of execution " + std::to_string(request.id.value) +
+                          " requested by " + p.Text(0) + " is waiting for approval");
+        }
+      }
+      ReplayReply reply;
+      if (request.require_approval) {
+        Event e;
+        e.kind = EventKind::kReplay;
+        e.now = now;
+        TE_RETURN_IF_ERROR(Decide(row->state, e).status());  // legal now?
+        TE_ASSIGN_OR_RETURN(Stmt ins, c.Prepare(kInsertPendingReplay));
+        ins.Bind(1, request.id.value).Bind(2, request.action.actor).Bind(3, request.action.reason);
+        ins.Bind(4, now).Bind(5, static_cast<int>(request.ambiguous));
+        TE_RETURN_IF_ERROR(ins.Run());
+        AuditRecord a;
+        a.at = now;
+        a.actor = request.action.actor;
+        a.tenant = row->tenant;
+        a.action = "execution.replay_requested";
+        a.target = "execution:" + std::to_string(request.id.value);
+        a.before_json = StatusJson(row->state.status);
+        a.reason = request.action.reason;
+        TE_RETURN_IF_ERROR(InsertAudit(c, a));
+        reply.outcome = ReplayOutcome::kPendingApproval;
+        reply.status = row->state.status;
+        return reply;
+      }
+      TE_ASSIGN_OR_RETURN(reply.status, DoReplay(c, *row, now, request.ambiguous,
+                                                 request.action.actor, request.action.reason,
+                                                 "execution.replay"));
+      return reply;
+    });
+  }
+
+  Result<ReplayReply> ApproveReplay(ExecutionId id, const OperatorAction& approver) override {
+    if (approver.actor.empty()) return InvalidArgument("approval needs an operator identity");
+    return Write<ReplayReply>([&](Connection& c) -> Result<ReplayReply> {
+      const Millis now = clock_->NowMillis();
+      std::string requested_by, reason;
+      AmbiguousResolution ambiguous = AmbiguousResolution::kKeep;
+      {
+        TE_ASSIGN_OR_RETURN(Stmt p, c.Prepare(kGetPendingReplay));
+        p.Bind(1, id.value);
+        TE_ASSIGN_OR_RETURN(bool pending, p.Step());
+        if (!pending) return NotFound("no replay of execution " + std::to_string(id.value) +
+                                      " is waiting for approval");
+        requested_by = p.Text(0);
+        reason = p.Text(1);
+        ambiguous = static_cast<AmbiguousResolution>(std::clamp<std::int64_t>(p.Int(2), 0, 2));
+      }
+      if (requested_by == approver.actor) {
+        return Conflict("four-eyes: " + approver.actor +
+                        " asked for this replay and cannot also approve it");
+      }
+      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, id));
+      if (!row) return NotFound("no execution " + std::to_string(id.value));
+      {
+        TE_ASSIGN_OR_RETURN(Stmt d, c.Prepare(kDeletePendingReplay));
+        d.Bind(1, id.value);
+        TE_RETURN_IF_ERROR(d.Run());
+      }
+      ReplayReply reply;
+      std::string why = reason + " (requested by " + requested_by + ")";
+      TE_ASSIGN_OR_RETURN(reply.status, DoReplay(c, *row, now, ambiguous, approver.actor, why,
+                                                 "execution.replay_approved"));
+      return reply;
+    });
+  }
+
+  Status AppendAudit(const AuditRecord& record) override {
+    if (record.actor.empty() || record.action.empty() || record.target.empty()) {
+      return InvalidArgument("audit records need an actor, an action and a target");
+    }
+    return Write<bool>([&](Connection& c) -> Result<bool> {
+      AuditRecord r = record;
+      if (r.at == 0) r.at = clock_->NowMillis();
+      TE_RETURN_IF_ERROR(InsertAudit(c, r));
+      return true;
+    }).status();
+  }
+
+  Result<std::vector<AuditRecord>> ListAudit(const AuditFilter& f) override {
+    if (f.limit < 1 || f.limit > 1000) return InvalidArgument("limit must be 1..1000");
+    return Read<std::vector<AuditRecord>>([&](Connection& c) -> Result<std::vector<AuditRecord>> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListAudit));
+      s.Bind(1, f.target).Bind(2, f.before_id).Bind(3, f.limit);
+      std::vector<AuditRecord> out;
+      while (true) {
+        TE_ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row) break;
+        AuditRecord r;
+        r.id = s.Int(0);
+        r.at = s.Int(1);
+        r.actor = s.Text(2);
+        r.tenant = s.Text(3);
+        r.action = s.Text(4);
+        r.target = s.Text(5);
+        r.before_json = s.Text(6);
+        r.after_json = s.Text(7);
+        r.reason = s.Text(8);
+        out.push_back(std::move(r));
+      }
+      return out;
+    });
+  }
+
+  // --- grants ---
+
+  Status Grant(std::string_view principal, std::string_view tenant) override {
+    return WriteGrant(kGrant, principal, tenant);
+  }
+  Status Revoke(std::string_view principal, std::string_view tenant) override {
+    return WriteGrant(kRevoke, principal, tenant);
+  }
+  Result<bool> IsGranted(std::string_view principal, std::string_view tenant) override {
+    return Read<bool>([&](Connection& c) -> Result<bool> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kIsGranted));
+      s.Bind(1, principal).Bind(2, tenant);
+      TE_ASSIGN_OR_RETURN(bool row, s.Step());
+      return row && s.Int(0) != 0;
+    });
+  }
+
+  // --- lanes ---
+
+  Result<LaneStatus> GetLane(std::string_view lane) override {
+    return Read<LaneStatus>([&](Connection& c) { return LaneOf(c, lane); });
+  }
+
+  Result<std::vector<LaneStatus>> ListLanes(int limit) override {
+    if (limit < 1 || limit > 1000) return InvalidArgument("limit must be 1..1000");
+    return Read<std::vector<LaneStatus>>([&](Connection& c) -> Result<std::vector<LaneStatus>> {
+      std::vector<std::string> names;
+      {
+        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kOpenLanes));
+        s.Bind(1, limit);
+        while (true) {
+          TE_ASSIGN_OR_RETURN(bool row, s.Step());
+          if (!row) break;
+          names.push_back(s.Text(0));
+        }
+      }
+      std::vector<LaneStatus> out;
+      for (const std::string& name : names) {
+        TE_ASSIGN_OR_RETURN(LaneStatus lane, LaneOf(c, name));
+        out.push_back(std::move(lane));
+      }
+      std::stable_sort(out.begin(), out.end(), [](const LaneStatus& a, const LaneStatus& b) {
+        return a.blocked > b.blocked;
+      });
+      return out;
+    });
   }
 
   // --- reads ---
@@ -616,12 +1063,7 @@ class SqliteStore final : public Store {
   Result<std::vector<LogEntry>> GetLogs(ExecutionId id, int limit) override {
     if (limit < 1) return InvalidArgument("limit must be >= 1");
     return Read<std::vector<LogEntry>>([&](Connection& c) -> Result<std::vector<LogEntry>> {
-      {
-        TE_ASSIGN_OR_RETURN(Stmt e, c.Prepare(kExists));
-        e.Bind(1, id.value);
-        TE_ASSIGN_OR_RETURN(bool exists, e.Step());
-        if (!exists) return NotFound("no execution " + std::to_string(id.value));
-      }
+      TE_RETURN_IF_ERROR(RequireExecution(c, id));
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kGetLogs));
       s.Bind(1, id.value).Bind(2, limit);
       std::vector<LogEntry> out;
@@ -709,6 +1151,51 @@ class SqliteStore final : public Store {
     return s.Run();
   }
 
+  Status WriteGrant(const char* sql, std::string_view principal, std::string_view tenant) {
+    if (principal.empty() || principal.size() > 200) return InvalidArgument("bad principal");
+    if (tenant != "*" && !IsValidTenantId(tenant)) {
+      return InvalidArgument("invalid tenant '" + std::string(tenant) + "'");
+    }
+    return Write<bool>([&](Connection& c) -> Result<bool> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(sql));
+      s.Bind(1, principal).Bind(2, tenant);
+      TE_RETURN_IF_ERROR(s.Run());
+      return true;
+    }).status();
+  }
+
+  static Status RequireExecution(Connection& c, ExecutionId id) {
+    TE_ASSIGN_OR_RETURN(Stmt e, c.Prepare(kExists));
+    e.Bind(1, id.value);
+    TE_ASSIGN_OR_RETURN(bool exists, e.Step());
+    if (!exists) return NotFound("no execution " + std::to_string(id.value));
+    return Status::Ok();
+  }
+
+  static Result<LaneStatus> LaneOf(Connection& c, std::string_view lane) {
+    LaneStatus out;
+    out.lane = std::string(lane);
+    {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kLaneHead));
+      s.Bind(1, lane);
+      TE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (row) {
+        out.head = ExecutionId(s.Int(0));
+        out.head_status = static_cast<ExecutionStatus>(s.Int(1));
+        out.blocked = out.head_status == ExecutionStatus::kFailed ||
+                      out.head_status == ExecutionStatus::kQuarantined;
+      }
+    }
+    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kLaneCounts));
+    s.Bind(1, lane);
+    TE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (row) {
+      out.queued = s.Int(0);
+      out.running = s.Int(1);
+    }
+    return out;
+  }
+
   static Result<int> UserVersion(Connection& c) {
     TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare("PRAGMA user_version"));
     TE_ASSIGN_OR_RETURN(bool row, s.Step());
@@ -751,7 +1238,81 @@ class SqliteStore final : public Store {
     if (result && !result->empty()) s.Bind(12, *result); else s.BindNull(12);
     if (error) s.Bind(13, *error); else s.BindNull(13);
     if (progress) s.Bind(14, *progress); else s.BindNull(14);
+    TE_RETURN_IF_ERROR(s.Run());
+    if (!row.lane_key.empty() && IsOpen(row.state.status) && !IsOpen(t.to)) {
+      TE_RETURN_IF_ERROR(UnparkLane(c, row.lane_key, now));
+    }
+    return Status::Ok();
+  }
+
+  // O1: statuses that hold their lane (a failed or quarantined head blocks it).
+  static bool IsOpen(ExecutionStatus s) {
+    return s == ExecutionStatus::kQueued || s == ExecutionStatus::kRunning ||
+           s == ExecutionStatus::kFailed || s == ExecutionStatus::kQuarantined;
+  }
+
+  // When the lane has no open, un-parked execution left, the oldest parked
+  // one becomes due.
+  static Status UnparkLane(Connection& c, const std::string& lane, Millis now) {
+    {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kLaneHasUnparkedOpen));
+      s.Bind(1, lane);
+      TE_ASSIGN_OR_RETURN(bool busy, s.Step());
+      if (busy) return Status::Ok();
+    }
+    TE_ASSIGN_OR_RETURN(Stmt u, c.Prepare(kLaneUnparkNext));
+    u.Bind(1, lane).Bind(2, now);
+    return u.Run();
+  }
+
+  static Result<bool> HasCommittedEffects(Connection& c, ExecutionId id) {
+    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kHasCommittedEffects));
+    s.Bind(1, id.value);
+    TE_ASSIGN_OR_RETURN(bool row, s.Step());
+    return row && s.Int(0) != 0;
+  }
+
+  static Status InsertAudit(Connection& c, const AuditRecord& r) {
+    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kInsertAudit));
+    s.Bind(1, r.at).Bind(2, r.actor).Bind(3, r.tenant).Bind(4, r.action).Bind(5, r.target);
+    s.Bind(6, r.before_json).Bind(7, r.after_json).Bind(8, r.reason);
     return s.Run();
+  }
+
+  static std::string StatusJson(ExecutionStatus status) {
+    return std::string("{\"status\":\"") + std::string(ToString(status)) + "\"}";
+  }
+
+  // Performs a replay decided legal: resolves unconfirmed effects as told,
+  // requeues through the state machine, and audits it.
+  Result<ExecutionStatus> DoReplay(Connection& c, const StateRow& row, Millis now,
+                                   AmbiguousResolution ambiguous, const std::string& actor,
+                                   const std::string& reason, const std::string& action) {
+    Event e;
+    e.kind = EventKind::kReplay;
+    e.now = now;
+    TE_ASSIGN_OR_RETURN(Transition t, Decide(row.state, e));
+    if (ambiguous == AmbiguousResolution::kAssumeDone) {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kAssumeEffectsDone));
+      s.Bind(1, row.id.value).Bind(2, now).Bind(3, "assumed done by " + actor + " at replay");
+      TE_RETURN_IF_ERROR(s.Run());
+    } else if (ambiguous == AmbiguousResolution::kAssumeNotDone) {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kDropUnconfirmedEffects));
+      s.Bind(1, row.id.value);
+      TE_RETURN_IF_ERROR(s.Run());
+    }
+    TE_RETURN_IF_ERROR(Apply(c, row, t, now, std::nullopt, std::string_view(), std::nullopt));
+    AuditRecord a;
+    a.at = now;
+    a.actor = actor;
+    a.tenant = row.tenant;
+    a.action = action;
+    a.target = "execution:" + std::to_string(row.id.value);
+    a.before_json = StatusJson(row.state.status);
+    a.after_json = StatusJson(t.to);
+    a.reason = reason;
+    TE_RETURN_IF_ERROR(InsertAudit(c, a));
+    return t.to;
   }
 
   Result<AdmitResult> AdmitOne(Connection& c, const AdmitRequest& r, Millis now,
@@ -784,9 +1345,16 @@ class SqliteStore final : public Store {
       p.retry.max_ambiguous_attempts = static_cast<int>(s.Int(5));
       p.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(6));
       p.lease_ms = s.Int(7);
+      p.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(8));
       it = jobs.emplace(r.job.value, std::move(p)).first;
     }
     const JobPolicy& p = it->second;
+    bool parked = false;
+    if (!r.lane_key.empty()) {
+      TE_ASSIGN_OR_RETURN(Stmt l, c.Prepare(kLaneOpen));
+      l.Bind(1, r.lane_key);
+      TE_ASSIGN_OR_RETURN(parked, l.Step());
+    }
     TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kInsertExecution));
     s.Bind(1, r.job.value).Bind(2, r.tenant.value).Bind(3, p.queue);
     s.Bind(4, static_cast<int>(r.trigger)).Bind(5, r.requester).BindOrNull(6, r.idempotency_key);
@@ -795,7 +1363,8 @@ class SqliteStore final : public Store {
     s.Bind(13, r.parent.value).Bind(14, p.retry.max_attempts).Bind(15, p.retry.backoff_base_ms);
     s.Bind(16, p.retry.backoff_cap_ms).Bind(17, p.retry.max_permanent_attempts);
     s.Bind(18, p.retry.max_ambiguous_attempts).Bind(19, p.retry.max_consecutive_lease_expiries);
-    s.Bind(20, p.lease_ms);
+    s.Bind(20, p.lease_ms).Bind(21, p.retry.max_unsupported_schema_attempts);
+    s.Bind(22, parked ? 1 : 0);
     TE_RETURN_IF_ERROR(s.Run());
     AdmitResult res;
     res.outcome = AdmitOutcome::kCreated;
