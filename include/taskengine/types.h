@@ -203,6 +203,21 @@ enum class ReplayOutcome { kReplayed, kPendingApproval };
 // kFull survives power loss; kNormal survives process crashes only.
 enum class SyncMode { kFull, kNormal };
 
+// One earlier attempt of an execution that did not succeed (the current or
+// final attempt is described by the execution itself).
+struct AttemptRecord {
+  ExecutionId execution;
+  int attempt = 0;
+  ClaimVersion claim_version;
+  std::string worker;
+  Millis started_at = 0;
+  Millis ended_at = 0;
+  ExecutionStatus outcome = ExecutionStatus::kQueued;  // the status the attempt led to
+  FailureClass failure_class = FailureClass::kNone;
+  bool released = false;  // given back unrun (shutdown), not counted
+  std::string error;
+};
+
 enum class LogLevel : int { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
 std::string_view ToString(LogLevel l);
 std::optional<LogLevel> ParseLogLevel(std::string_view s);

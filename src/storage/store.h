@@ -326,6 +326,9 @@ class Store {
 
   // --- reads ---
   virtual Result<Execution> GetExecution(ExecutionId id) = 0;
+  // The attempts of `id` that ended without success (retried, expired,
+  // released, failed, quarantined, canceled), oldest first.
+  virtual Result<std::vector<AttemptRecord>> GetAttempts(ExecutionId id) = 0;
   // kInvalidArgument when filter.limit is outside 1..1000 (never clamped).
   virtual Result<ExecutionPage> ListExecutions(const ExecutionFilter& filter) = 0;
   // The oldest `limit` log lines, oldest first. kNotFound for a missing execution.

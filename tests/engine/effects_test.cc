@@ -96,6 +96,15 @@ TEST_F(EffectsTest, RetryAfterEffectBeforeAcknowledgementLeavesOneEffect) {
   EXPECT_TRUE(effects[0].committed);
   EXPECT_EQ(effects[0].key, std::to_string(id.value) + ":send-notice");
   EXPECT_EQ(effects[0].detail, "msg-for-" + effects[0].key);
+  // The attempt history names the first attempt and how it ended.
+  ASSERT_OK_AND_ASSIGN(auto attempts, engine->store().GetAttempts(id));
+  ASSERT_EQ(attempts.size(), 1u);
+  EXPECT_EQ(attempts[0].attempt, 1);
+  EXPECT_EQ(attempts[0].outcome, ExecutionStatus::kQueued);
+  EXPECT_EQ(attempts[0].failure_class, FailureClass::kRetryable);
+  EXPECT_EQ(attempts[0].error, "crash before ack");
+  EXPECT_FALSE(attempts[0].worker.empty());
+  EXPECT_GT(attempts[0].ended_at, 0);
 }
 
 // E3: a reservation never confirmed (the worker died mid-effect) is

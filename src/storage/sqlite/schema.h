@@ -159,6 +159,22 @@ CREATE TABLE grants (
   PRIMARY KEY (principal, tenant)
 ) STRICT, WITHOUT ROWID;
 )sql",
+    // Version 3: history of attempts that did not succeed.
+    R"sql(
+CREATE TABLE execution_attempts (
+  execution_id INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  claim_version INTEGER NOT NULL,
+  worker TEXT NOT NULL,
+  started_at INTEGER NOT NULL,
+  ended_at INTEGER NOT NULL,
+  outcome INTEGER NOT NULL,
+  failure_class INTEGER NOT NULL,
+  released INTEGER NOT NULL,
+  error TEXT NOT NULL,
+  PRIMARY KEY (execution_id, claim_version)
+) STRICT, WITHOUT ROWID;
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

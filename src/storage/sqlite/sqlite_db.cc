@@ -48,7 +48,9 @@ Stmt& Stmt::Bind(int index, double v) {
 }
 
 Stmt& Stmt::Bind(int index, std::string_view v) {
-  int rc = sqlite3_bind_text64(stmt_, index, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  // A null data pointer would bind SQL NULL; an empty string_view is "".
+  const char* data = v.data() != nullptr ? v.data() : "";
+  int rc = sqlite3_bind_text64(stmt_, index, data, v.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
   if (rc != SQLITE_OK && bind_error_.ok()) bind_error_ = ToStatus(rc, conn_->raw(), "bind");
   return *this;
 }

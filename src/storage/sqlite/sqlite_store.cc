@@ -40,8 +40,8 @@ using sqlite::Stmt;
   "ambiguous_failures, cancel_requested, failure_class, max_attempts, backoff_base_ms, "        \
   "backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, "                            \
   "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at, "                \
-  "max_unsupported_schema_attempts, lane_key, tenant, status"
-constexpr int kStateColumnCount = 23;
+  "max_unsupported_schema_attempts, lane_key, tenant, status, worker"
+constexpr int kStateColumnCount = 24;
 
 constexpr const char* kSelectState = "SELECT " TE_STATE_COLUMNS " FROM executions WHERE id = ?1";
 constexpr const char* kSelectExecution =
@@ -185,6 +185,13 @@ constexpr const char* kListByTenant =
     "SELECT " TE_EXECUTION_COLUMNS " FROM executions WHERE tenant = ?2 AND tenant <> '' AND"
     TE_LIST_FILTERS " ORDER BY id DESC LIMIT ?7";
 
+constexpr const char* kInsertAttempt =
+    "INSERT OR REPLACE INTO execution_attempts (execution_id, attempt, claim_version, worker,"
+    " started_at, ended_at, outcome, failure_class, released, error)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+constexpr const char* kListAttempts =
+    "SELECT attempt, claim_version, worker, started_at, ended_at, outcome, failure_class,"
+    " released, error FROM execution_attempts WHERE execution_id = ?1 ORDER BY claim_version";
 constexpr const char* kGetLogs =
     "SELECT execution_id, attempt, at, level, message FROM execution_logs"
     " WHERE execution_id = ?1 ORDER BY id LIMIT ?2";
@@ -207,6 +214,7 @@ struct StateRow {
   Millis finished_at = 0;
   std::string lane_key;
   std::string tenant;
+  std::string worker;
 };
 
 StateRow ReadState(const Stmt& s) {
@@ -233,6 +241,7 @@ StateRow ReadState(const Stmt& s) {
   r.state.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(19));
   r.lane_key = s.Text(20);
   r.tenant = s.Text(21);
+  r.worker = s.Text(23);
   return r;
 }
 
@@ -1036,6 +1045,32 @@ class SqliteStore final : public Store {
     });
   }
 
+  Result<std::vector<AttemptRecord>> GetAttempts(ExecutionId id) override {
+    return Read<std::vector<AttemptRecord>>([&](Connection& c) -> Result<std::vector<AttemptRecord>> {
+      TE_RETURN_IF_ERROR(RequireExecution(c, id));
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListAttempts));
+      s.Bind(1, id.value);
+      std::vector<AttemptRecord> out;
+      while (true) {
+        TE_ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row) break;
+        AttemptRecord a;
+        a.execution = id;
+        a.attempt = static_cast<int>(s.Int(0));
+        a.claim_version = ClaimVersion(s.Int(1));
+        a.worker = s.Text(2);
+        a.started_at = s.Int(3);
+        a.ended_at = s.Int(4);
+        a.outcome = static_cast<ExecutionStatus>(s.Int(5));
+        a.failure_class = static_cast<FailureClass>(s.Int(6));
+        a.released = s.Int(7) != 0;
+        a.error = s.Text(8);
+        out.push_back(std::move(a));
+      }
+      return out;
+    });
+  }
+
   Result<ExecutionPage> ListExecutions(const ExecutionFilter& f) override {
     if (f.limit < 1 || f.limit > 1000) return InvalidArgument("limit must be 1..1000");
     return Read<ExecutionPage>([&](Connection& c) -> Result<ExecutionPage> {
@@ -1239,6 +1274,17 @@ class SqliteStore final : public Store {
     if (error) s.Bind(13, *error); else s.BindNull(13);
     if (progress) s.Bind(14, *progress); else s.BindNull(14);
     TE_RETURN_IF_ERROR(s.Run());
+    if (row.state.status == ExecutionStatus::kRunning && t.to != ExecutionStatus::kRunning &&
+        t.to != ExecutionStatus::kSucceeded) {
+      // History of an attempt that did not succeed (the success path writes nothing extra).
+      TE_ASSIGN_OR_RETURN(Stmt a, c.Prepare(kInsertAttempt));
+      a.Bind(1, row.id.value).Bind(2, row.state.attempt).Bind(3, row.version.value);
+      a.Bind(4, row.worker).Bind(5, row.started_at).Bind(6, now).Bind(7, static_cast<int>(t.to));
+      a.Bind(8, static_cast<int>(t.failure_class));
+      a.Bind(9, t.attempt < row.state.attempt ? 1 : 0);  // a release gives the attempt back
+      a.Bind(10, error ? *error : std::string_view());
+      TE_RETURN_IF_ERROR(a.Run());
+    }
     if (!row.lane_key.empty() && IsOpen(row.state.status) && !IsOpen(t.to)) {
       TE_RETURN_IF_ERROR(UnparkLane(c, row.lane_key, now));
     }
