@@ -108,9 +108,11 @@ constexpr const char* kLaneHead =
 constexpr const char* kLaneCounts =
     "SELECT SUM(status = 0), SUM(status = 1) FROM executions WHERE lane_key = ?1"
     " AND lane_key <> '' AND status IN (0, 1, 3, 4)";
+// Lanes with open work, blocked ones (whose head is failed or quarantined) first.
 constexpr const char* kOpenLanes =
-    "SELECT DISTINCT lane_key FROM executions WHERE lane_key <> '' AND status IN (0, 1, 3, 4)"
-    " ORDER BY lane_key LIMIT ?1";
+    "SELECT lane_key, MAX(status IN (3, 4)) AS blocked FROM executions"
+    " WHERE lane_key <> '' AND status IN (0, 1, 3, 4) GROUP BY lane_key"
+    " ORDER BY blocked DESC, lane_key LIMIT ?1";
 // Effects (E1).
 constexpr const char* kGetEffect =
     "SELECT committed, reserved_by, attempt, reserved_at, committed_at, detail FROM effects"

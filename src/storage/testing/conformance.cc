@@ -150,6 +150,7 @@ std::string StoreConformance::Describe(const Execution& e) {
     << "\nretry.backoff_base_ms=" << e.retry.backoff_base_ms
     << "\nretry.backoff_cap_ms=" << e.retry.backoff_cap_ms
     << "\nretry.max_permanent_attempts=" << e.retry.max_permanent_attempts
+    << "\nretry.max_unsupported_schema_attempts=" << e.retry.max_unsupported_schema_attempts
     << "\nretry.max_ambiguous_attempts=" << e.retry.max_ambiguous_attempts
     << "\nretry.max_consecutive_lease_expiries=" << e.retry.max_consecutive_lease_expiries
     << "\nlease_ms=" << e.lease_ms << "\n";
@@ -167,7 +168,70 @@ std::string StoreConformance::Snapshot() {
       o << "log " << l.execution.value << " attempt=" << l.attempt << " at=" << l.at << " "
         << ToString(l.level) << " " << l.message << "\n";
     }
+    for (const EffectRecord& r : Effects(e.id)) o << DescribeEffect(r) << "\n";
   }
+  for (const AuditRecord& r : Audit()) o << DescribeAudit(r);
+  return o.str();
+}
+
+std::vector<EffectRecord> StoreConformance::Effects(ExecutionId id) {
+  Result<std::vector<EffectRecord>> r = store_->GetEffects(id);
+  EXPECT_TRUE(r.ok()) << "GetEffects(" << id.value << "): " << r.status().ToString();
+  return r.ok() ? std::move(r).value() : std::vector<EffectRecord>{};
+}
+
+std::string StoreConformance::DescribeEffect(const EffectRecord& r) {
+  std::ostringstream o;
+  o << "effect execution=" << r.execution.value << " name=" << r.name << " key=" << r.key
+    << " committed=" << r.committed << " reserved_by=" << r.reserved_by.value
+    << " attempt=" << r.attempt << " reserved_at=" << r.reserved_at
+    << " committed_at=" << r.committed_at << " detail=" << r.detail;
+  return o.str();
+}
+
+EffectReply StoreConformance::Reserve(const Lease& lease, const std::string& name) {
+  Result<EffectReply> r = store_->ReserveEffect(Ref(lease), name);
+  EXPECT_TRUE(r.ok()) << "ReserveEffect(" << lease.id.value << ", " << name
+                      << "): " << r.status().ToString();
+  if (!r.ok()) {
+    EffectReply failed;
+    failed.answer = EffectAnswer::kStale;  // any answer a case would not expect
+    failed.key = "<error>";
+    return failed;
+  }
+  return std::move(r).value();
+}
+
+void StoreConformance::ReserveAndCommit(const Lease& lease, const std::string& name,
+                                        const std::string& detail) {
+  EXPECT_EQ(Reserve(lease, name).answer, EffectAnswer::kProceed) << "reserving " << name;
+  Result<EffectRecord> r = store_->CommitEffect(Ref(lease), name, detail);
+  EXPECT_TRUE(r.ok()) << "CommitEffect(" << lease.id.value << ", " << name
+                      << "): " << r.status().ToString();
+}
+
+std::vector<AuditRecord> StoreConformance::Audit(const std::string& target) {
+  std::vector<AuditRecord> all;
+  AuditFilter filter;
+  filter.target = target;
+  filter.limit = 1000;
+  for (int pages = 0; pages < 10'000; ++pages) {
+    Result<std::vector<AuditRecord>> page = store_->ListAudit(filter);
+    EXPECT_TRUE(page.ok()) << "ListAudit: " << page.status().ToString();
+    if (!page.ok() || page->empty()) break;
+    filter.before_id = page->back().id;
+    const bool full = static_cast<int>(page->size()) == filter.limit;
+    for (AuditRecord& r : *page) all.push_back(std::move(r));
+    if (!full) break;
+  }
+  return all;
+}
+
+std::string StoreConformance::DescribeAudit(const AuditRecord& r) {
+  std::ostringstream o;
+  o << "audit id=" << r.id << "\nat=" << r.at << "\nactor=" << r.actor << "\ntenant=" << r.tenant
+    << "\naction=" << r.action << "\ntarget=" << r.target << "\nbefore_json=" << r.before_json
+    << "\nafter_json=" << r.after_json << "\nreason=" << r.reason << "\n";
   return o.str();
 }
 
@@ -254,6 +318,48 @@ TEST_P(StoreConformance, D1_ReopenedStoreSeesEveryAcknowledgedChange) {
   EXPECT_EQ(ClaimN("default", 10).size(), 1u) << "the last queued one is still claimable";
 }
 
+TEST_P(StoreConformance, D1_LedgerAuditGrantsAndPendingReplaysSurviveARestart) {
+  if (!GetParam().shares_data_between_opens) {
+    GTEST_SKIP() << GetParam().name << " cannot reopen a store over the same data";
+  }
+  DefineJob("report");
+  const ExecutionId quarantined = AdmitOne(MakeRequest("report", 1));
+  const Lease first = ClaimOne();
+  ReserveAndCommit(first, "notice", "msg-1");
+  ASSERT_EQ(Reserve(first, "charge").answer, EffectAnswer::kProceed);
+  ASSERT_OK(store().Fail(Ref(first), FailureClass::kAmbiguous, "timeout"));
+  ReplayRequest replay;
+  replay.id = quarantined;
+  replay.action = By("alice", "checked");
+  replay.require_approval = true;
+  replay.ambiguous = AmbiguousResolution::kAssumeNotDone;
+  ASSERT_OK(store().Replay(replay));
+  const ExecutionId running = AdmitOne(MakeRequest("report", 2));
+  const Lease second = ClaimOne();
+  ASSERT_EQ(Reserve(second, "upload").answer, EffectAnswer::kProceed);
+  ASSERT_OK(store().RequestCancel(running, By("bob")));
+  ASSERT_OK(store().Grant("carol", "acme"));
+  const std::string before = Snapshot();
+
+  Reopen();
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(Snapshot(), before) << "effects and the audit log are durable";
+  ASSERT_OK_AND_ASSIGN(bool granted, store().IsGranted("carol", "acme"));
+  EXPECT_TRUE(granted);
+  // The reservation and the cancel request survived: the claim carries on.
+  EXPECT_EQ(Reserve(second, "upload").answer, EffectAnswer::kCanceled);
+  ASSERT_OK_AND_ASSIGN(HeartbeatReply hb, store().Heartbeat(Ref(second), std::nullopt));
+  EXPECT_TRUE(hb.cancel_requested);
+  // So did the pending replay, with its resolution.
+  EXPECT_EQ(store().ApproveReplay(quarantined, By("alice")).status().code(), ErrorCode::kConflict);
+  ASSERT_OK_AND_ASSIGN(ReplayReply approved, store().ApproveReplay(quarantined, By("dave")));
+  EXPECT_EQ(approved.status, ExecutionStatus::kQueued);
+  const Lease third = ClaimOne();
+  ASSERT_EQ(third.id, quarantined);
+  EXPECT_EQ(Reserve(third, "charge").answer, EffectAnswer::kProceed);
+  EXPECT_EQ(Reserve(third, "notice").answer, EffectAnswer::kAlreadyDone);
+}
+
 // --- job definitions ---
 
 namespace {
@@ -274,9 +380,11 @@ JobDefinition FullJob() {
   job.retry.backoff_base_ms = 1'500;
   job.retry.backoff_cap_ms = 600'000;
   job.retry.max_permanent_attempts = 3;
+  job.retry.max_unsupported_schema_attempts = 6;
   job.retry.max_ambiguous_attempts = 2;
   job.retry.max_consecutive_lease_expiries = 4;
   job.lane_template = "{{tenant}}:{{payload.account}}";
+  job.accepted_schema_versions = {1, 3, 4};
   job.config_json = "{\"argv\":[\"/bin/true\"],\"env\":{}}";
   job.enabled = false;
   return job;
@@ -292,10 +400,12 @@ std::string DescribeJob(const JobDefinition& j) {
     << "\nretry.backoff_base_ms=" << j.retry.backoff_base_ms
     << "\nretry.backoff_cap_ms=" << j.retry.backoff_cap_ms
     << "\nretry.max_permanent_attempts=" << j.retry.max_permanent_attempts
+    << "\nretry.max_unsupported_schema_attempts=" << j.retry.max_unsupported_schema_attempts
     << "\nretry.max_ambiguous_attempts=" << j.retry.max_ambiguous_attempts
     << "\nretry.max_consecutive_lease_expiries=" << j.retry.max_consecutive_lease_expiries
-    << "\nlane_template=" << j.lane_template << "\nconfig_json=" << j.config_json
-    << "\nenabled=" << j.enabled << "\n";
+    << "\nlane_template=" << j.lane_template << "\naccepted_schema_versions=";
+  for (int v : j.accepted_schema_versions) o << v << ",";
+  o << "\nconfig_json=" << j.config_json << "\nenabled=" << j.enabled << "\n";
   return o.str();
 }
 

@@ -61,6 +61,10 @@ struct StoreFactory {
 inline void PrintTo(ErrorCode c, std::ostream* os) { *os << ErrorCodeName(c); }
 inline void PrintTo(ExecutionStatus s, std::ostream* os) { *os << ToString(s); }
 inline void PrintTo(FailureClass c, std::ostream* os) { *os << ToString(c); }
+inline void PrintTo(EffectAnswer a, std::ostream* os) { *os << ToString(a); }
+inline void PrintTo(ReplayOutcome o, std::ostream* os) {
+  *os << (o == ReplayOutcome::kReplayed ? "replayed" : "pending_approval");
+}
 inline void PrintTo(AdmitOutcome o, std::ostream* os) {
   *os << (o == AdmitOutcome::kCreated     ? "created"
           : o == AdmitOutcome::kDuplicate ? "duplicate"
@@ -136,8 +140,30 @@ class StoreConformance : public ::testing::TestWithParam<StoreFactory> {
   // EXPECT_EQ and gtest shows the difference.
   static std::string Describe(const Execution& e);
   // A snapshot of everything observable about the store's executions: every
-  // execution and its logs. "Nothing changed" means equal snapshots.
+  // execution with its logs and effects, and the whole audit log. "Nothing
+  // changed" means equal snapshots.
   std::string Snapshot();
+
+  // Every effect of `id`, by reservation time; fails the case when the read fails.
+  std::vector<EffectRecord> Effects(ExecutionId id);
+  // Every field of an effect record on one line.
+  static std::string DescribeEffect(const EffectRecord& r);
+  // ReserveEffect; fails the case when it returns an error status.
+  EffectReply Reserve(const Lease& lease, const std::string& name);
+  // Reserves `name` (expecting kProceed) and commits it with `detail`; fails
+  // the case otherwise.
+  void ReserveAndCommit(const Lease& lease, const std::string& name, const std::string& detail);
+
+  // Every audit record, newest first, following the cursor; only the records
+  // about `target` unless it is empty. Fails the case when a read fails.
+  std::vector<AuditRecord> Audit(const std::string& target = "");
+  // Every field of an audit record, one per line.
+  static std::string DescribeAudit(const AuditRecord& r);
+  // The audit target naming an execution: "execution:<id>".
+  static std::string Target(ExecutionId id) { return "execution:" + std::to_string(id.value); }
+  static OperatorAction By(const std::string& actor, const std::string& reason = "") {
+    return OperatorAction{actor, reason};
+  }
 
   static LeaseRef Ref(const Lease& lease) { return LeaseRef{lease.id, lease.version}; }
 

@@ -1,0 +1,83 @@
+// Shared pieces of the `taskengine` CLI: global flags, exit codes, config
+// resolution, output helpers, and the registration of verbs. Each verb only
+// parses its flags, calls src/server, and prints.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "server/config.h"
+#include "taskengine/status.h"
+
+namespace taskengine::cli {
+
+// Exit codes of every verb (also listed in --help).
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitUsage = 1,        // bad flags or arguments, invalid input or config
+  kExitNotFound = 2,     // no such job or execution
+  kExitUnavailable = 3,  // the database cannot be opened or used
+  kExitConflict = 4,     // idempotency key used with a different payload
+  kExitOther = 5,        // anything else
+};
+
+struct GlobalFlags {
+  std::string config_path;  // --config; empty = ./taskengine.toml when it exists
+  std::string db;           // --db; empty = from the config
+  bool json = false;        // --json
+};
+
+// The exit code for a failed Status.
+int ExitCodeFor(const Status& status);
+
+// Prints "taskengine: <message>" to stderr and returns ExitCodeFor(status).
+int Fail(const Status& status);
+
+// The configuration for this invocation: --config (or ./taskengine.toml when
+// it exists, or defaults), environment overrides, then --db.
+Result<ServerConfig> ResolveConfig(const GlobalFlags& flags);
+
+// Prints one JSON document to stdout.
+void PrintJson(const nlohmann::ordered_json& doc);
+
+// "2026-01-01T00:00:00Z" (seconds), or "-" for 0.
+std::string ShortTime(Millis ms);
+
+// "-" for an empty string.
+std::string OrDash(const std::string& s);
+
+// A left-aligned text table with a header row, columns two spaces apart.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
+  void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void Print(std::ostream& out) const;
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// A verb: its CLI11 subcommand and what runs when it was chosen. Returns the
+// exit code.
+struct Verb {
+  CLI::App* command = nullptr;
+  std::function<int()> run;
+};
+
+// Adds the subcommand `name`, which may contain ':' (CLI11 refuses ':' when
+// adding a subcommand but matches such names fine, so it is renamed after).
+CLI::App* AddVerb(CLI::App& app, const std::string& name, const std::string& description);
+
+// serve, migrate, queue:status
+void AddServerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
+// job:list, job:dispatch
+void AddJobVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
+// execution:list, execution:show
+void AddExecutionVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
+
+}  // namespace taskengine::cli

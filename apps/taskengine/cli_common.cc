@@ -1,0 +1,83 @@
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+
+#include "cli.h"
+#include "server/time_format.h"
+
+namespace taskengine::cli {
+
+int ExitCodeFor(const Status& status) {
+  switch (status.code()) {
+    case ErrorCode::kOk:
+      return kExitOk;
+    case ErrorCode::kInvalidArgument:
+      return kExitUsage;
+    case ErrorCode::kNotFound:
+      return kExitNotFound;
+    case ErrorCode::kUnavailable:
+      return kExitUnavailable;
+    case ErrorCode::kConflict:
+      return kExitConflict;
+    case ErrorCode::kStale:
+    case ErrorCode::kInternal:
+      return kExitOther;
+  }
+  return kExitOther;
+}
+
+int Fail(const Status& status) {
+  std::cerr << "taskengine: " << status.message() << std::endl;
+  return ExitCodeFor(status);
+}
+
+Result<ServerConfig> ResolveConfig(const GlobalFlags& flags) {
+  std::string path = flags.config_path;
+  if (path.empty()) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file("taskengine.toml", ec)) path = "./taskengine.toml";
+  }
+  TE_ASSIGN_OR_RETURN(ServerConfig config, LoadConfig(path));
+  if (!flags.db.empty()) config.database_path = flags.db;
+  return config;
+}
+
+void PrintJson(const nlohmann::ordered_json& doc) {
+  std::cout << doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+            << std::endl;
+}
+
+std::string ShortTime(Millis ms) {
+  if (ms == 0) return "-";
+  std::string t = FormatIso8601(ms);  // 2026-01-01T00:00:00.000Z
+  return t.substr(0, 19) + "Z";
+}
+
+CLI::App* AddVerb(CLI::App& app, const std::string& name, const std::string& description) {
+  std::string placeholder = name;
+  for (char& ch : placeholder) {
+    if (ch == ':') ch = '-';
+  }
+  return app.add_subcommand(placeholder, description)->name(name);
+}
+
+std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
+
+void Table::Print(std::ostream& out) const {
+  std::vector<std::size_t> width;
+  for (const auto& row : rows_) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  for (const auto& row : rows_) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line.append(width[i] - row[i].size() + 2, ' ');
+    }
+    out << line << '\n';
+  }
+  out.flush();
+}
+
+}  // namespace taskengine::cli

@@ -1,0 +1,96 @@
+// serve, migrate, queue:status.
+#include <iostream>
+
+#include "cli.h"
+#include "server/logging.h"
+#include "server/operations.h"
+#include "server/serve.h"
+#include "server/server.h"
+#include "server/time_format.h"
+#include "server/views.h"
+#include "storage/store.h"
+
+namespace taskengine::cli {
+namespace {
+
+int RunServe(const GlobalFlags& flags) {
+  auto config = ResolveConfig(flags);
+  if (!config.ok()) return Fail(config.status());
+  ConfigureLogging(config->log_format, /*verbose=*/true);
+  Status s = Serve(*config);
+  if (!s.ok()) return Fail(s);
+  return kExitOk;
+}
+
+int RunMigrate(const GlobalFlags& flags) {
+  auto config = ResolveConfig(flags);
+  if (!config.ok()) return Fail(config.status());
+  ConfigureLogging(config->log_format, /*verbose=*/false);
+  auto engine = OpenEngine(*config, EngineMode::kMigrate);
+  if (!engine.ok()) return Fail(engine.status());
+  auto version = (*engine)->store().SchemaVersion();
+  if (!version.ok()) return Fail(version.status());
+  if (flags.json) {
+    PrintJson({{"database", config->database_path},
+               {"schema_version", *version},
+               {"jobs_seeded", config->jobs.size()}});
+  } else {
+    std::cout << "database " << config->database_path << " is at schema version " << *version
+              << "; seeded " << config->jobs.size() << " job definition"
+              << (config->jobs.size() == 1 ? "" : "s") << " from "
+              << (config->source.empty() ? "(no config file)" : config->source) << std::endl;
+  }
+  return kExitOk;
+}
+
+int RunQueueStatus(const GlobalFlags& flags) {
+  auto config = ResolveConfig(flags);
+  if (!config.ok()) return Fail(config.status());
+  ConfigureLogging(config->log_format, /*verbose=*/false);
+  auto engine = OpenEngine(*config, EngineMode::kClient);
+  if (!engine.ok()) return Fail(engine.status());
+  auto rows = QueueStatus((*engine)->store(), *config, SystemClock::Get()->NowMillis());
+  if (!rows.ok()) return Fail(rows.status());
+  if (flags.json) {
+    nlohmann::ordered_json queues = nlohmann::ordered_json::array();
+    for (const QueueStatusRow& r : *rows) queues.push_back(QueueStatusToJson(r));
+    PrintJson({{"queues", std::move(queues)}});
+    return kExitOk;
+  }
+  Table table({"QUEUE", "PRIORITY", "CONCURRENCY", "QUEUED", "DUE", "RUNNING", "OLDEST"});
+  for (const QueueStatusRow& r : *rows) {
+    table.Add({r.queue + (r.configured ? "" : " (not configured)"),
+               r.configured ? std::to_string(r.priority) : "-",
+               !r.configured        ? "-"
+               : r.concurrency == 0 ? "all"
+                                    : std::to_string(r.concurrency),
+               std::to_string(r.queued), std::to_string(r.due), std::to_string(r.running),
+               r.oldest_queued_at == 0 ? "-" : FormatDuration(r.oldest_age_ms)});
+  }
+  table.Print(std::cout);
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddServerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs) {
+  CLI::App* serve = AddVerb(
+      app, "serve",
+      "Run the engine: worker pool and lease sweeper. Logs to stderr. Stops gracefully on "
+      "SIGTERM or SIGINT (running jobs get shutdown_grace_ms to finish; a second signal exits "
+      "at once).");
+  verbs->push_back({serve, [&flags] { return RunServe(flags); }});
+
+  CLI::App* migrate = AddVerb(
+      app, "migrate",
+      "Create or upgrade the database schema and seed the [[job]] definitions of the config; "
+      "prints the schema version.");
+  verbs->push_back({migrate, [&flags] { return RunMigrate(flags); }});
+
+  CLI::App* queue_status =
+      AddVerb(app, "queue:status",
+              "Queued, due and running executions and the oldest queued age, per queue.");
+  verbs->push_back({queue_status, [&flags] { return RunQueueStatus(flags); }});
+}
+
+}  // namespace taskengine::cli

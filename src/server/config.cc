@@ -1,0 +1,420 @@
+#include "server/config.h"
+
+#include <toml++/toml.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+namespace taskengine {
+namespace {
+
+constexpr std::int64_t kDay = 86'400'000;
+constexpr int kMaxWorkerThreads = 256;
+constexpr std::size_t kMaxTextField = 200;
+
+std::string Where(std::string_view file, const toml::source_region& region) {
+  std::string out(file);
+  if (region.begin.line > 0) {
+    out += ":" + std::to_string(region.begin.line) + ":" + std::to_string(region.begin.column);
+  }
+  return out;
+}
+
+// Reads the keys of one TOML table, remembering which were read so that the
+// rest can be refused as unknown. Not thread-safe; lives for one table.
+class TableReader {
+ public:
+  // `path` names the table in messages ("engine", "job[2]"); empty for the root.
+  TableReader(const toml::table& table, std::string path, std::string_view file)
+      : table_(table), path_(std::move(path)), file_(file) {}
+
+  // The node under `key`, or nullptr; marks the key as known.
+  const toml::node* Get(std::string_view key) {
+    known_.emplace(key);
+    return table_.get(key);
+  }
+
+  Status Int(std::string_view key, std::int64_t min, std::int64_t max, std::int64_t* out) {
+    const toml::node* n = Get(key);
+    if (n == nullptr) return Status::Ok();
+    const auto* v = n->as_integer();
+    if (v == nullptr) return Error(*n, key, "must be an integer");
+    if (v->get() < min || v->get() > max) {
+      return Error(*n, key,
+                   "must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                       " (got " + std::to_string(v->get()) + ")");
+    }
+    *out = v->get();
+    return Status::Ok();
+  }
+
+  Status Int(std::string_view key, std::int64_t min, std::int64_t max, int* out) {
+    std::int64_t v = *out;
+    TE_RETURN_IF_ERROR(Int(key, min, max, &v));
+    *out = static_cast<int>(v);
+    return Status::Ok();
+  }
+
+  Status String(std::string_view key, std::size_t max_bytes, std::string* out) {
+    const toml::node* n = Get(key);
+    if (n == nullptr) return Status::Ok();
+    const auto* v = n->as_string();
+    if (v == nullptr) return Error(*n, key, "must be a string");
+    if (v->get().size() > max_bytes) {
+      return Error(*n, key, "is longer than " + std::to_string(max_bytes) + " bytes");
+    }
+    *out = v->get();
+    return Status::Ok();
+  }
+
+  // `*out` is set only when the key is present.
+  Status Bool(std::string_view key, bool* out) {
+    const toml::node* n = Get(key);
+    if (n == nullptr) return Status::Ok();
+    const auto* v = n->as_boolean();
+    if (v == nullptr) return Error(*n, key, "must be true or false");
+    *out = v->get();
+    return Status::Ok();
+  }
+
+  // kInvalidArgument naming the first key that was never asked for.
+  Status RejectUnknown() const {
+    for (auto&& [key, node] : table_) {
+      if (known_.count(std::string(key.str())) == 0) {
+        return InvalidArgument(Where(file_, key.source()) + ": unknown key '" +
+                               Qualified(key.str()) + "'");
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status Error(const toml::node& n, std::string_view key, const std::string& what) const {
+    return InvalidArgument(Where(file_, n.source()) + ": " + Qualified(key) + " " + what);
+  }
+
+  std::string Qualified(std::string_view key) const {
+    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  }
+
+ private:
+  const toml::table& table_;
+  const std::string path_;
+  const std::string_view file_;
+  std::set<std::string, std::less<>> known_;
+};
+
+// Converts a TOML value to JSON. Dates and times have no JSON form: refused.
+Result<nlohmann::json> ToJson(const toml::node& node, const std::string& path,
+                              std::string_view file) {
+  auto bad = [&](const std::string& what) {
+    return InvalidArgument(Where(file, node.source()) + ": " + path + " " + what);
+  };
+  if (const auto* t = node.as_table()) {
+    nlohmann::json obj = nlohmann::json::object();
+    for (auto&& [key, value] : *t) {
+      TE_ASSIGN_OR_RETURN(obj[std::string(key.str())],
+                          ToJson(value, path + "." + std::string(key.str()), file));
+    }
+    return obj;
+  }
+  if (const auto* a = node.as_array()) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (std::size_t i = 0; i < a->size(); ++i) {
+      TE_ASSIGN_OR_RETURN(nlohmann::json item,
+                          ToJson(*a->get(i), path + "[" + std::to_string(i) + "]", file));
+      arr.push_back(std::move(item));
+    }
+    return arr;
+  }
+  if (const auto* s = node.as_string()) return nlohmann::json(s->get());
+  if (const auto* i = node.as_integer()) return nlohmann::json(i->get());
+  if (const auto* b = node.as_boolean()) return nlohmann::json(b->get());
+  if (const auto* f = node.as_floating_point()) {
+    if (!std::isfinite(f->get())) return bad("must be a finite number (JSON has no nan or inf)");
+    return nlohmann::json(f->get());
+  }
+  return bad("is a date or time, which JSON cannot hold: write it as a string");
+}
+
+// Reads the array of tables `key` ([[queue]], [[job]]) and calls `each` on
+// each table. An absent key is an empty array.
+template <typename Fn>
+Status ForEachTable(TableReader& root, std::string_view key, std::string_view file, Fn each) {
+  const toml::node* n = root.Get(key);
+  if (n == nullptr) return Status::Ok();
+  const auto* arr = n->as_array();
+  if (arr == nullptr || !arr->is_array_of_tables()) {
+    return root.Error(*n, key, "must be an array of tables: write [[" + std::string(key) + "]]");
+  }
+  for (std::size_t i = 0; i < arr->size(); ++i) {
+    const toml::table& t = *arr->get(i)->as_table();
+    TableReader reader(t, std::string(key) + "[" + std::to_string(i) + "]", file);
+    TE_RETURN_IF_ERROR(each(reader, t));
+    TE_RETURN_IF_ERROR(reader.RejectUnknown());
+  }
+  return Status::Ok();
+}
+
+// Reads a sub-table ([database], [engine], ...). An absent key is an empty table.
+template <typename Fn>
+Status WithTable(TableReader& root, std::string_view key, std::string_view file, Fn each) {
+  const toml::node* n = root.Get(key);
+  if (n == nullptr) return Status::Ok();
+  const auto* t = n->as_table();
+  if (t == nullptr) return root.Error(*n, key, "must be a table: write [" + std::string(key) + "]");
+  TableReader reader(*t, std::string(key), file);
+  TE_RETURN_IF_ERROR(each(reader));
+  return reader.RejectUnknown();
+}
+
+Result<SyncMode> ParseSync(std::string_view s) {
+  if (s == "full") return SyncMode::kFull;
+  if (s == "normal") return SyncMode::kNormal;
+  return InvalidArgument("must be \"full\" or \"normal\"");
+}
+
+Status ReadJob(TableReader& r, const toml::table& table, std::string_view file,
+               JobDefinition* job) {
+  std::string name;
+  TE_RETURN_IF_ERROR(r.String("name", kMaxTextField, &name));
+  if (name.empty()) {
+    return InvalidArgument(Where(file, table.source()) + ": " + r.Qualified("name") +
+                           " is required");
+  }
+  if (!IsValidJobName(name)) {
+    return r.Error(*r.Get("name"), "name",
+                   "'" + name + "' is not a valid job name ([a-z0-9][a-z0-9._-]{0,99})");
+  }
+  job->name = JobName(name);
+  TE_RETURN_IF_ERROR(r.String("display_name", kMaxTextField, &job->display_name));
+  TE_RETURN_IF_ERROR(r.String("handler", kMaxTextField, &job->handler));
+  if (job->handler.empty()) {
+    return InvalidArgument(Where(file, table.source()) + ": " + r.Qualified("handler") +
+                           " is required (e.g. \"command\")");
+  }
+  if (!IsValidJobName(job->handler)) {
+    return r.Error(*r.Get("handler"), "handler", "'" + job->handler + "' is not a valid name");
+  }
+  TE_RETURN_IF_ERROR(r.String("queue", kMaxTextField, &job->queue));
+  if (!IsValidQueueName(job->queue)) {
+    return r.Error(*r.Get("queue"), "queue", "'" + job->queue + "' is not a valid queue name");
+  }
+  std::string scope(ToString(job->scope));
+  TE_RETURN_IF_ERROR(r.String("scope", kMaxTextField, &scope));
+  auto parsed_scope = ParseJobScope(scope);
+  if (!parsed_scope)
+    return r.Error(*r.Get("scope"), "scope", "must be \"global\" or \"per_tenant\"");
+  job->scope = *parsed_scope;
+  TE_RETURN_IF_ERROR(r.String("schedule", kMaxTextField, &job->schedule));
+  TE_RETURN_IF_ERROR(r.String("timezone", 64, &job->timezone));
+  if (job->timezone.empty()) return r.Error(*r.Get("timezone"), "timezone", "must not be empty");
+  TE_RETURN_IF_ERROR(r.Int("timeout_ms", 1, 7 * kDay, &job->timeout_ms));
+  TE_RETURN_IF_ERROR(r.Int("lease_ms", 100, kDay, &job->lease_ms));
+  RetryPolicy& p = job->retry;
+  TE_RETURN_IF_ERROR(r.Int("max_attempts", 1, 1000, &p.max_attempts));
+  TE_RETURN_IF_ERROR(r.Int("backoff_base_ms", 0, kDay, &p.backoff_base_ms));
+  TE_RETURN_IF_ERROR(r.Int("backoff_cap_ms", 0, 7 * kDay, &p.backoff_cap_ms));
+  if (p.backoff_cap_ms < p.backoff_base_ms) {
+    const toml::node* n = r.Get("backoff_cap_ms");
+    return InvalidArgument(Where(file, n != nullptr ? n->source() : table.source()) + ": " +
+                           r.Qualified("backoff_cap_ms") + " (" + std::to_string(p.backoff_cap_ms) +
+                           ") must not be below backoff_base_ms (" +
+                           std::to_string(p.backoff_base_ms) + ")");
+  }
+  TE_RETURN_IF_ERROR(r.Int("max_permanent_attempts", 1, 1000, &p.max_permanent_attempts));
+  TE_RETURN_IF_ERROR(
+      r.Int("max_unsupported_schema_attempts", 1, 1000, &p.max_unsupported_schema_attempts));
+  TE_RETURN_IF_ERROR(r.Int("max_ambiguous_attempts", 1, 1000, &p.max_ambiguous_attempts));
+  TE_RETURN_IF_ERROR(
+      r.Int("max_consecutive_lease_expiries", 1, 1000, &p.max_consecutive_lease_expiries));
+  TE_RETURN_IF_ERROR(r.String("lane_template", kMaxTextField, &job->lane_template));
+  if (const toml::node* n = r.Get("accepted_schema_versions")) {
+    const auto* arr = n->as_array();
+    if (arr == nullptr) {
+      return r.Error(*n, "accepted_schema_versions", "must be an array of integers, e.g. [1, 2]");
+    }
+    std::set<std::int64_t> seen;
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      const auto* v = arr->get(i)->as_integer();
+      if (v == nullptr || v->get() < 1 || v->get() > 1'000'000) {
+        return r.Error(*arr->get(i), "accepted_schema_versions",
+                       "must hold integers from 1 to 1000000");
+      }
+      if (!seen.insert(v->get()).second) {
+        return r.Error(*arr->get(i), "accepted_schema_versions",
+                       "lists " + std::to_string(v->get()) + " twice");
+      }
+      job->accepted_schema_versions.push_back(static_cast<int>(v->get()));
+    }
+  }
+  TE_RETURN_IF_ERROR(r.Bool("enabled", &job->enabled));
+  if (const toml::node* n = r.Get("config")) {
+    if (!n->is_table())
+      return r.Error(*n, "config", "must be a table, e.g. config = { argv = [...] }");
+    TE_ASSIGN_OR_RETURN(nlohmann::json j, ToJson(*n, r.Qualified("config"), file));
+    job->config_json = j.dump();
+  }
+  return Status::Ok();
+}
+
+Status ApplyEnv(const EnvLookup& env, ServerConfig* c) {
+  if (auto db = env("TASKENGINE_DB")) {
+    if (db->empty()) return InvalidArgument("TASKENGINE_DB is set but empty");
+    c->database_path = *db;
+  }
+  if (auto sync = env("TASKENGINE_SYNC")) {
+    auto mode = ParseSync(*sync);
+    if (!mode.ok()) {
+      return InvalidArgument("TASKENGINE_SYNC='" + *sync + "' " + mode.status().message());
+    }
+    c->sync = *mode;
+  }
+  if (auto workers = env("TASKENGINE_WORKERS")) {
+    char* end = nullptr;
+    errno = 0;
+    long v = std::strtol(workers->c_str(), &end, 10);
+    if (workers->empty() || *end != '\0' || errno != 0 || v < 0 || v > kMaxWorkerThreads) {
+      return InvalidArgument("TASKENGINE_WORKERS='" + *workers + "' must be an integer from 0 to " +
+                             std::to_string(kMaxWorkerThreads));
+    }
+    c->worker_threads = static_cast<int>(v);
+  }
+  return Status::Ok();
+}
+
+Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view file) {
+  ServerConfig c;
+  TableReader root(root_table, "", file);
+  TE_RETURN_IF_ERROR(WithTable(root, "database", file, [&](TableReader& t) -> Status {
+    TE_RETURN_IF_ERROR(t.String("path", 4096, &c.database_path));
+    if (c.database_path.empty()) return t.Error(*t.Get("path"), "path", "must not be empty");
+    std::string sync = "full";
+    TE_RETURN_IF_ERROR(t.String("sync", 16, &sync));
+    auto mode = ParseSync(sync);
+    if (!mode.ok()) return t.Error(*t.Get("sync"), "sync", mode.status().message());
+    c.sync = *mode;
+    return Status::Ok();
+  }));
+  TE_RETURN_IF_ERROR(WithTable(root, "engine", file, [&](TableReader& t) -> Status {
+    TE_RETURN_IF_ERROR(t.Int("worker_threads", 0, kMaxWorkerThreads, &c.worker_threads));
+    TE_RETURN_IF_ERROR(t.Int("poll_interval_ms", 1, 60'000, &c.poll_interval_ms));
+    TE_RETURN_IF_ERROR(t.Int("sweep_interval_ms", 1, 3'600'000, &c.sweep_interval_ms));
+    TE_RETURN_IF_ERROR(t.Int("shutdown_grace_ms", 0, 3'600'000, &c.shutdown_grace_ms));
+    return Status::Ok();
+  }));
+  TE_RETURN_IF_ERROR(WithTable(root, "log", file, [&](TableReader& t) -> Status {
+    std::string format = "text";
+    TE_RETURN_IF_ERROR(t.String("format", 16, &format));
+    if (format == "text") {
+      c.log_format = LogFormat::kText;
+    } else if (format == "json") {
+      c.log_format = LogFormat::kJson;
+    } else {
+      return t.Error(*t.Get("format"), "format", "must be \"text\" or \"json\"");
+    }
+    return Status::Ok();
+  }));
+  std::set<std::string> queue_names;
+  TE_RETURN_IF_ERROR(
+      ForEachTable(root, "queue", file, [&](TableReader& t, const toml::table& tbl) -> Status {
+        QueueConfig q;
+        q.name.clear();
+        TE_RETURN_IF_ERROR(t.String("name", kMaxTextField, &q.name));
+        if (q.name.empty()) {
+          return InvalidArgument(Where(file, tbl.source()) + ": " + t.Qualified("name") +
+                                 " is required");
+        }
+        if (!IsValidQueueName(q.name)) {
+          return t.Error(*t.Get("name"), "name", "'" + q.name + "' is not a valid queue name");
+        }
+        if (!queue_names.insert(q.name).second) {
+          return t.Error(*t.Get("name"), "name", "'" + q.name + "' is declared twice");
+        }
+        TE_RETURN_IF_ERROR(t.Int("priority", -1000, 1000, &q.priority));
+        TE_RETURN_IF_ERROR(t.Int("concurrency", 0, 10'000, &q.concurrency));
+        c.queues.push_back(std::move(q));
+        return Status::Ok();
+      }));
+  if (c.queues.empty()) {
+    c.queues.push_back(QueueConfig{});
+    queue_names.insert(c.queues.back().name);
+  }
+  std::set<std::string> job_names;
+  TE_RETURN_IF_ERROR(
+      ForEachTable(root, "job", file, [&](TableReader& t, const toml::table& tbl) -> Status {
+        JobDefinition job;
+        TE_RETURN_IF_ERROR(ReadJob(t, tbl, file, &job));
+        if (!job_names.insert(job.name.value).second) {
+          return t.Error(*t.Get("name"), "name", "'" + job.name.value + "' is defined twice");
+        }
+        if (queue_names.count(job.queue) == 0) {
+          const toml::node* n = t.Get("queue");
+          return InvalidArgument(Where(file, n != nullptr ? n->source() : tbl.source()) +
+                                 ": job '" + job.name.value + "' uses queue '" + job.queue +
+                                 "', which no [[queue]] declares (its work would never run)");
+        }
+        c.jobs.push_back(std::move(job));
+        return Status::Ok();
+      }));
+  TE_RETURN_IF_ERROR(root.RejectUnknown());
+  return c;
+}
+
+}  // namespace
+
+EnvLookup ProcessEnv() {
+  return [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+Result<ServerConfig> ParseConfig(std::string_view toml_text, std::string_view source_name,
+                                 const EnvLookup& env) {
+  ServerConfig config;
+  try {
+    toml::table table = toml::parse(toml_text, source_name);
+    TE_ASSIGN_OR_RETURN(config, FromTable(table, source_name));
+  } catch (const toml::parse_error& e) {
+    return InvalidArgument(Where(source_name, e.source()) + ": " + std::string(e.description()));
+  } catch (const std::exception& e) {
+    return InvalidArgument(std::string(source_name) + ": " + e.what());
+  }
+  config.source = std::string(source_name);
+  TE_RETURN_IF_ERROR(ApplyEnv(env, &config));
+  return config;
+}
+
+Result<ServerConfig> LoadConfig(const std::string& path, const EnvLookup& env) {
+  if (path.empty()) {
+    TE_ASSIGN_OR_RETURN(ServerConfig config, ParseConfig("", "", env));
+    config.source.clear();
+    return config;
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return InvalidArgument("cannot read config file " + path + ": it is a directory");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return InvalidArgument("cannot read config file " + path + ": " + std::strerror(errno));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return InvalidArgument("cannot read config file " + path);
+  return ParseConfig(text.str(), path, env);
+}
+
+std::string_view LogFormatName(LogFormat f) { return f == LogFormat::kJson ? "json" : "text"; }
+std::string_view SyncModeName(SyncMode m) { return m == SyncMode::kFull ? "full" : "normal"; }
+
+}  // namespace taskengine

@@ -1,0 +1,93 @@
+// Server configuration: taskengine.toml plus TASKENGINE_* environment overrides.
+//
+// The file (every section and key is optional; unknown keys are refused):
+//
+//   [database]
+//   path = "./data/taskengine.db"    # TASKENGINE_DB overrides
+//   sync = "full"                    # full | normal; TASKENGINE_SYNC overrides
+//
+//   [engine]
+//   worker_threads = 4               # TASKENGINE_WORKERS overrides; 0 = dispatch only
+//   poll_interval_ms = 1000          # pickup bound for work admitted by other processes (A3)
+//   sweep_interval_ms = 1000         # lease sweeper period (L4)
+//   shutdown_grace_ms = 10000        # running handlers may finish this long on SIGTERM (L6)
+//
+//   [log]
+//   format = "text"                  # text | json (one JSON object per line, on stderr)
+//
+//   [[queue]]                        # none = one queue named "default"
+//   name = "default"
+//   priority = 0                     # higher is claimed first
+//   concurrency = 0                  # 0 = all workers
+//
+//   [[job]]                          # job definitions seeded (upserted) into the database
+//   name = "hello"
+//   handler = "command"
+//   config = { argv = ["/bin/sh", "-c", "echo hi"] }   # a TOML table -> JSON object
+//   # also: display_name, queue, scope (global|per_tenant), schedule, timezone,
+//   # timeout_ms, lease_ms, max_attempts, backoff_base_ms, backoff_cap_ms,
+//   # max_permanent_attempts, max_unsupported_schema_attempts,
+//   # max_ambiguous_attempts, max_consecutive_lease_expiries, lane_template,
+//   # accepted_schema_versions (array of integers; empty = any), enabled
+//
+// Relative database paths are relative to the working directory of the
+// process, not to the file.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "taskengine/engine.h"
+#include "taskengine/status.h"
+#include "taskengine/types.h"
+
+namespace taskengine {
+
+enum class LogFormat { kText, kJson };
+
+struct ServerConfig {
+  // The file this was read from; empty when only defaults and the
+  // environment were used.
+  std::string source;
+  // Default: ./data/taskengine.db.
+  std::string database_path = "./data/taskengine.db";
+  // Default: full (survives power loss); normal survives process crashes only.
+  SyncMode sync = SyncMode::kFull;
+  // In-process handler threads of `serve`. Default: 4.
+  int worker_threads = 4;
+  // Never empty after LoadConfig/ParseConfig. Default: {"default", 0, 0}.
+  std::vector<QueueConfig> queues;
+  Millis poll_interval_ms = 1000;     // Default: 1 s.
+  Millis sweep_interval_ms = 1000;    // Default: 1 s.
+  Millis shutdown_grace_ms = 10'000;  // Default: 10 s.
+  LogFormat log_format = LogFormat::kText;
+  // Seeds, in file order; names are unique and every queue is declared.
+  std::vector<JobDefinition> jobs;
+};
+
+// Looks up an environment variable; nullopt when unset.
+using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+
+// The process environment (getenv).
+EnvLookup ProcessEnv();
+
+// Parses TOML text (`source_name` is used in messages as "<name>:<line>:<col>"),
+// applies the overrides found through `env` (TASKENGINE_DB, TASKENGINE_SYNC,
+// TASKENGINE_WORKERS) and validates the result. kInvalidArgument on a syntax
+// error, an unknown key (named with its location), a value of the wrong type
+// or out of range, or a bad override (named with its variable).
+Result<ServerConfig> ParseConfig(std::string_view toml_text, std::string_view source_name,
+                                 const EnvLookup& env);
+
+// Reads `path` and calls ParseConfig. An empty path means "no file": defaults
+// plus the environment. kInvalidArgument when the file cannot be read.
+Result<ServerConfig> LoadConfig(const std::string& path, const EnvLookup& env = ProcessEnv());
+
+// "text" / "json" and "full" / "normal", as written in the file.
+std::string_view LogFormatName(LogFormat f);
+std::string_view SyncModeName(SyncMode m);
+
+}  // namespace taskengine

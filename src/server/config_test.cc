@@ -1,0 +1,281 @@
+#include "server/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "testing_support/test_util.h"
+
+namespace taskengine {
+namespace {
+
+using ::testing::HasSubstr;
+
+EnvLookup NoEnv() {
+  return [](const char*) -> std::optional<std::string> { return std::nullopt; };
+}
+
+EnvLookup Env(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const char* name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+// Expects kInvalidArgument whose message contains every one of `parts`.
+void ExpectInvalid(const Result<ServerConfig>& r, std::initializer_list<const char*> parts) {
+  ASSERT_FALSE(r.ok()) << "expected an error";
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument) << r.status().ToString();
+  for (const char* p : parts) EXPECT_THAT(r.status().message(), HasSubstr(p));
+}
+
+TEST(ConfigTest, EmptyFileGivesDefaults) {
+  ASSERT_OK_AND_ASSIGN(ServerConfig c, ParseConfig("", "t.toml", NoEnv()));
+  EXPECT_EQ(c.database_path, "./data/taskengine.db");
+  EXPECT_EQ(c.sync, SyncMode::kFull);
+  EXPECT_EQ(c.worker_threads, 4);
+  ASSERT_EQ(c.queues.size(), 1u);
+  EXPECT_EQ(c.queues[0].name, "default");
+  EXPECT_EQ(c.poll_interval_ms, 1000);
+  EXPECT_EQ(c.sweep_interval_ms, 1000);
+  EXPECT_EQ(c.shutdown_grace_ms, 10'000);
+  EXPECT_EQ(c.log_format, LogFormat::kText);
+  EXPECT_TRUE(c.jobs.empty());
+  EXPECT_EQ(c.source, "t.toml");
+}
+
+TEST(ConfigTest, ReadsEverySection) {
+  constexpr const char* kToml = R"(
+[database]
+path = "/var/lib/te/x.db"
+sync = "normal"
+
+[engine]
+worker_threads = 2
+poll_interval_ms = 250
+sweep_interval_ms = 500
+shutdown_grace_ms = 3000
+
+[log]
+format = "json"
+
+[[queue]]
+name = "high"
+priority = 10
+concurrency = 1
+
+[[queue]]
+name = "default"
+)";
+  ASSERT_OK_AND_ASSIGN(ServerConfig c, ParseConfig(kToml, "t.toml", NoEnv()));
+  EXPECT_EQ(c.database_path, "/var/lib/te/x.db");
+  EXPECT_EQ(c.sync, SyncMode::kNormal);
+  EXPECT_EQ(c.worker_threads, 2);
+  EXPECT_EQ(c.poll_interval_ms, 250);
+  EXPECT_EQ(c.sweep_interval_ms, 500);
+  EXPECT_EQ(c.shutdown_grace_ms, 3000);
+  EXPECT_EQ(c.log_format, LogFormat::kJson);
+  ASSERT_EQ(c.queues.size(), 2u);
+  EXPECT_EQ(c.queues[0].name, "high");
+  EXPECT_EQ(c.queues[0].priority, 10);
+  EXPECT_EQ(c.queues[0].concurrency, 1);
+  EXPECT_EQ(c.queues[1].name, "default");
+  EXPECT_EQ(c.queues[1].priority, 0);
+  EXPECT_EQ(c.queues[1].concurrency, 0);
+}
+
+TEST(ConfigTest, ReadsEveryJobField) {
+  constexpr const char* kToml = R"(
+[[queue]]
+name = "slow"
+
+[[job]]
+name = "report.nightly"
+display_name = "Nightly report"
+handler = "command"
+queue = "slow"
+scope = "per_tenant"
+schedule = "0 3 * * *"
+timezone = "Europe/Berlin"
+timeout_ms = 60000
+lease_ms = 5000
+max_attempts = 7
+backoff_base_ms = 100
+backoff_cap_ms = 2000
+max_permanent_attempts = 2
+max_unsupported_schema_attempts = 5
+max_ambiguous_attempts = 3
+max_consecutive_lease_expiries = 4
+accepted_schema_versions = [1, 2]
+lane_template = "tenant:{tenant}"
+enabled = false
+config = { argv = ["/bin/echo", "hi"], env = { A = "1" }, n = 3, f = 1.5, ok = true }
+)";
+  ASSERT_OK_AND_ASSIGN(ServerConfig c, ParseConfig(kToml, "t.toml", NoEnv()));
+  ASSERT_EQ(c.jobs.size(), 1u);
+  const JobDefinition& j = c.jobs[0];
+  EXPECT_EQ(j.name.value, "report.nightly");
+  EXPECT_EQ(j.display_name, "Nightly report");
+  EXPECT_EQ(j.handler, "command");
+  EXPECT_EQ(j.queue, "slow");
+  EXPECT_EQ(j.scope, JobScope::kPerTenant);
+  EXPECT_EQ(j.schedule, "0 3 * * *");
+  EXPECT_EQ(j.timezone, "Europe/Berlin");
+  EXPECT_EQ(j.timeout_ms, 60000);
+  EXPECT_EQ(j.lease_ms, 5000);
+  EXPECT_EQ(j.retry.max_attempts, 7);
+  EXPECT_EQ(j.retry.backoff_base_ms, 100);
+  EXPECT_EQ(j.retry.backoff_cap_ms, 2000);
+  EXPECT_EQ(j.retry.max_permanent_attempts, 2);
+  EXPECT_EQ(j.retry.max_unsupported_schema_attempts, 5);
+  EXPECT_EQ(j.retry.max_ambiguous_attempts, 3);
+  EXPECT_EQ(j.accepted_schema_versions, (std::vector<int>{1, 2}));
+  EXPECT_EQ(j.retry.max_consecutive_lease_expiries, 4);
+  EXPECT_EQ(j.lane_template, "tenant:{tenant}");
+  EXPECT_FALSE(j.enabled);
+  nlohmann::json config = nlohmann::json::parse(j.config_json);
+  EXPECT_EQ(config, nlohmann::json::parse(
+                        R"({"argv":["/bin/echo","hi"],"env":{"A":"1"},"n":3,"f":1.5,"ok":true})"));
+}
+
+TEST(ConfigTest, JobDefaultsAreTheDefinitionDefaults) {
+  ASSERT_OK_AND_ASSIGN(ServerConfig c,
+                       ParseConfig("[[job]]\nname = \"a\"\nhandler = \"command\"\n", "t", NoEnv()));
+  ASSERT_EQ(c.jobs.size(), 1u);
+  const JobDefinition defaults;
+  const JobDefinition& j = c.jobs[0];
+  EXPECT_EQ(j.queue, "default");
+  EXPECT_EQ(j.scope, JobScope::kGlobal);
+  EXPECT_EQ(j.timezone, "UTC");
+  EXPECT_EQ(j.timeout_ms, defaults.timeout_ms);
+  EXPECT_EQ(j.lease_ms, defaults.lease_ms);
+  EXPECT_EQ(j.retry.max_attempts, defaults.retry.max_attempts);
+  EXPECT_EQ(j.config_json, "{}");
+  EXPECT_TRUE(j.enabled);
+}
+
+TEST(ConfigTest, SyntaxErrorNamesFileLineAndColumn) {
+  ExpectInvalid(ParseConfig("[engine]\nworker_threads = = 3\n", "conf/te.toml", NoEnv()),
+                {"conf/te.toml:2:"});
+}
+
+TEST(ConfigTest, UnknownKeysAreRefusedByName) {
+  ExpectInvalid(ParseConfig("colour = 1\n", "t.toml", NoEnv()),
+                {"t.toml:1:1", "unknown key 'colour'"});
+  ExpectInvalid(ParseConfig("[engine]\nworkers = 1\n", "t.toml", NoEnv()),
+                {"t.toml:2:1", "unknown key 'engine.workers'"});
+  ExpectInvalid(
+      ParseConfig("[[job]]\nname = \"a\"\nhandler = \"command\"\ntimeout = 5\n", "t.toml", NoEnv()),
+      {"t.toml:4:1", "unknown key 'job[0].timeout'"});
+  ExpectInvalid(ParseConfig("[[queue]]\nname = \"q\"\nweight = 5\n", "t.toml", NoEnv()),
+                {"unknown key 'queue[0].weight'"});
+  ExpectInvalid(ParseConfig("[http]\nlisten = \"x\"\n", "t.toml", NoEnv()), {"unknown key 'http'"});
+}
+
+TEST(ConfigTest, WrongTypesAndRangesAreRefused) {
+  ExpectInvalid(ParseConfig("[engine]\nworker_threads = \"4\"\n", "t", NoEnv()),
+                {"t:2:", "engine.worker_threads must be an integer"});
+  ExpectInvalid(ParseConfig("[engine]\nworker_threads = 100000\n", "t", NoEnv()),
+                {"engine.worker_threads must be between 0 and 256"});
+  ExpectInvalid(ParseConfig("[engine]\npoll_interval_ms = 0\n", "t", NoEnv()),
+                {"engine.poll_interval_ms"});
+  ExpectInvalid(ParseConfig("[database]\nsync = \"off\"\n", "t", NoEnv()),
+                {"database.sync", "\"full\" or \"normal\""});
+  ExpectInvalid(ParseConfig("[database]\npath = \"\"\n", "t", NoEnv()), {"database.path"});
+  ExpectInvalid(ParseConfig("[log]\nformat = \"xml\"\n", "t", NoEnv()), {"log.format"});
+  ExpectInvalid(ParseConfig("engine = 3\n", "t", NoEnv()), {"engine must be a table"});
+  ExpectInvalid(ParseConfig("job = \"x\"\n", "t", NoEnv()), {"[[job]]"});
+}
+
+TEST(ConfigTest, BadJobsAreRefused) {
+  auto job = [](const std::string& extra) {
+    return "[[job]]\nname = \"a\"\nhandler = \"command\"\n" + extra;
+  };
+  ExpectInvalid(ParseConfig("[[job]]\nhandler = \"command\"\n", "t", NoEnv()),
+                {"job[0].name is required"});
+  ExpectInvalid(ParseConfig("[[job]]\nname = \"Bad Name\"\nhandler = \"command\"\n", "t", NoEnv()),
+                {"not a valid job name"});
+  ExpectInvalid(ParseConfig("[[job]]\nname = \"a\"\n", "t", NoEnv()),
+                {"job[0].handler is required"});
+  ExpectInvalid(ParseConfig(job("scope = \"tenant\"\n"), "t", NoEnv()), {"job[0].scope"});
+  ExpectInvalid(ParseConfig(job("timeout_ms = 0\n"), "t", NoEnv()), {"job[0].timeout_ms"});
+  ExpectInvalid(ParseConfig(job("lease_ms = 5\n"), "t", NoEnv()), {"job[0].lease_ms"});
+  ExpectInvalid(ParseConfig(job("max_attempts = 0\n"), "t", NoEnv()), {"job[0].max_attempts"});
+  ExpectInvalid(ParseConfig(job("backoff_base_ms = 500\nbackoff_cap_ms = 100\n"), "t", NoEnv()),
+                {"backoff_cap_ms", "must not be below backoff_base_ms"});
+  ExpectInvalid(ParseConfig(job("accepted_schema_versions = 1\n"), "t", NoEnv()),
+                {"job[0].accepted_schema_versions must be an array"});
+  ExpectInvalid(ParseConfig(job("accepted_schema_versions = [1, 0]\n"), "t", NoEnv()),
+                {"job[0].accepted_schema_versions must hold integers"});
+  ExpectInvalid(ParseConfig(job("accepted_schema_versions = [2, 2]\n"), "t", NoEnv()),
+                {"lists 2 twice"});
+  ExpectInvalid(ParseConfig(job("enabled = 1\n"), "t", NoEnv()),
+                {"job[0].enabled must be true or false"});
+  ExpectInvalid(ParseConfig(job("config = \"argv\"\n"), "t", NoEnv()),
+                {"job[0].config must be a table"});
+  ExpectInvalid(ParseConfig(job("config = { at = 1979-05-27 }\n"), "t", NoEnv()),
+                {"job[0].config.at", "date or time"});
+  ExpectInvalid(ParseConfig(job("config = { x = nan }\n"), "t", NoEnv()),
+                {"job[0].config.x", "finite"});
+  ExpectInvalid(ParseConfig(job("queue = \"nowhere\"\n"), "t", NoEnv()),
+                {"queue 'nowhere'", "no [[queue]] declares"});
+  ExpectInvalid(ParseConfig(job("") + job(""), "t", NoEnv()), {"'a' is defined twice"});
+  ExpectInvalid(ParseConfig("[[queue]]\nname = \"q\"\n[[queue]]\nname = \"q\"\n", "t", NoEnv()),
+                {"'q' is declared twice"});
+}
+
+TEST(ConfigTest, EnvironmentOverridesTheFile) {
+  constexpr const char* kToml = "[database]\npath = \"a.db\"\n[engine]\nworker_threads = 2\n";
+  ASSERT_OK_AND_ASSIGN(ServerConfig c, ParseConfig(kToml, "t",
+                                                   Env({{"TASKENGINE_DB", "/tmp/b.db"},
+                                                        {"TASKENGINE_SYNC", "normal"},
+                                                        {"TASKENGINE_WORKERS", "0"}})));
+  EXPECT_EQ(c.database_path, "/tmp/b.db");
+  EXPECT_EQ(c.sync, SyncMode::kNormal);
+  EXPECT_EQ(c.worker_threads, 0);
+}
+
+TEST(ConfigTest, BadEnvironmentOverridesAreRefusedByName) {
+  ExpectInvalid(ParseConfig("", "t", Env({{"TASKENGINE_WORKERS", "many"}})),
+                {"TASKENGINE_WORKERS='many'"});
+  ExpectInvalid(ParseConfig("", "t", Env({{"TASKENGINE_WORKERS", "-1"}})), {"TASKENGINE_WORKERS"});
+  ExpectInvalid(ParseConfig("", "t", Env({{"TASKENGINE_WORKERS", "3x"}})), {"TASKENGINE_WORKERS"});
+  ExpectInvalid(ParseConfig("", "t", Env({{"TASKENGINE_SYNC", "fast"}})),
+                {"TASKENGINE_SYNC='fast'"});
+  ExpectInvalid(ParseConfig("", "t", Env({{"TASKENGINE_DB", ""}})), {"TASKENGINE_DB"});
+}
+
+TEST(ConfigTest, LoadConfigReadsTheFile) {
+  TempDir dir;
+  const std::string path = dir.File("te.toml");
+  {
+    std::ofstream out(path);
+    out << "[engine]\nworker_threads = 3\n";
+  }
+  ASSERT_OK_AND_ASSIGN(ServerConfig c, LoadConfig(path, NoEnv()));
+  EXPECT_EQ(c.worker_threads, 3);
+  EXPECT_EQ(c.source, path);
+
+  ASSERT_OK_AND_ASSIGN(ServerConfig none, LoadConfig("", NoEnv()));
+  EXPECT_EQ(none.source, "");
+  EXPECT_EQ(none.worker_threads, 4);
+
+  ExpectInvalid(LoadConfig(dir.File("missing.toml"), NoEnv()), {"missing.toml"});
+  ExpectInvalid(LoadConfig(dir.path().string(), NoEnv()), {"directory"});
+}
+
+TEST(ConfigTest, RepositoryExampleConfigIsValid) {
+  const char* src = std::getenv("TASKENGINE_SOURCE_DIR");
+  if (src == nullptr) GTEST_SKIP() << "TASKENGINE_SOURCE_DIR is not set (run through ctest)";
+  ASSERT_OK_AND_ASSIGN(ServerConfig c, LoadConfig(std::string(src) + "/taskengine.toml", NoEnv()));
+  bool has_hello = false;
+  for (const JobDefinition& j : c.jobs) has_hello = has_hello || j.name.value == "hello";
+  EXPECT_TRUE(has_hello) << "the demo config must define the `hello` job used by ./run.sh";
+}
+
+}  // namespace
+}  // namespace taskengine

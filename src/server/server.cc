@@ -1,0 +1,102 @@
+#include "server/server.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "handlers/command_handler.h"
+
+namespace taskengine {
+namespace {
+
+constexpr const char* kCommandHandler = "command";
+
+Status CheckCommandConfig(const JobDefinition& job) {
+  auto bad = [&](const std::string& why) {
+    return InvalidArgument("job '" + job.name.value + "' (handler command): " + why);
+  };
+  nlohmann::json config =
+      nlohmann::json::parse(job.config_json, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) return bad("config must be a table");
+  auto argv = config.find("argv");
+  if (argv == config.end())
+    return bad("config.argv is required, e.g. [\"/usr/bin/env\", \"true\"]");
+  if (!argv->is_array() || argv->empty()) return bad("config.argv must be a non-empty array");
+  for (const auto& arg : *argv) {
+    if (!arg.is_string()) return bad("config.argv must hold only strings");
+  }
+  const std::string program = argv->front().get<std::string>();
+  if (program.empty() || program.front() != '/') {
+    return bad("config.argv[0] must be an absolute path (no PATH search), got '" + program + "'");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+EngineOptions ToEngineOptions(const ServerConfig& config, EngineMode mode) {
+  EngineOptions o;
+  o.database_path = config.database_path;
+  o.sync = config.sync;
+  o.migrate = mode != EngineMode::kClient;
+  o.worker_threads = mode == EngineMode::kServe ? config.worker_threads : 0;
+  o.run_sweeper = mode == EngineMode::kServe;
+  o.queues = config.queues;
+  o.poll_interval_ms = config.poll_interval_ms;
+  o.sweep_interval_ms = config.sweep_interval_ms;
+  o.shutdown_grace_ms = config.shutdown_grace_ms;
+  return o;
+}
+
+std::vector<std::string> BuiltinHandlerNames() { return {kCommandHandler}; }
+
+Status CheckJobsAgainstHandlers(const ServerConfig& config) {
+  const std::vector<std::string> known = BuiltinHandlerNames();
+  for (const JobDefinition& job : config.jobs) {
+    bool found = false;
+    for (const std::string& name : known) found = found || name == job.handler;
+    if (!found) {
+      std::string list;
+      for (const std::string& name : known) list += (list.empty() ? "" : ", ") + name;
+      return InvalidArgument("job '" + job.name.value + "' names handler '" + job.handler +
+                             "', which this server does not have (known: " + list + ")");
+    }
+    if (job.handler == kCommandHandler) TE_RETURN_IF_ERROR(CheckCommandConfig(job));
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Engine>> OpenEngine(const ServerConfig& config, EngineMode mode) {
+  const bool seed = mode != EngineMode::kClient;
+  if (seed) TE_RETURN_IF_ERROR(CheckJobsAgainstHandlers(config));
+  const std::string& path = config.database_path;
+  if (mode == EngineMode::kClient) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+      return Unavailable("database " + path +
+                         " does not exist: run `taskengine migrate` first (or pass --db)");
+    }
+  }
+  auto opened = Engine::Open(ToEngineOptions(config, mode));
+  if (!opened.ok()) {
+    const Status& s = opened.status();
+    if (s.code() == ErrorCode::kInvalidArgument) return s;
+    return Unavailable("cannot open database " + path + ": " + s.message());
+  }
+  std::unique_ptr<Engine> engine = std::move(opened).value();
+  TE_RETURN_IF_ERROR(engine->RegisterHandler(kCommandHandler, MakeCommandHandler()));
+  if (seed) {
+    for (const JobDefinition& job : config.jobs) {
+      Status s = engine->DefineJob(job);
+      if (!s.ok()) {
+        return Status(s.code(), "seeding job '" + job.name.value + "': " + s.message());
+      }
+    }
+  }
+  if (mode == EngineMode::kServe) {
+    Status s = engine->Start();
+    if (!s.ok()) return Status(s.code(), "starting the engine: " + s.message());
+  }
+  return engine;
+}
+
+}  // namespace taskengine

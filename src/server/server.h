@@ -1,0 +1,49 @@
+// The composition root: turns a ServerConfig into a running (or dispatch-only)
+// Engine with the built-in handlers registered and the configured job
+// definitions seeded. `taskengine serve`, the other CLI verbs and the system
+// tests all go through OpenEngine, so they share one way of building the
+// server.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/config.h"
+#include "taskengine/engine.h"
+
+namespace taskengine {
+
+// What the engine is opened for.
+enum class EngineMode {
+  // `serve`: migrate, seed the job definitions, run the worker pool (the
+  // configured worker threads) and the sweeper. OpenEngine returns it started.
+  kServe,
+  // `migrate`: migrate and seed; no workers, no sweeper.
+  kMigrate,
+  // Every other CLI verb: an existing, migrated database only (kUnavailable
+  // otherwise, and no file is created); no migration, no seeding, no workers,
+  // no sweeper. Work it admits is picked up by a running `serve` at its next
+  // poll.
+  kClient,
+};
+
+// The engine options for `config` in `mode` (worker_threads and run_sweeper
+// are zero/false unless kServe).
+EngineOptions ToEngineOptions(const ServerConfig& config, EngineMode mode);
+
+// The names of the handlers OpenEngine registers, sorted: {"command"}.
+std::vector<std::string> BuiltinHandlerNames();
+
+// Checks what LoadConfig cannot: every seeded job names a built-in handler,
+// and a `command` job's config has an "argv" array of strings whose first
+// element is an absolute path. kInvalidArgument naming the job otherwise.
+Status CheckJobsAgainstHandlers(const ServerConfig& config);
+
+// Opens the engine for `mode` (see EngineMode), registers the built-in
+// handlers and, for kServe and kMigrate, upserts config.jobs. A database that
+// cannot be opened, created or migrated answers kUnavailable with the path in
+// the message; a bad seed answers kInvalidArgument and starts nothing.
+Result<std::unique_ptr<Engine>> OpenEngine(const ServerConfig& config, EngineMode mode);
+
+}  // namespace taskengine

@@ -1,0 +1,189 @@
+#include "process_util.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace taskengine::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string TempPath(const char* what) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
+                     "/taskengine-cli-" + what + "-XXXXXX";
+  int fd = mkstemp(path.data());
+  if (fd >= 0) close(fd);
+  return path;
+}
+
+void FillResult(int status, ProcessResult* r) {
+  if (WIFEXITED(status)) r->exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r->term_signal = WTERMSIG(status);
+}
+
+}  // namespace
+
+std::string ProcessResult::Describe() const {
+  std::string s = timed_out          ? "timed out"
+                  : term_signal != 0 ? "signal " + std::to_string(term_signal)
+                                     : "exit " + std::to_string(exit_code);
+  return s + "; stderr: " + err + "; stdout: " + out.substr(0, 2000);
+}
+
+std::vector<std::string> ChildEnvironment(const std::vector<std::string>& extra) {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    if (std::strncmp(*e, "TASKENGINE_", 11) == 0) continue;
+    env.emplace_back(*e);
+  }
+  env.insert(env.end(), extra.begin(), extra.end());
+  return env;
+}
+
+bool ChildProcess::Start(const std::vector<std::string>& argv, const SpawnOptions& options,
+                         std::string* error) {
+  Kill();
+  // Everything the child needs is prepared before fork: after it, only
+  // async-signal-safe calls.
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const std::string& e : options.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  const int in = open(options.stdin_path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int out =
+      open(options.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int err =
+      open(options.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  auto close_all = [&] {
+    for (int fd : {in, out, err}) {
+      if (fd >= 0) close(fd);
+    }
+  };
+  if (in < 0 || out < 0 || err < 0) {
+    *error = std::string("open: ") + std::strerror(errno);
+    close_all();
+    return false;
+  }
+  const pid_t parent = getpid();
+  const char* cwd = options.cwd.empty() ? nullptr : options.cwd.c_str();
+  pid_t pid = fork();
+  if (pid < 0) {
+    *error = std::string("fork: ") + std::strerror(errno);
+    close_all();
+    return false;
+  }
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(126);  // the test died before prctl took effect
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(126);
+    if (cwd != nullptr && chdir(cwd) != 0) _exit(126);
+    execve(args[0], args.data(), envp.data());
+    _exit(127);
+  }
+  close_all();
+  pid_ = pid;
+  return true;
+}
+
+void ChildProcess::Signal(int sig) {
+  if (pid_ > 0) kill(pid_, sig);
+}
+
+std::optional<int> ChildProcess::Wait(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return std::nullopt;
+  const auto deadline = Clock::now() + timeout;
+  while (true) {
+    int status = 0;
+    pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      pid_ = -1;
+      return status;
+    }
+    if (r < 0 && errno != EINTR) {
+      pid_ = -1;
+      return std::nullopt;
+    }
+    if (Clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+void ChildProcess::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+}
+
+ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string& input,
+                         std::chrono::milliseconds timeout, const std::vector<std::string>& env,
+                         const std::string& cwd) {
+  ProcessResult result;
+  SpawnOptions o;
+  o.env = env;
+  o.cwd = cwd;
+  o.stdin_path = TempPath("in");
+  o.stdout_path = TempPath("out");
+  o.stderr_path = TempPath("err");
+  {
+    std::ofstream f(o.stdin_path, std::ios::binary | std::ios::trunc);
+    f << input;
+  }
+  ChildProcess child;
+  std::string error;
+  if (!child.Start(argv, o, &error)) {
+    result.err = "could not start " + argv[0] + ": " + error;
+  } else {
+    std::optional<int> status = child.Wait(timeout);
+    if (status) {
+      FillResult(*status, &result);
+    } else {
+      child.Kill();
+      result.timed_out = true;
+    }
+  }
+  result.out = ReadFile(o.stdout_path);
+  result.err += ReadFile(o.stderr_path);
+  for (const std::string& p : {o.stdin_path, o.stdout_path, o.stderr_path}) unlink(p.c_str());
+  return result;
+}
+
+bool WaitUntil(std::chrono::milliseconds timeout, const std::function<bool()>& done,
+               std::chrono::milliseconds every) {
+  const auto deadline = Clock::now() + timeout;
+  while (true) {
+    if (done()) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(every);
+  }
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace taskengine::testing
