@@ -68,10 +68,19 @@ enum class Trigger : int { kScheduled = 0, kManual = 1, kApi = 2, kRetry = 3, kR
 
 enum class JobScope : int { kGlobal = 0, kPerTenant = 1 };
 
+// T4: what a scheduler does with fires it missed (within the catch-up window).
+enum class CatchUpPolicy : int {
+  kCoalesce = 0,  // one execution for all missed fires (the latest)
+  kAll = 1,       // one execution per missed fire
+  kNone = 2,      // skip them (counted)
+};
+
 std::string_view ToString(ExecutionStatus s);
 std::string_view ToString(FailureClass c);
 std::string_view ToString(Trigger t);
 std::string_view ToString(JobScope s);
+std::string_view ToString(CatchUpPolicy p);
+std::optional<CatchUpPolicy> ParseCatchUpPolicy(std::string_view s);
 // Parse the names above; nullopt for an unknown name.
 std::optional<ExecutionStatus> ParseExecutionStatus(std::string_view s);
 std::optional<FailureClass> ParseFailureClass(std::string_view s);
@@ -118,6 +127,12 @@ struct JobDefinition {
   // 1 when absent). Empty = any. Others fail as permanent (Q1).
   std::vector<int> accepted_schema_versions;
   std::string config_json = "{}";  // handler configuration (JSON object)
+  // T4: missed fires older than the window are skipped and counted. Default: 10 min.
+  CatchUpPolicy catch_up = CatchUpPolicy::kCoalesce;
+  Millis catch_up_window_ms = 600'000;
+  // T5: when > 0, a per-tenant job claims windows of this length: one
+  // execution per (tenant, window start), keyed "<job>:<tenant>:<window start>".
+  Millis window_ms = 0;
   bool enabled = true;
   Millis created_at = 0;
   Millis updated_at = 0;
@@ -216,6 +231,23 @@ struct AttemptRecord {
   FailureClass failure_class = FailureClass::kNone;
   bool released = false;  // given back unrun (shutdown), not counted
   std::string error;
+};
+
+// A store/customer (product.md §1). Per-tenant jobs fan out to active ones.
+struct Tenant {
+  TenantId id;
+  std::string name;
+  bool active = true;
+  Millis created_at = 0;
+};
+
+// What the scheduler remembers per job between cycles (T3, T4).
+struct ScheduleState {
+  JobName job;
+  Millis last_fire_at = 0;        // the latest fire time admitted (UTC ms); 0 = never
+  Millis last_evaluated_at = 0;   // fires up to this instant have been decided
+  std::int64_t skipped_fires = 0; // fires skipped in total (outside the window, or policy none)
+  Millis last_skipped_at = 0;     // the latest skipped fire time
 };
 
 enum class LogLevel : int { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };

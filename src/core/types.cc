@@ -20,6 +20,7 @@ constexpr std::array<std::string_view, 5> kFailureNames = {"none", "retryable", 
 constexpr std::array<std::string_view, 5> kTriggerNames = {"scheduled", "manual", "api", "retry",
                                                             "replay"};
 constexpr std::array<std::string_view, 2> kScopeNames = {"global", "per_tenant"};
+constexpr std::array<std::string_view, 3> kCatchUpNames = {"coalesce", "all", "none"};
 constexpr std::array<std::string_view, 4> kLevelNames = {"debug", "info", "warn", "error"};
 
 bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
@@ -39,6 +40,10 @@ std::string_view ToString(ExecutionStatus s) { return kStatusNames.at(static_cas
 std::string_view ToString(FailureClass c) { return kFailureNames.at(static_cast<int>(c)); }
 std::string_view ToString(Trigger t) { return kTriggerNames.at(static_cast<int>(t)); }
 std::string_view ToString(JobScope s) { return kScopeNames.at(static_cast<int>(s)); }
+std::string_view ToString(CatchUpPolicy p) { return kCatchUpNames.at(static_cast<int>(p)); }
+std::optional<CatchUpPolicy> ParseCatchUpPolicy(std::string_view s) {
+  return ParseByName<CatchUpPolicy>(s, kCatchUpNames);
+}
 std::string_view ToString(LogLevel l) { return kLevelNames.at(static_cast<int>(l)); }
 
 std::optional<ExecutionStatus> ParseExecutionStatus(std::string_view s) {

@@ -204,6 +204,15 @@ struct LaneStatus {
   std::int64_t running = 0;
 };
 
+// One scheduler cycle's decision for one job (T3, T4).
+struct ScheduleUpdate {
+  JobName job;
+  Millis last_fire_at = 0;        // new value (kept when 0)
+  Millis evaluated_until = 0;     // fires up to here are decided
+  std::int64_t skipped = 0;       // fires skipped in this cycle
+  Millis last_skipped_at = 0;     // the latest of them (0 = none)
+};
+
 // Thread-safe: every method may be called from any thread.
 class Store {
  public:
@@ -323,6 +332,27 @@ class Store {
   virtual Result<LaneStatus> GetLane(std::string_view lane) = 0;
   // Lanes with work that is not done, blocked ones first; at most `limit`.
   virtual Result<std::vector<LaneStatus>> ListLanes(int limit) = 0;
+
+  // --- tenants (product.md §1) ---
+  // Inserts or updates a tenant by id. kInvalidArgument for a bad id.
+  virtual Status UpsertTenant(const Tenant& tenant) = 0;
+  virtual Result<Tenant> GetTenant(const TenantId& id) = 0;
+  // By id; only active ones when `active_only`.
+  virtual Result<std::vector<Tenant>> ListTenants(bool active_only) = 0;
+
+  // --- scheduling (T3, T4) ---
+  // Takes or renews the lock `name` for `holder` until now + ttl when it is
+  // free, expired or already held by `holder`. Returns whether `holder` holds
+  // it now. Across nodes at most one holder at a time (up to clock skew on
+  // SQLite, where all nodes share one file and one machine).
+  virtual Result<bool> AcquireLock(std::string_view name, std::string_view holder, Millis ttl_ms) = 0;
+  // Gives the lock up when `holder` holds it; otherwise a no-op.
+  virtual Status ReleaseLock(std::string_view name, std::string_view holder) = 0;
+  virtual Result<std::vector<ScheduleState>> ListScheduleStates() = 0;
+  // One transaction: admits the cycle's executions (as AdmitBatch, keys make
+  // a double fire impossible) and records each job's schedule state.
+  virtual Result<std::vector<AdmitResult>> CommitSchedule(
+      const std::vector<AdmitRequest>& admissions, const std::vector<ScheduleUpdate>& updates) = 0;
 
   // --- reads ---
   virtual Result<Execution> GetExecution(ExecutionId id) = 0;

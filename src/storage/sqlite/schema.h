@@ -175,6 +175,31 @@ CREATE TABLE execution_attempts (
   PRIMARY KEY (execution_id, claim_version)
 ) STRICT, WITHOUT ROWID;
 )sql",
+    // Version 4: tenants, scheduler locks and per-job schedule state, catch-up
+    // and window settings.
+    R"sql(
+ALTER TABLE job_definitions ADD COLUMN catch_up INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE job_definitions ADD COLUMN catch_up_window_ms INTEGER NOT NULL DEFAULT 600000;
+ALTER TABLE job_definitions ADD COLUMN window_ms INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE tenants (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL DEFAULT '',
+  active INTEGER NOT NULL DEFAULT 1,
+  created_at INTEGER NOT NULL
+) STRICT;
+CREATE TABLE scheduler_locks (
+  name TEXT PRIMARY KEY,
+  holder TEXT NOT NULL,
+  expires_at INTEGER NOT NULL
+) STRICT;
+CREATE TABLE schedule_state (
+  job TEXT PRIMARY KEY,
+  last_fire_at INTEGER NOT NULL DEFAULT 0,
+  last_evaluated_at INTEGER NOT NULL DEFAULT 0,
+  skipped_fires INTEGER NOT NULL DEFAULT 0,
+  last_skipped_at INTEGER NOT NULL DEFAULT 0
+) STRICT;
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

@@ -158,16 +158,18 @@ constexpr const char* kIsGranted =
   "name, display_name, handler, queue, scope, schedule, timezone, timeout_ms, lease_ms, "      \
   "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                    \
   "max_ambiguous_attempts, max_consecutive_lease_expiries, lane_template, config_json, enabled, " \
-  "created_at, updated_at, accepted_schema_versions, max_unsupported_schema_attempts"
+  "created_at, updated_at, accepted_schema_versions, max_unsupported_schema_attempts, catch_up, " \
+  "catch_up_window_ms, window_ms"
 constexpr const char* kUpsertJob =
     "INSERT INTO job_definitions (" TE_JOB_COLUMNS
     ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-    " ?19, ?19, ?20, ?21) ON CONFLICT(name) DO UPDATE SET display_name = ?2, handler = ?3, queue = ?4,"
+    " ?19, ?19, ?20, ?21, ?22, ?23, ?24) ON CONFLICT(name) DO UPDATE SET display_name = ?2, handler = ?3, queue = ?4,"
     " scope = ?5, schedule = ?6, timezone = ?7, timeout_ms = ?8, lease_ms = ?9, max_attempts = ?10,"
     " backoff_base_ms = ?11, backoff_cap_ms = ?12, max_permanent_attempts = ?13,"
     " max_ambiguous_attempts = ?14, max_consecutive_lease_expiries = ?15, lane_template = ?16,"
     " config_json = ?17, enabled = ?18, updated_at = ?19, accepted_schema_versions = ?20,"
-    " max_unsupported_schema_attempts = ?21";
+    " max_unsupported_schema_attempts = ?21, catch_up = ?22, catch_up_window_ms = ?23,"
+    " window_ms = ?24";
 constexpr const char* kGetJob =
     "SELECT " TE_JOB_COLUMNS " FROM job_definitions WHERE name = ?1";
 constexpr const char* kListJobs = "SELECT " TE_JOB_COLUMNS " FROM job_definitions ORDER BY name";
@@ -194,6 +196,27 @@ constexpr const char* kInsertAttempt =
 constexpr const char* kListAttempts =
     "SELECT attempt, claim_version, worker, started_at, ended_at, outcome, failure_class,"
     " released, error FROM execution_attempts WHERE execution_id = ?1 ORDER BY claim_version";
+// Tenants and scheduling (T3, T4).
+constexpr const char* kUpsertTenant =
+    "INSERT INTO tenants (id, name, active, created_at) VALUES (?1, ?2, ?3, ?4)"
+    " ON CONFLICT(id) DO UPDATE SET name = ?2, active = ?3";
+constexpr const char* kGetTenant = "SELECT id, name, active, created_at FROM tenants WHERE id = ?1";
+constexpr const char* kListTenants =
+    "SELECT id, name, active, created_at FROM tenants WHERE (?1 = 0 OR active = 1) ORDER BY id";
+constexpr const char* kAcquireLock =
+    "INSERT INTO scheduler_locks (name, holder, expires_at) VALUES (?1, ?2, ?3)"
+    " ON CONFLICT(name) DO UPDATE SET holder = ?2, expires_at = ?3"
+    " WHERE scheduler_locks.holder = ?2 OR scheduler_locks.expires_at <= ?4";
+constexpr const char* kLockHolder = "SELECT holder FROM scheduler_locks WHERE name = ?1";
+constexpr const char* kReleaseLock = "DELETE FROM scheduler_locks WHERE name = ?1 AND holder = ?2";
+constexpr const char* kListScheduleStates =
+    "SELECT job, last_fire_at, last_evaluated_at, skipped_fires, last_skipped_at FROM schedule_state"
+    " ORDER BY job";
+constexpr const char* kUpdateScheduleState =
+    "INSERT INTO schedule_state (job, last_fire_at, last_evaluated_at, skipped_fires,"
+    " last_skipped_at) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(job) DO UPDATE SET"
+    " last_fire_at = MAX(last_fire_at, ?2), last_evaluated_at = MAX(last_evaluated_at, ?3),"
+    " skipped_fires = skipped_fires + ?4, last_skipped_at = MAX(last_skipped_at, ?5)";
 constexpr const char* kGetLogs =
     "SELECT execution_id, attempt, at, level, message FROM execution_logs"
     " WHERE execution_id = ?1 ORDER BY id LIMIT ?2";
@@ -316,6 +339,15 @@ std::string FormatIntList(const std::vector<int>& values) {
   return out;
 }
 
+Tenant ReadTenant(const Stmt& s) {
+  Tenant t;
+  t.id = TenantId(s.Text(0));
+  t.name = s.Text(1);
+  t.active = s.Int(2) != 0;
+  t.created_at = s.Int(3);
+  return t;
+}
+
 JobDefinition ReadJob(const Stmt& s) {
   JobDefinition j;
   j.name = JobName(s.Text(0));
@@ -340,6 +372,9 @@ JobDefinition ReadJob(const Stmt& s) {
   j.updated_at = s.Int(19);
   j.accepted_schema_versions = ParseIntList(s.TextView(20));
   j.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(21));
+  j.catch_up = static_cast<CatchUpPolicy>(std::clamp<std::int64_t>(s.Int(22), 0, 2));
+  j.catch_up_window_ms = s.Int(23);
+  j.window_ms = s.Int(24);
   return j;
 }
 
@@ -371,6 +406,11 @@ Status ValidateJob(const JobDefinition& j) {
     if (v < 0 || v > 1'000'000) {
       return InvalidArgument("job " + j.name.value + ": schema versions must be 0..1000000");
     }
+  }
+  if (j.catch_up_window_ms < 0 || j.catch_up_window_ms > 7LL * 24 * 3600 * 1000 ||
+      j.window_ms < 0 || j.window_ms > 366LL * 24 * 3600 * 1000) {
+    return InvalidArgument("job " + j.name.value +
+                           ": catch-up window must be 0..7 days and window 0..366 days");
   }
   if (j.lane_template.size() > 200) {
     return InvalidArgument("job " + j.name.value + ": lane template longer than 200 bytes");
@@ -465,6 +505,8 @@ class SqliteStore final : public Store {
       s.Bind(17, job.config_json).Bind(18, job.enabled ? 1 : 0).Bind(19, now);
       s.Bind(20, FormatIntList(job.accepted_schema_versions));
       s.Bind(21, job.retry.max_unsupported_schema_attempts);
+      s.Bind(22, static_cast<int>(job.catch_up)).Bind(23, job.catch_up_window_ms);
+      s.Bind(24, job.window_ms);
       TE_RETURN_IF_ERROR(s.Run());
       return true;
     }).status();
@@ -499,6 +541,29 @@ class SqliteStore final : public Store {
   Result<AdmitResult> Admit(const AdmitRequest& request) override {
     TE_ASSIGN_OR_RETURN(auto results, AdmitBatch({request}));
     return std::move(results.front());
+  }
+
+  Result<std::vector<AdmitResult>> CommitSchedule(
+      const std::vector<AdmitRequest>& admissions,
+      const std::vector<ScheduleUpdate>& updates) override {
+    const Millis now = clock_->NowMillis();
+    return Write<std::vector<AdmitResult>>(
+        [&](Connection& c) -> Result<std::vector<AdmitResult>> {
+          std::vector<AdmitResult> out;
+          out.reserve(admissions.size());
+          std::unordered_map<std::string, JobPolicy> jobs;
+          for (const AdmitRequest& r : admissions) {
+            TE_ASSIGN_OR_RETURN(AdmitResult res, AdmitOne(c, r, now, jobs));
+            out.push_back(res);
+          }
+          for (const ScheduleUpdate& u : updates) {
+            TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpdateScheduleState));
+            s.Bind(1, u.job.value).Bind(2, u.last_fire_at).Bind(3, u.evaluated_until);
+            s.Bind(4, u.skipped).Bind(5, u.last_skipped_at);
+            TE_RETURN_IF_ERROR(s.Run());
+          }
+          return out;
+        });
   }
 
   Result<std::vector<AdmitResult>> AdmitBatch(const std::vector<AdmitRequest>& requests) override {
@@ -1033,6 +1098,96 @@ class SqliteStore final : public Store {
       });
       return out;
     });
+  }
+
+  // --- tenants ---
+
+  Status UpsertTenant(const Tenant& tenant) override {
+    if (!IsValidTenantId(tenant.id.value)) {
+      return InvalidArgument("invalid tenant id '" + tenant.id.value +
+                             "': must match [a-z0-9][a-z0-9_-]{0,49}");
+    }
+    if (tenant.name.size() > 200) return InvalidArgument("tenant name longer than 200 bytes");
+    return Write<bool>([&](Connection& c) -> Result<bool> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpsertTenant));
+      s.Bind(1, tenant.id.value).Bind(2, tenant.name).Bind(3, tenant.active ? 1 : 0);
+      s.Bind(4, clock_->NowMillis());
+      TE_RETURN_IF_ERROR(s.Run());
+      return true;
+    }).status();
+  }
+
+  Result<Tenant> GetTenant(const TenantId& id) override {
+    return Read<Tenant>([&](Connection& c) -> Result<Tenant> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kGetTenant));
+      s.Bind(1, id.value);
+      TE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return NotFound("no tenant '" + id.value + "'");
+      return ReadTenant(s);
+    });
+  }
+
+  Result<std::vector<Tenant>> ListTenants(bool active_only) override {
+    return Read<std::vector<Tenant>>([&](Connection& c) -> Result<std::vector<Tenant>> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListTenants));
+      s.Bind(1, active_only ? 1 : 0);
+      std::vector<Tenant> out;
+      while (true) {
+        TE_ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row) break;
+        out.push_back(ReadTenant(s));
+      }
+      return out;
+    });
+  }
+
+  // --- scheduling ---
+
+  Result<bool> AcquireLock(std::string_view name, std::string_view holder, Millis ttl_ms) override {
+    if (name.empty() || holder.empty() || ttl_ms < 1) {
+      return InvalidArgument("a lock needs a name, a holder and a positive ttl");
+    }
+    return Write<bool>([&](Connection& c) -> Result<bool> {
+      const Millis now = clock_->NowMillis();
+      {
+        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kAcquireLock));
+        s.Bind(1, name).Bind(2, holder).Bind(3, now + ttl_ms).Bind(4, now);
+        TE_RETURN_IF_ERROR(s.Run());
+      }
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kLockHolder));
+      s.Bind(1, name);
+      TE_ASSIGN_OR_RETURN(bool row, s.Step());
+      return row && s.TextView(0) == holder;
+    });
+  }
+
+  Status ReleaseLock(std::string_view name, std::string_view holder) override {
+    return Write<bool>([&](Connection& c) -> Result<bool> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kReleaseLock));
+      s.Bind(1, name).Bind(2, holder);
+      TE_RETURN_IF_ERROR(s.Run());
+      return true;
+    }).status();
+  }
+
+  Result<std::vector<ScheduleState>> ListScheduleStates() override {
+    return Read<std::vector<ScheduleState>>(
+        [&](Connection& c) -> Result<std::vector<ScheduleState>> {
+          TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListScheduleStates));
+          std::vector<ScheduleState> out;
+          while (true) {
+            TE_ASSIGN_OR_RETURN(bool row, s.Step());
+            if (!row) break;
+            ScheduleState st;
+            st.job = JobName(s.Text(0));
+            st.last_fire_at = s.Int(1);
+            st.last_evaluated_at = s.Int(2);
+            st.skipped_fires = s.Int(3);
+            st.last_skipped_at = s.Int(4);
+            out.push_back(std::move(st));
+          }
+          return out;
+        });
   }
 
   // --- reads ---
