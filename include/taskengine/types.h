@@ -250,6 +250,42 @@ struct ScheduleState {
   Millis last_skipped_at = 0;     // the latest skipped fire time
 };
 
+// X1: who may call the API. Scopes: read, dispatch, operate, admin, worker.
+// Tenants: the tenants a principal may see and touch; "*" = global scope.
+struct User {
+  std::string name;           // [a-z0-9][a-z0-9._@-]{0,99}
+  std::string password_hash;  // Argon2id, libsodium's encoded form
+  std::vector<std::string> scopes;
+  std::vector<std::string> tenants;
+  bool disabled = false;
+  Millis created_at = 0;
+};
+
+// A bearer API token. Only a hash of its secret is stored; the secret is
+// shown once at creation.
+struct ApiToken {
+  std::int64_t id = 0;
+  std::string name;          // a label, e.g. "billing-worker"
+  std::string secret_hash;   // hex SHA-256 of the secret
+  std::string principal;     // the identity calls are made as (audited, requester)
+  std::vector<std::string> scopes;
+  std::vector<std::string> tenants;
+  Millis created_at = 0;
+  Millis expires_at = 0;     // 0 = never
+  Millis revoked_at = 0;     // 0 = live
+  Millis last_used_at = 0;
+};
+
+// A dashboard session. Only a hash of its id is stored.
+struct Session {
+  std::string id_hash;       // hex SHA-256 of the session id cookie
+  std::string user;
+  std::string csrf_token;
+  Millis created_at = 0;
+  Millis last_seen_at = 0;
+  Millis expires_at = 0;     // absolute timeout
+};
+
 enum class LogLevel : int { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
 std::string_view ToString(LogLevel l);
 std::optional<LogLevel> ParseLogLevel(std::string_view s);

@@ -354,6 +354,28 @@ class Store {
   virtual Result<std::vector<AdmitResult>> CommitSchedule(
       const std::vector<AdmitRequest>& admissions, const std::vector<ScheduleUpdate>& updates) = 0;
 
+  // --- principals (X1): users, API tokens, dashboard sessions ---
+  // Inserts or replaces a user by name. kInvalidArgument for a bad name.
+  virtual Status UpsertUser(const User& user) = 0;
+  virtual Result<User> GetUser(std::string_view name) = 0;
+  virtual Result<std::vector<User>> ListUsers() = 0;
+  // Stores a token (its secret_hash must be unique); returns its id.
+  virtual Result<std::int64_t> CreateToken(const ApiToken& token) = 0;
+  // The token whose secret hashes to `secret_hash`, revoked or expired ones
+  // included (the caller decides); kNotFound otherwise.
+  virtual Result<ApiToken> FindToken(std::string_view secret_hash) = 0;
+  // Marks a token revoked (idempotent). kNotFound for an unknown id.
+  virtual Status RevokeToken(std::int64_t id) = 0;
+  virtual Result<std::vector<ApiToken>> ListTokens() = 0;
+  // Records that a token was used now (best effort, not durable).
+  virtual Status TouchToken(std::int64_t id) = 0;
+  virtual Status CreateSession(const Session& session) = 0;
+  virtual Result<Session> GetSession(std::string_view id_hash) = 0;
+  // Sets last_seen_at to now (not durable).
+  virtual Status TouchSession(std::string_view id_hash) = 0;
+  // Logout: the session is gone server-side (idempotent).
+  virtual Status DeleteSession(std::string_view id_hash) = 0;
+
   // --- reads ---
   virtual Result<Execution> GetExecution(ExecutionId id) = 0;
   // The attempts of `id` that ended without success (retried, expired,

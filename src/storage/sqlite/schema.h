@@ -200,6 +200,37 @@ CREATE TABLE schedule_state (
   last_skipped_at INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 )sql",
+    // Version 5: users, API tokens (hashed), dashboard sessions (hashed).
+    R"sql(
+CREATE TABLE users (
+  name TEXT PRIMARY KEY,
+  password_hash TEXT NOT NULL,
+  scopes TEXT NOT NULL,
+  tenants TEXT NOT NULL,
+  disabled INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL
+) STRICT;
+CREATE TABLE api_tokens (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  secret_hash TEXT NOT NULL UNIQUE,
+  principal TEXT NOT NULL,
+  scopes TEXT NOT NULL,
+  tenants TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL DEFAULT 0,
+  revoked_at INTEGER NOT NULL DEFAULT 0,
+  last_used_at INTEGER NOT NULL DEFAULT 0
+) STRICT;
+CREATE TABLE sessions (
+  id_hash TEXT PRIMARY KEY,
+  user TEXT NOT NULL,
+  csrf_token TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  last_seen_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL
+) STRICT;
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

@@ -217,6 +217,34 @@ constexpr const char* kUpdateScheduleState =
     " last_skipped_at) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(job) DO UPDATE SET"
     " last_fire_at = MAX(last_fire_at, ?2), last_evaluated_at = MAX(last_evaluated_at, ?3),"
     " skipped_fires = skipped_fires + ?4, last_skipped_at = MAX(last_skipped_at, ?5)";
+// Principals (X1).
+constexpr const char* kUpsertUser =
+    "INSERT INTO users (name, password_hash, scopes, tenants, disabled, created_at)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(name) DO UPDATE SET password_hash = ?2,"
+    " scopes = ?3, tenants = ?4, disabled = ?5";
+constexpr const char* kGetUser =
+    "SELECT name, password_hash, scopes, tenants, disabled, created_at FROM users WHERE name = ?1";
+constexpr const char* kListUsers =
+    "SELECT name, password_hash, scopes, tenants, disabled, created_at FROM users ORDER BY name";
+#define TE_TOKEN_COLUMNS \
+  "id, name, secret_hash, principal, scopes, tenants, created_at, expires_at, revoked_at, last_used_at"
+constexpr const char* kCreateToken =
+    "INSERT INTO api_tokens (name, secret_hash, principal, scopes, tenants, created_at, expires_at)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+constexpr const char* kFindToken = "SELECT " TE_TOKEN_COLUMNS " FROM api_tokens WHERE secret_hash = ?1";
+constexpr const char* kListTokens = "SELECT " TE_TOKEN_COLUMNS " FROM api_tokens ORDER BY id";
+constexpr const char* kRevokeToken =
+    "UPDATE api_tokens SET revoked_at = CASE WHEN revoked_at = 0 THEN ?2 ELSE revoked_at END"
+    " WHERE id = ?1";
+constexpr const char* kTouchToken = "UPDATE api_tokens SET last_used_at = ?2 WHERE id = ?1";
+constexpr const char* kCreateSession =
+    "INSERT INTO sessions (id_hash, user, csrf_token, created_at, last_seen_at, expires_at)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+constexpr const char* kGetSession =
+    "SELECT id_hash, user, csrf_token, created_at, last_seen_at, expires_at FROM sessions"
+    " WHERE id_hash = ?1";
+constexpr const char* kTouchSession = "UPDATE sessions SET last_seen_at = ?2 WHERE id_hash = ?1";
+constexpr const char* kDeleteSession = "DELETE FROM sessions WHERE id_hash = ?1";
 constexpr const char* kGetLogs =
     "SELECT execution_id, attempt, at, level, message FROM execution_logs"
     " WHERE execution_id = ?1 ORDER BY id LIMIT ?2";
@@ -337,6 +365,81 @@ std::string FormatIntList(const std::vector<int>& values) {
     out += std::to_string(v);
   }
   return out;
+}
+
+std::vector<std::string> SplitList(std::string_view text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    if (comma > start) out.emplace_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string JoinList(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) {
+    if (!out.empty()) out += ',';
+    out += item;
+  }
+  return out;
+}
+
+Status ValidatePrincipalLists(const std::vector<std::string>& scopes,
+                              const std::vector<std::string>& tenants) {
+  static constexpr std::string_view kScopes[] = {"read", "dispatch", "operate", "admin", "worker"};
+  for (const std::string& scope : scopes) {
+    if (std::find(std::begin(kScopes), std::end(kScopes), scope) == std::end(kScopes)) {
+      return InvalidArgument("unknown scope '" + scope +
+                             "' (read, dispatch, operate, admin, worker)");
+    }
+  }
+  for (const std::string& tenant : tenants) {
+    if (tenant != "*" && !IsValidTenantId(tenant)) {
+      return InvalidArgument("invalid tenant '" + tenant + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+User ReadUser(const Stmt& s) {
+  User u;
+  u.name = s.Text(0);
+  u.password_hash = s.Text(1);
+  u.scopes = SplitList(s.TextView(2));
+  u.tenants = SplitList(s.TextView(3));
+  u.disabled = s.Int(4) != 0;
+  u.created_at = s.Int(5);
+  return u;
+}
+
+ApiToken ReadToken(const Stmt& s) {
+  ApiToken t;
+  t.id = s.Int(0);
+  t.name = s.Text(1);
+  t.secret_hash = s.Text(2);
+  t.principal = s.Text(3);
+  t.scopes = SplitList(s.TextView(4));
+  t.tenants = SplitList(s.TextView(5));
+  t.created_at = s.Int(6);
+  t.expires_at = s.Int(7);
+  t.revoked_at = s.Int(8);
+  t.last_used_at = s.Int(9);
+  return t;
+}
+
+Session ReadSession(const Stmt& s) {
+  Session x;
+  x.id_hash = s.Text(0);
+  x.user = s.Text(1);
+  x.csrf_token = s.Text(2);
+  x.created_at = s.Int(3);
+  x.last_seen_at = s.Int(4);
+  x.expires_at = s.Int(5);
+  return x;
 }
 
 Tenant ReadTenant(const Stmt& s) {
@@ -1188,6 +1291,147 @@ class SqliteStore final : public Store {
           }
           return out;
         });
+  }
+
+  // --- principals ---
+
+  Status UpsertUser(const User& user) override {
+    if (user.name.empty() || user.name.size() > 100 ||
+        user.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._@-") != std::string::npos) {
+      return InvalidArgument("invalid user name '" + user.name + "': [a-z0-9._@-], 1..100");
+    }
+    if (user.password_hash.empty()) return InvalidArgument("a user needs a password hash");
+    TE_RETURN_IF_ERROR(ValidatePrincipalLists(user.scopes, user.tenants));
+    return Write<bool>([&](Connection& c) -> Result<bool> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpsertUser));
+      s.Bind(1, user.name).Bind(2, user.password_hash).Bind(3, JoinList(user.scopes));
+      s.Bind(4, JoinList(user.tenants)).Bind(5, user.disabled ? 1 : 0).Bind(6, clock_->NowMillis());
+      TE_RETURN_IF_ERROR(s.Run());
+      return true;
+    }).status();
+  }
+
+  Result<User> GetUser(std::string_view name) override {
+    return Read<User>([&](Connection& c) -> Result<User> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kGetUser));
+      s.Bind(1, name);
+      TE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return NotFound("no user '" + std::string(name) + "'");
+      return ReadUser(s);
+    });
+  }
+
+  Result<std::vector<User>> ListUsers() override {
+    return Read<std::vector<User>>([&](Connection& c) -> Result<std::vector<User>> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListUsers));
+      std::vector<User> out;
+      while (true) {
+        TE_ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row) break;
+        out.push_back(ReadUser(s));
+      }
+      return out;
+    });
+  }
+
+  Result<std::int64_t> CreateToken(const ApiToken& token) override {
+    if (token.secret_hash.size() != 64) return InvalidArgument("token secret hash must be hex SHA-256");
+    if (token.principal.empty() || token.principal.size() > 200 || token.name.size() > 200) {
+      return InvalidArgument("a token needs a principal (and names of at most 200 bytes)");
+    }
+    TE_RETURN_IF_ERROR(ValidatePrincipalLists(token.scopes, token.tenants));
+    return Write<std::int64_t>([&](Connection& c) -> Result<std::int64_t> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kCreateToken));
+      s.Bind(1, token.name).Bind(2, token.secret_hash).Bind(3, token.principal);
+      s.Bind(4, JoinList(token.scopes)).Bind(5, JoinList(token.tenants));
+      s.Bind(6, clock_->NowMillis()).Bind(7, token.expires_at);
+      TE_RETURN_IF_ERROR(s.Run());
+      return c.last_insert_rowid();
+    });
+  }
+
+  Result<ApiToken> FindToken(std::string_view secret_hash) override {
+    return Read<ApiToken>([&](Connection& c) -> Result<ApiToken> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kFindToken));
+      s.Bind(1, secret_hash);
+      TE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return NotFound("no such token");
+      return ReadToken(s);
+    });
+  }
+
+  Status RevokeToken(std::int64_t id) override {
+    return Write<bool>([&](Connection& c) -> Result<bool> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kRevokeToken));
+      s.Bind(1, id).Bind(2, clock_->NowMillis());
+      TE_RETURN_IF_ERROR(s.Run());
+      if (c.changes() == 0) return NotFound("no token " + std::to_string(id));
+      return true;
+    }).status();
+  }
+
+  Result<std::vector<ApiToken>> ListTokens() override {
+    return Read<std::vector<ApiToken>>([&](Connection& c) -> Result<std::vector<ApiToken>> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListTokens));
+      std::vector<ApiToken> out;
+      while (true) {
+        TE_ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row) break;
+        out.push_back(ReadToken(s));
+      }
+      return out;
+    });
+  }
+
+  Status TouchToken(std::int64_t id) override {
+    return Write<bool>([&](Connection& c) -> Result<bool> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kTouchToken));
+      s.Bind(1, id).Bind(2, clock_->NowMillis());
+      TE_RETURN_IF_ERROR(s.Run());
+      return true;
+    }, Durability::kRelaxed).status();
+  }
+
+  Status CreateSession(const Session& session) override {
+    if (session.id_hash.size() != 64 || session.user.empty() || session.csrf_token.empty()) {
+      return InvalidArgument("a session needs an id hash, a user and a CSRF token");
+    }
+    return Write<bool>([&](Connection& c) -> Result<bool> {
+      const Millis now = clock_->NowMillis();
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kCreateSession));
+      s.Bind(1, session.id_hash).Bind(2, session.user).Bind(3, session.csrf_token);
+      s.Bind(4, now).Bind(5, now).Bind(6, session.expires_at);
+      TE_RETURN_IF_ERROR(s.Run());
+      return true;
+    }).status();
+  }
+
+  Result<Session> GetSession(std::string_view id_hash) override {
+    return Read<Session>([&](Connection& c) -> Result<Session> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kGetSession));
+      s.Bind(1, id_hash);
+      TE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return NotFound("no such session");
+      return ReadSession(s);
+    });
+  }
+
+  Status TouchSession(std::string_view id_hash) override {
+    return Write<bool>([&](Connection& c) -> Result<bool> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kTouchSession));
+      s.Bind(1, id_hash).Bind(2, clock_->NowMillis());
+      TE_RETURN_IF_ERROR(s.Run());
+      return true;
+    }, Durability::kRelaxed).status();
+  }
+
+  Status DeleteSession(std::string_view id_hash) override {
+    return Write<bool>([&](Connection& c) -> Result<bool> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kDeleteSession));
+      s.Bind(1, id_hash);
+      TE_RETURN_IF_ERROR(s.Run());
+      return true;
+    }).status();
   }
 
   // --- reads ---

@@ -1,0 +1,110 @@
+// Conformance cases for principals (X1): users, hashed API tokens and
+// dashboard sessions.
+#include <string>
+#include <vector>
+
+#include "core/canonical_json.h"
+#include "storage/testing/conformance.h"
+
+namespace taskengine {
+namespace {
+
+User MakeUser(const std::string& name) {
+  User u;
+  u.name = name;
+  u.password_hash = "$argon2id$v=19$m=65536,t=2,p=1$c2FsdA$aGFzaA";
+  u.scopes = {"read", "operate"};
+  u.tenants = {"acme", "globex"};
+  return u;
+}
+
+ApiToken MakeToken(const std::string& secret, const std::string& principal) {
+  ApiToken t;
+  t.name = "label-" + principal;
+  t.secret_hash = Sha256Hex(secret);
+  t.principal = principal;
+  t.scopes = {"dispatch"};
+  t.tenants = {"*"};
+  return t;
+}
+
+}  // namespace
+
+TEST_P(StoreConformance, X1_UsersRoundTripAndAreValidated) {
+  ASSERT_OK(store().UpsertUser(MakeUser("alice")));
+  ASSERT_OK_AND_ASSIGN(User got, store().GetUser("alice"));
+  EXPECT_EQ(got.password_hash, MakeUser("alice").password_hash);
+  EXPECT_EQ(got.scopes, (std::vector<std::string>{"read", "operate"}));
+  EXPECT_EQ(got.tenants, (std::vector<std::string>{"acme", "globex"}));
+  EXPECT_FALSE(got.disabled);
+  User disabled = MakeUser("alice");
+  disabled.disabled = true;
+  ASSERT_OK(store().UpsertUser(disabled));
+  ASSERT_OK_AND_ASSIGN(got, store().GetUser("alice"));
+  EXPECT_TRUE(got.disabled);
+  ASSERT_OK_AND_ASSIGN(auto users, store().ListUsers());
+  EXPECT_EQ(users.size(), 1u);
+  EXPECT_EQ(store().GetUser("bob").status().code(), ErrorCode::kNotFound);
+  User bad = MakeUser("Bad Name");
+  EXPECT_EQ(store().UpsertUser(bad).code(), ErrorCode::kInvalidArgument);
+  bad = MakeUser("carol");
+  bad.scopes = {"root"};
+  EXPECT_EQ(store().UpsertUser(bad).code(), ErrorCode::kInvalidArgument);
+  bad = MakeUser("carol");
+  bad.tenants = {"NOT VALID"};
+  EXPECT_EQ(store().UpsertUser(bad).code(), ErrorCode::kInvalidArgument);
+  bad = MakeUser("carol");
+  bad.password_hash.clear();
+  EXPECT_EQ(store().UpsertUser(bad).code(), ErrorCode::kInvalidArgument);
+}
+
+TEST_P(StoreConformance, X1_TokensAreFoundByHashAndRevocable) {
+  ASSERT_OK_AND_ASSIGN(std::int64_t id, store().CreateToken(MakeToken("s3cret", "billing")));
+  EXPECT_GT(id, 0);
+  ASSERT_OK_AND_ASSIGN(ApiToken t, store().FindToken(Sha256Hex("s3cret")));
+  EXPECT_EQ(t.id, id);
+  EXPECT_EQ(t.principal, "billing");
+  EXPECT_EQ(t.scopes, (std::vector<std::string>{"dispatch"}));
+  EXPECT_EQ(t.tenants, (std::vector<std::string>{"*"}));
+  EXPECT_EQ(t.created_at, Now());
+  EXPECT_EQ(t.revoked_at, 0);
+  EXPECT_EQ(store().FindToken(Sha256Hex("other")).status().code(), ErrorCode::kNotFound);
+  // The same secret twice is refused: a hash names one token.
+  EXPECT_FALSE(store().CreateToken(MakeToken("s3cret", "again")).ok());
+  ASSERT_OK(store().TouchToken(id));
+  ASSERT_OK(store().RevokeToken(id));
+  ASSERT_OK_AND_ASSIGN(t, store().FindToken(Sha256Hex("s3cret")));
+  EXPECT_EQ(t.revoked_at, Now());
+  ASSERT_OK(store().RevokeToken(id));  // idempotent
+  EXPECT_EQ(store().RevokeToken(id + 100).code(), ErrorCode::kNotFound);
+  ASSERT_OK_AND_ASSIGN(auto all, store().ListTokens());
+  EXPECT_EQ(all.size(), 1u);
+  ApiToken bad = MakeToken("x", "p");
+  bad.secret_hash = "short";
+  EXPECT_EQ(store().CreateToken(bad).status().code(), ErrorCode::kInvalidArgument);
+  bad = MakeToken("y", "");
+  EXPECT_EQ(store().CreateToken(bad).status().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST_P(StoreConformance, X1_SessionsLiveUntilDeleted) {
+  Session s;
+  s.id_hash = Sha256Hex("session-id");
+  s.user = "alice";
+  s.csrf_token = "csrf";
+  s.expires_at = Now() + 3600'000;
+  ASSERT_OK(store().CreateSession(s));
+  ASSERT_OK_AND_ASSIGN(Session got, store().GetSession(s.id_hash));
+  EXPECT_EQ(got.user, "alice");
+  EXPECT_EQ(got.csrf_token, "csrf");
+  EXPECT_EQ(got.created_at, Now());
+  EXPECT_EQ(got.expires_at, s.expires_at);
+  ASSERT_OK(store().TouchSession(s.id_hash));
+  ASSERT_OK(store().DeleteSession(s.id_hash));
+  EXPECT_EQ(store().GetSession(s.id_hash).status().code(), ErrorCode::kNotFound);
+  ASSERT_OK(store().DeleteSession(s.id_hash));  // idempotent
+  Session bad = s;
+  bad.csrf_token.clear();
+  EXPECT_EQ(store().CreateSession(bad).code(), ErrorCode::kInvalidArgument);
+}
+
+}  // namespace taskengine
