@@ -286,6 +286,23 @@ struct Session {
   Millis expires_at = 0;     // absolute timeout
 };
 
+// W5: a worker process or thread that leases executions.
+enum class WorkerState : int { kIdle = 0, kBusy = 1, kStopped = 2 };
+std::string_view ToString(WorkerState s);
+std::optional<WorkerState> ParseWorkerState(std::string_view s);
+
+struct WorkerInfo {
+  WorkerId id;
+  std::string hostname;
+  std::int64_t pid = 0;
+  WorkerState state = WorkerState::kIdle;
+  ExecutionId current;             // 0 = none
+  std::int64_t processed = 0;      // executions finished by this worker
+  std::int64_t failed = 0;         // of which failed
+  Millis started_at = 0;
+  Millis last_heartbeat_at = 0;
+};
+
 enum class LogLevel : int { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
 std::string_view ToString(LogLevel l);
 std::optional<LogLevel> ParseLogLevel(std::string_view s);

@@ -44,6 +44,11 @@ std::string_view ToString(CatchUpPolicy p) { return kCatchUpNames.at(static_cast
 std::optional<CatchUpPolicy> ParseCatchUpPolicy(std::string_view s) {
   return ParseByName<CatchUpPolicy>(s, kCatchUpNames);
 }
+constexpr std::array<std::string_view, 3> kWorkerStateNames = {"idle", "busy", "stopped"};
+std::string_view ToString(WorkerState s) { return kWorkerStateNames.at(static_cast<int>(s)); }
+std::optional<WorkerState> ParseWorkerState(std::string_view s) {
+  return ParseByName<WorkerState>(s, kWorkerStateNames);
+}
 std::string_view ToString(LogLevel l) { return kLevelNames.at(static_cast<int>(l)); }
 
 std::optional<ExecutionStatus> ParseExecutionStatus(std::string_view s) {

@@ -376,6 +376,14 @@ class Store {
   // Logout: the session is gone server-side (idempotent).
   virtual Status DeleteSession(std::string_view id_hash) = 0;
 
+  // --- workers (W5) ---
+  // Inserts or updates a worker's registration and heartbeat (relaxed
+  // durability: a lost heartbeat is harmless). `processed` and `failed` are
+  // the worker's own running totals. kInvalidArgument for an empty id.
+  virtual Status ReportWorker(const WorkerInfo& worker) = 0;
+  // Workers seen within `seen_within_ms` (0 = all), by id.
+  virtual Result<std::vector<WorkerInfo>> ListWorkers(Millis seen_within_ms) = 0;
+
   // --- reads ---
   virtual Result<Execution> GetExecution(ExecutionId id) = 0;
   // The attempts of `id` that ended without success (retried, expired,

@@ -231,6 +231,20 @@ CREATE TABLE sessions (
   expires_at INTEGER NOT NULL
 ) STRICT;
 )sql",
+    // Version 6: the worker registry (W5).
+    R"sql(
+CREATE TABLE workers (
+  id TEXT PRIMARY KEY,
+  hostname TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  state INTEGER NOT NULL,
+  current_execution INTEGER NOT NULL DEFAULT 0,
+  processed INTEGER NOT NULL DEFAULT 0,
+  failed INTEGER NOT NULL DEFAULT 0,
+  started_at INTEGER NOT NULL,
+  last_heartbeat_at INTEGER NOT NULL
+) STRICT;
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

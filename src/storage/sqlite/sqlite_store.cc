@@ -245,6 +245,15 @@ constexpr const char* kGetSession =
     " WHERE id_hash = ?1";
 constexpr const char* kTouchSession = "UPDATE sessions SET last_seen_at = ?2 WHERE id_hash = ?1";
 constexpr const char* kDeleteSession = "DELETE FROM sessions WHERE id_hash = ?1";
+// Workers (W5).
+constexpr const char* kReportWorker =
+    "INSERT INTO workers (id, hostname, pid, state, current_execution, processed, failed,"
+    " started_at, last_heartbeat_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+    " ON CONFLICT(id) DO UPDATE SET hostname = ?2, pid = ?3, state = ?4, current_execution = ?5,"
+    " processed = ?6, failed = ?7, started_at = ?8, last_heartbeat_at = ?9";
+constexpr const char* kListWorkers =
+    "SELECT id, hostname, pid, state, current_execution, processed, failed, started_at,"
+    " last_heartbeat_at FROM workers WHERE (?1 = 0 OR last_heartbeat_at >= ?2) ORDER BY id";
 constexpr const char* kGetLogs =
     "SELECT execution_id, attempt, at, level, message FROM execution_logs"
     " WHERE execution_id = ?1 ORDER BY id LIMIT ?2";
@@ -1432,6 +1441,48 @@ class SqliteStore final : public Store {
       TE_RETURN_IF_ERROR(s.Run());
       return true;
     }).status();
+  }
+
+  // --- workers ---
+
+  Status ReportWorker(const WorkerInfo& w) override {
+    if (w.id.empty() || w.id.value.size() > 200 || w.hostname.size() > 255) {
+      return InvalidArgument("a worker needs an id (at most 200 bytes)");
+    }
+    return Write<bool>([&](Connection& c) -> Result<bool> {
+      const Millis now = clock_->NowMillis();
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kReportWorker));
+      s.Bind(1, w.id.value).Bind(2, w.hostname).Bind(3, w.pid).Bind(4, static_cast<int>(w.state));
+      s.Bind(5, w.current.value).Bind(6, w.processed).Bind(7, w.failed);
+      s.Bind(8, w.started_at > 0 ? w.started_at : now).Bind(9, now);
+      TE_RETURN_IF_ERROR(s.Run());
+      return true;
+    }, Durability::kRelaxed).status();
+  }
+
+  Result<std::vector<WorkerInfo>> ListWorkers(Millis seen_within_ms) override {
+    const Millis now = clock_->NowMillis();
+    return Read<std::vector<WorkerInfo>>([&](Connection& c) -> Result<std::vector<WorkerInfo>> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListWorkers));
+      s.Bind(1, seen_within_ms).Bind(2, now - seen_within_ms);
+      std::vector<WorkerInfo> out;
+      while (true) {
+        TE_ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row) break;
+        WorkerInfo w;
+        w.id = WorkerId(s.Text(0));
+        w.hostname = s.Text(1);
+        w.pid = s.Int(2);
+        w.state = static_cast<WorkerState>(std::clamp<std::int64_t>(s.Int(3), 0, 2));
+        w.current = ExecutionId(s.Int(4));
+        w.processed = s.Int(5);
+        w.failed = s.Int(6);
+        w.started_at = s.Int(7);
+        w.last_heartbeat_at = s.Int(8);
+        out.push_back(std::move(w));
+      }
+      return out;
+    });
   }
 
   // --- reads ---

@@ -108,3 +108,37 @@ TEST_P(StoreConformance, X1_SessionsLiveUntilDeleted) {
 }
 
 }  // namespace taskengine
+
+namespace taskengine {
+
+TEST_P(StoreConformance, W5_WorkersReportAndList) {
+  WorkerInfo w;
+  w.id = WorkerId("host-a:42");
+  w.hostname = "host-a";
+  w.pid = 42;
+  w.state = WorkerState::kBusy;
+  w.current = ExecutionId(7);
+  w.processed = 3;
+  w.failed = 1;
+  ASSERT_OK(store().ReportWorker(w));
+  ASSERT_OK_AND_ASSIGN(auto workers, store().ListWorkers(0));
+  ASSERT_EQ(workers.size(), 1u);
+  EXPECT_EQ(workers[0].hostname, "host-a");
+  EXPECT_EQ(workers[0].state, WorkerState::kBusy);
+  EXPECT_EQ(workers[0].current, ExecutionId(7));
+  EXPECT_EQ(workers[0].processed, 3);
+  EXPECT_EQ(workers[0].started_at, Now());
+  EXPECT_EQ(workers[0].last_heartbeat_at, Now());
+  Advance(5 * 60'000);
+  ASSERT_OK_AND_ASSIGN(workers, store().ListWorkers(60'000));
+  EXPECT_TRUE(workers.empty());  // not seen within the last minute
+  w.state = WorkerState::kStopped;
+  ASSERT_OK(store().ReportWorker(w));
+  ASSERT_OK_AND_ASSIGN(workers, store().ListWorkers(60'000));
+  ASSERT_EQ(workers.size(), 1u);
+  EXPECT_EQ(workers[0].state, WorkerState::kStopped);
+  WorkerInfo bad;
+  EXPECT_EQ(store().ReportWorker(bad).code(), ErrorCode::kInvalidArgument);
+}
+
+}  // namespace taskengine
