@@ -9,6 +9,7 @@
 //   engine.value()->Stop();
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -171,6 +172,11 @@ class Engine {
   virtual Result<int> SweepOnce() = 0;
 
   virtual Result<Execution> GetExecution(ExecutionId id) = 0;
+  // Registers `listener`, called after every commit of this engine that may
+  // have made work due (admissions, replays, sweeps) — e.g. to complete
+  // remote workers' long polls. Called on the committing thread: it must be
+  // cheap and must not block. Listeners live as long as the engine.
+  virtual void AddWorkListener(std::function<void()> listener) = 0;
   // Worker-pool counters (zero before Start or without workers). Thread-safe.
   virtual EngineStats stats() const = 0;
   // The storage behind this engine, for reads and tools. Owned by the engine.

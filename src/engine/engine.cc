@@ -170,10 +170,17 @@ class EngineImpl final : public Engine {
     return Status::Ok();
   }
 
+  void AddWorkListener(std::function<void()> listener) override {
+    std::lock_guard<std::mutex> lock(listeners_mu_);
+    listeners_.push_back(std::move(listener));
+  }
+
   void WakeWorkers() {
     // pool_ptr_ is published once by Start(); admissions before that need no wakeup.
     WorkerPool* pool = pool_ptr_.load(std::memory_order_acquire);
     if (pool != nullptr) pool->Wake();
+    std::lock_guard<std::mutex> lock(listeners_mu_);
+    for (const auto& listener : listeners_) listener();
   }
 
   void SweepLoop() {
@@ -203,6 +210,9 @@ class EngineImpl final : public Engine {
   std::atomic<WorkerPool*> pool_ptr_{nullptr};
   bool started_ = false;
   bool stopped_ = false;
+
+  std::mutex listeners_mu_;
+  std::vector<std::function<void()>> listeners_;  // protected by listeners_mu_
 
   std::mutex sweep_mu_;
   std::condition_variable sweep_cv_;

@@ -178,6 +178,20 @@ TEST_F(EngineTest, A4_SameKeyAfterLostWakeupReturnsSameExecutionAndItStillRuns) 
   EXPECT_EQ(third.status, ExecutionStatus::kSucceeded);
 }
 
+TEST_F(EngineTest, WorkListenersHearAdmissions) {
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(Options(0)));
+  ASSERT_OK(engine->DefineJob(Job("greet", "greet")));
+  std::atomic<int> heard{0};
+  engine->AddWorkListener([&] { ++heard; });
+  DispatchRequest r;
+  r.job = JobName("greet");
+  r.idempotency_key = "once";
+  ASSERT_OK(engine->Dispatch(r));
+  EXPECT_EQ(heard.load(), 1);
+  ASSERT_OK(engine->Dispatch(r));  // a duplicate makes nothing new due
+  EXPECT_EQ(heard.load(), 1);
+}
+
 TEST_F(EngineTest, RetryableFailuresBackOffThenExhaustIntoFailed) {
   ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(Options(1)));
   JobDefinition j = Job("flaky", "flaky");
