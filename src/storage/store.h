@@ -16,6 +16,7 @@
 // it returns kNotFound and changes nothing (L7).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -213,6 +214,20 @@ struct ScheduleUpdate {
   Millis last_skipped_at = 0;     // the latest of them (0 = none)
 };
 
+// Counters kept as executions change status (never a COUNT over history).
+struct QueueStats {
+  std::string queue;
+  std::array<std::int64_t, kExecutionStatusCount> by_status{};  // indexed by ExecutionStatus
+  Millis oldest_due_at = 0;  // run_at of the oldest due queued execution; 0 = none due
+};
+
+struct StoreStats {
+  std::vector<QueueStats> queues;  // by queue name
+  std::array<std::int64_t, kExecutionStatusCount> totals{};
+  // Executions that ended in the last 24 hours (by the hour), by final status.
+  std::array<std::int64_t, kExecutionStatusCount> ended_last_24h{};
+};
+
 // Thread-safe: every method may be called from any thread.
 class Store {
  public:
@@ -393,7 +408,12 @@ class Store {
   virtual Result<ExecutionPage> ListExecutions(const ExecutionFilter& filter) = 0;
   // The oldest `limit` log lines, oldest first. kNotFound for a missing execution.
   virtual Result<std::vector<LogEntry>> GetLogs(ExecutionId id, int limit) = 0;
+  // Status counts per queue, outcomes of the last 24 hours and the oldest due
+  // execution per queue, from counters the store keeps in the same
+  // transactions as the status changes: cost independent of history (P8).
+  virtual Result<StoreStats> GetStats() = 0;
   // One row per queue that has queued or running executions, by queue name.
+  // Counts `due` by scanning the queued executions of each queue.
   virtual Result<std::vector<QueueDepth>> QueueDepths() = 0;
 };
 

@@ -245,6 +245,27 @@ CREATE TABLE workers (
   last_heartbeat_at INTEGER NOT NULL
 ) STRICT;
 )sql",
+    // Version 7: status counters per queue and hourly outcome counts, kept by
+    // the writer in the same transactions as the status changes (P8).
+    R"sql(
+CREATE TABLE status_counts (
+  queue TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  PRIMARY KEY (queue, status)
+) STRICT, WITHOUT ROWID;
+INSERT INTO status_counts (queue, status, count)
+  SELECT queue, status, COUNT(*) FROM executions GROUP BY queue, status;
+CREATE TABLE hourly_outcomes (
+  hour INTEGER NOT NULL,
+  status INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  PRIMARY KEY (hour, status)
+) STRICT, WITHOUT ROWID;
+INSERT INTO hourly_outcomes (hour, status, count)
+  SELECT finished_at / 3600000, status, COUNT(*) FROM executions
+  WHERE finished_at > 0 AND status IN (2, 3, 4, 5, 6) GROUP BY 1, 2;
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

@@ -21,6 +21,8 @@
 namespace taskengine {
 namespace {
 
+constexpr Millis kHourMs = 3'600'000;
+
 using sqlite::Connection;
 using sqlite::Stmt;
 
@@ -40,8 +42,8 @@ using sqlite::Stmt;
   "ambiguous_failures, cancel_requested, failure_class, max_attempts, backoff_base_ms, "        \
   "backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, "                            \
   "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at, "                \
-  "max_unsupported_schema_attempts, lane_key, tenant, status, worker"
-constexpr int kStateColumnCount = 24;
+  "max_unsupported_schema_attempts, lane_key, tenant, status, worker, queue"
+constexpr int kStateColumnCount = 25;
 
 constexpr const char* kSelectState = "SELECT " TE_STATE_COLUMNS " FROM executions WHERE id = ?1";
 constexpr const char* kSelectExecution =
@@ -254,6 +256,20 @@ constexpr const char* kReportWorker =
 constexpr const char* kListWorkers =
     "SELECT id, hostname, pid, state, current_execution, processed, failed, started_at,"
     " last_heartbeat_at FROM workers WHERE (?1 = 0 OR last_heartbeat_at >= ?2) ORDER BY id";
+// Counters (P8).
+constexpr const char* kAddStatusCount =
+    "INSERT INTO status_counts (queue, status, count) VALUES (?1, ?2, ?3)"
+    " ON CONFLICT(queue, status) DO UPDATE SET count = count + ?3";
+constexpr const char* kAddOutcome =
+    "INSERT INTO hourly_outcomes (hour, status, count) VALUES (?1, ?2, ?3)"
+    " ON CONFLICT(hour, status) DO UPDATE SET count = count + ?3";
+constexpr const char* kStatusCounts =
+    "SELECT queue, status, count FROM status_counts ORDER BY queue";
+constexpr const char* kRecentOutcomes =
+    "SELECT status, SUM(count) FROM hourly_outcomes WHERE hour >= ?1 GROUP BY status";
+constexpr const char* kOldestDue =
+    "SELECT MIN(run_at) FROM executions INDEXED BY executions_due"
+    " WHERE queue = ?1 AND status = 0 AND lane_parked = 0 AND run_at <= ?2";
 constexpr const char* kGetLogs =
     "SELECT execution_id, attempt, at, level, message FROM execution_logs"
     " WHERE execution_id = ?1 ORDER BY id LIMIT ?2";
@@ -277,6 +293,7 @@ struct StateRow {
   std::string lane_key;
   std::string tenant;
   std::string worker;
+  std::string queue;
 };
 
 StateRow ReadState(const Stmt& s) {
@@ -304,6 +321,7 @@ StateRow ReadState(const Stmt& s) {
   r.lane_key = s.Text(20);
   r.tenant = s.Text(21);
   r.worker = s.Text(23);
+  r.queue = s.Text(24);
   return r;
 }
 
@@ -735,6 +753,7 @@ class SqliteStore final : public Store {
           u.Bind(4, lease.version.value).Bind(5, request.worker.value).Bind(6, now);
           u.Bind(7, lease.lease_expires_at);
           TE_RETURN_IF_ERROR(u.Run());
+          CountTransition(row.queue, row.state.status, t->to, now);
           out.push_back(std::move(lease));
         }
       }
@@ -1569,6 +1588,43 @@ class SqliteStore final : public Store {
     });
   }
 
+  Result<StoreStats> GetStats() override {
+    const Millis now = clock_->NowMillis();
+    return Read<StoreStats>([&](Connection& c) -> Result<StoreStats> {
+      StoreStats out;
+      {
+        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kStatusCounts));
+        while (true) {
+          TE_ASSIGN_OR_RETURN(bool row, s.Step());
+          if (!row) break;
+          std::string queue = s.Text(0);
+          const auto status = s.Int(1);
+          if (status < 0 || status >= kExecutionStatusCount) continue;
+          if (out.queues.empty() || out.queues.back().queue != queue) {
+            out.queues.push_back(QueueStats{queue, {}, 0});
+          }
+          out.queues.back().by_status[status] = s.Int(2);
+          out.totals[status] += s.Int(2);
+        }
+      }
+      for (QueueStats& q : out.queues) {
+        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kOldestDue));
+        s.Bind(1, q.queue).Bind(2, now);
+        TE_ASSIGN_OR_RETURN(bool row, s.Step());
+        if (row && !s.IsNull(0)) q.oldest_due_at = s.Int(0);
+      }
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kRecentOutcomes));
+      s.Bind(1, now / kHourMs - 23);
+      while (true) {
+        TE_ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row) break;
+        const auto status = s.Int(0);
+        if (status >= 0 && status < kExecutionStatusCount) out.ended_last_24h[status] = s.Int(1);
+      }
+      return out;
+    });
+  }
+
   Result<std::vector<QueueDepth>> QueueDepths() override {
     const Millis now = clock_->NowMillis();
     return Read<std::vector<QueueDepth>>([&](Connection& c) -> Result<std::vector<QueueDepth>> {
@@ -1711,7 +1767,7 @@ class SqliteStore final : public Store {
   }
 
   // Writes a state-machine transition decided for `row`.
-  static Status Apply(Connection& c, const StateRow& row, const Transition& t, Millis now,
+  Status Apply(Connection& c, const StateRow& row, const Transition& t, Millis now,
                       std::optional<std::string_view> result,
                       std::optional<std::string_view> error, std::optional<int> progress) {
     TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kApplyTransition));
@@ -1726,6 +1782,7 @@ class SqliteStore final : public Store {
     if (error) s.Bind(13, *error); else s.BindNull(13);
     if (progress) s.Bind(14, *progress); else s.BindNull(14);
     TE_RETURN_IF_ERROR(s.Run());
+    CountTransition(row.queue, row.state.status, t.to, now);
     if (row.state.status == ExecutionStatus::kRunning && t.to != ExecutionStatus::kRunning &&
         t.to != ExecutionStatus::kSucceeded) {
       // History of an attempt that did not succeed (the success path writes nothing extra).
@@ -1739,6 +1796,43 @@ class SqliteStore final : public Store {
     }
     if (!row.lane_key.empty() && IsOpen(row.state.status) && !IsOpen(t.to)) {
       TE_RETURN_IF_ERROR(UnparkLane(c, row.lane_key, now));
+    }
+    return Status::Ok();
+  }
+
+  // Counters change with the operation that changes the status; the writer
+  // keeps an operation's deltas apart until it succeeds and writes a batch's
+  // deltas just before its COMMIT. Writer thread only.
+  void CountTransition(const std::string& queue, ExecutionStatus from, ExecutionStatus to,
+                       Millis now) {
+    if (from == to) return;
+    op_counts_[{queue, static_cast<int>(from)}] -= 1;
+    op_counts_[{queue, static_cast<int>(to)}] += 1;
+    if (IsTerminal(to)) op_outcomes_[{now / kHourMs, static_cast<int>(to)}] += 1;
+  }
+  void CountAdmission(const std::string& queue) {
+    op_counts_[{queue, static_cast<int>(ExecutionStatus::kQueued)}] += 1;
+  }
+  void KeepOpCounts() {
+    for (auto& [k, v] : op_counts_) batch_counts_[k] += v;
+    for (auto& [k, v] : op_outcomes_) batch_outcomes_[k] += v;
+    DropOpCounts();
+  }
+  void DropOpCounts() {
+    op_counts_.clear();
+    op_outcomes_.clear();
+  }
+  Status FlushCounts(Connection& c) {
+    for (const auto& [k, v] : batch_counts_) {
+      if (v == 0) continue;
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kAddStatusCount));
+      s.Bind(1, k.first).Bind(2, k.second).Bind(3, v);
+      TE_RETURN_IF_ERROR(s.Run());
+    }
+    for (const auto& [k, v] : batch_outcomes_) {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kAddOutcome));
+      s.Bind(1, k.first).Bind(2, k.second).Bind(3, v);
+      TE_RETURN_IF_ERROR(s.Run());
     }
     return Status::Ok();
   }
@@ -1868,6 +1962,7 @@ class SqliteStore final : public Store {
     res.outcome = AdmitOutcome::kCreated;
     res.id = ExecutionId(c.last_insert_rowid());
     res.status = ExecutionStatus::kQueued;
+    CountAdmission(p.queue);
     return res;
   }
 
@@ -1957,8 +2052,10 @@ class SqliteStore final : public Store {
     for (std::size_t i = 0; i < batch.size(); ++i) {
       Op* op = batch[i];
       Status sp = RunCached(c, kSavepoint);
+      DropOpCounts();
       if (sp.ok()) {
         op->result = op->body(c);
+        if (op->result.ok()) KeepOpCounts();
         if (!op->result.ok() && !c.autocommit()) sp = RunCached(c, kRollbackTo);
         if (sp.ok() && !c.autocommit()) sp = RunCached(c, kRelease);
       }
@@ -1972,10 +2069,15 @@ class SqliteStore final : public Store {
         if (aborted.code() == ErrorCode::kInternal) aborted = Unavailable(aborted.message());
         for (Op* o : batch) o->result = aborted;
         if (!c.autocommit()) (void)c.Exec("ROLLBACK");
+        batch_counts_.clear();
+        batch_outcomes_.clear();
         return;
       }
     }
-    Status commit = RunCached(c, kCommit);
+    Status commit = FlushCounts(c);
+    batch_counts_.clear();
+    batch_outcomes_.clear();
+    if (commit.ok()) commit = RunCached(c, kCommit);
     if (!commit.ok()) {
       if (!c.autocommit()) (void)c.Exec("ROLLBACK");
       for (Op* op : batch) op->result = commit;
@@ -1992,6 +2094,9 @@ class SqliteStore final : public Store {
   Connection writer_conn_;
   std::thread writer_;
   bool synced_commits_ = true;  // the writer connection's current synchronous mode is FULL
+  // Counter deltas of the running operation and of the batch (writer thread only).
+  std::map<std::pair<std::string, int>, std::int64_t> op_counts_, batch_counts_;
+  std::map<std::pair<std::int64_t, int>, std::int64_t> op_outcomes_, batch_outcomes_;
 
   // Protected by mu_.
   std::mutex mu_;
