@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "server/config.h"
+#include "taskengine/engine.h"
 #include "taskengine/status.h"
 
 namespace taskengine::cli {
@@ -22,8 +23,19 @@ enum ExitCode : int {
   kExitUsage = 1,        // bad flags or arguments, invalid input or config
   kExitNotFound = 2,     // no such job or execution
   kExitUnavailable = 3,  // the database cannot be opened or used
-  kExitConflict = 4,     // idempotency key used with a different payload
+  kExitConflict = 4,     // idempotency key used with a different payload, or the
+                         // execution's status does not allow the action
   kExitOther = 5,        // anything else
+};
+
+// Exit codes of effect:reserve (and effect:commit / effect:release for
+// stale), one per ledger answer other than proceed (which exits 0), so that a
+// script can write `if taskengine effect:reserve notice; then ...; fi`.
+enum EffectExitCode : int {
+  kExitAlreadyDone = 10,
+  kExitAmbiguous = 11,
+  kExitStale = 12,
+  kExitCanceled = 13,
 };
 
 struct GlobalFlags {
@@ -41,6 +53,11 @@ int Fail(const Status& status);
 // The configuration for this invocation: --config (or ./taskengine.toml when
 // it exists, or defaults), environment overrides, then --db.
 Result<ServerConfig> ResolveConfig(const GlobalFlags& flags);
+
+// ResolveConfig, logging for a client verb, and OpenEngine in client mode
+// (an existing database only). `config` (optional) receives the configuration.
+Result<std::unique_ptr<Engine>> OpenClient(const GlobalFlags& flags,
+                                           ServerConfig* config = nullptr);
 
 // Prints one JSON document to stdout.
 void PrintJson(const nlohmann::ordered_json& doc);
@@ -77,7 +94,14 @@ CLI::App* AddVerb(CLI::App& app, const std::string& name, const std::string& des
 void AddServerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
 // job:list, job:dispatch
 void AddJobVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
-// execution:list, execution:show
+// execution:list, execution:show, execution:cancel, execution:replay, execution:approve
 void AddExecutionVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
+// quarantine:list, lane:status, audit:list, grant:add, grant:revoke
+void AddOperatorVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
+// effect:reserve, effect:commit, effect:release (for `command` job scripts)
+void AddEffectVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
+// scheduler:run (exit 6: another node holds the scheduler lock), schedule:preview,
+// tenant:add, tenant:list, tenant:enable, tenant:disable
+void AddSchedulerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
 
 }  // namespace taskengine::cli

@@ -3,6 +3,8 @@
 #include <iostream>
 
 #include "cli.h"
+#include "server/logging.h"
+#include "server/server.h"
 #include "server/time_format.h"
 
 namespace taskengine::cli {
@@ -40,6 +42,14 @@ Result<ServerConfig> ResolveConfig(const GlobalFlags& flags) {
   TE_ASSIGN_OR_RETURN(ServerConfig config, LoadConfig(path));
   if (!flags.db.empty()) config.database_path = flags.db;
   return config;
+}
+
+Result<std::unique_ptr<Engine>> OpenClient(const GlobalFlags& flags, ServerConfig* config_out) {
+  TE_ASSIGN_OR_RETURN(ServerConfig config, ResolveConfig(flags));
+  ConfigureLogging(config.log_format, /*verbose=*/false);
+  TE_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, OpenEngine(config, EngineMode::kClient));
+  if (config_out != nullptr) *config_out = std::move(config);
+  return engine;
 }
 
 void PrintJson(const nlohmann::ordered_json& doc) {

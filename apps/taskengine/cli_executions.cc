@@ -1,6 +1,9 @@
-// execution:list, execution:show.
+// execution:list, execution:show, execution:cancel, execution:replay,
+// execution:approve.
+#include <cstdio>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "cli.h"
 #include "server/logging.h"
@@ -97,6 +100,16 @@ struct ShowFlags {
   int logs = 200;
 };
 
+std::string TimeOrDash(Millis ms) { return ms == 0 ? "-" : FormatIso8601(ms); }
+
+// Prints `table` with every line indented by two spaces.
+void PrintIndented(const Table& table) {
+  std::ostringstream out;
+  table.Print(out);
+  std::istringstream lines(out.str());
+  for (std::string line; std::getline(lines, line);) std::printf("  %s\n", line.c_str());
+}
+
 void PrintField(const char* name, const std::string& value) {
   std::printf("  %-18s %s\n", name, value.c_str());
 }
@@ -129,9 +142,57 @@ void PrintDetail(const ExecutionDetail& d) {
              e.failure_class == FailureClass::kNone ? "-" : std::string(ToString(e.failure_class)));
   PrintField("error", OrDash(e.error));
   PrintField("lease expiries", std::to_string(e.consecutive_lease_expiries) + " in a row");
+  PrintField("cancel requested", e.cancel_requested ? "yes" : "no");
   PrintField("fingerprint", OrDash(e.fingerprint));
   std::printf("payload\n  %s\n", e.payload_json.c_str());
   std::printf("result\n  %s\n", e.result_json.empty() ? "-" : e.result_json.c_str());
+
+  std::printf("effects (%zu)\n", d.effects.size());
+  if (!d.effects.empty()) {
+    Table table({"KEY", "STATE", "RESERVED AT", "COMMITTED AT", "ATTEMPT", "DETAIL"});
+    for (const EffectRecord& f : d.effects) {
+      table.Add({f.key, f.committed ? "committed" : "reserved", TimeOrDash(f.reserved_at),
+                 TimeOrDash(f.committed_at), std::to_string(f.attempt),
+                 OrDash(Cut(f.detail, kErrorColumnBytes))});
+    }
+    PrintIndented(table);
+  }
+  const std::vector<EffectRecord> escaped = d.EscapedEffects();
+  if (!escaped.empty()) {
+    std::printf(
+        "escaped effects (%zu): committed before the cancellation took effect; "
+        "cancellation does not undo them\n",
+        escaped.size());
+    for (const EffectRecord& f : escaped) {
+      std::printf("  %s  committed at %s  %s\n", f.key.c_str(), TimeOrDash(f.committed_at).c_str(),
+                  OrDash(Cut(f.detail, kErrorColumnBytes)).c_str());
+    }
+  }
+
+  std::printf("earlier attempts (%zu)\n", d.attempts.size());
+  if (!d.attempts.empty()) {
+    Table table(
+        {"ATTEMPT", "CLAIM", "OUTCOME", "CLASS", "WORKER", "STARTED AT", "ENDED AT", "ERROR"});
+    for (const AttemptRecord& a : d.attempts) {
+      table.Add(
+          {std::to_string(a.attempt) + (a.released ? " (released)" : ""),
+           std::to_string(a.claim_version.value), std::string(ToString(a.outcome)),
+           a.failure_class == FailureClass::kNone ? "-" : std::string(ToString(a.failure_class)),
+           OrDash(a.worker), TimeOrDash(a.started_at), TimeOrDash(a.ended_at),
+           OrDash(Cut(a.error, kErrorColumnBytes))});
+    }
+    PrintIndented(table);
+  }
+
+  std::printf("audit (%zu)\n", d.audit.size());
+  if (!d.audit.empty()) {
+    Table table({"AT", "ACTOR", "ACTION", "REASON"});
+    for (const AuditRecord& r : d.audit) {
+      table.Add({TimeOrDash(r.at), r.actor, r.action, OrDash(Cut(r.reason, kErrorColumnBytes))});
+    }
+    PrintIndented(table);
+  }
+
   std::printf("logs (%zu)\n", d.logs.size());
   for (const LogEntry& l : d.logs) {
     std::printf("  %s  %-5s  #%d  %s\n", FormatIso8601(l.at).c_str(),
@@ -156,6 +217,110 @@ int RunShow(const GlobalFlags& flags, const ShowFlags& f) {
   }
   return kExitOk;
 }
+
+std::string_view OutcomeName(ReplayOutcome o) {
+  return o == ReplayOutcome::kReplayed ? "replayed" : "pending_approval";
+}
+
+Status CheckId(std::int64_t id) {
+  if (id <= 0) return InvalidArgument("the execution id must be a positive integer");
+  return Status::Ok();
+}
+
+struct CancelFlags {
+  std::int64_t id = 0;
+  std::string reason;
+};
+
+int RunCancel(const GlobalFlags& flags, const CancelFlags& f) {
+  if (Status s = CheckId(f.id); !s.ok()) return Fail(s);
+  auto engine = OpenClient(flags);
+  if (!engine.ok()) return Fail(engine.status());
+  const std::string actor = CliRequester();
+  auto status = (*engine)->Cancel(ExecutionId(f.id), actor, f.reason);
+  if (!status.ok()) return Fail(status.status());
+  const bool requested = *status == ExecutionStatus::kRunning;
+  if (flags.json) {
+    PrintJson({{"id", f.id},
+               {"status", std::string(ToString(*status))},
+               {"cancel_requested", true},
+               {"actor", actor}});
+  } else if (requested) {
+    std::cout << "execution " << f.id
+              << ": cancel requested (running); its worker stops at the next heartbeat, "
+                 "checkpoint or effect reservation and it ends canceled or partially_canceled"
+              << std::endl;
+  } else {
+    std::cout << "execution " << f.id << ": " << ToString(*status) << std::endl;
+  }
+  return kExitOk;
+}
+
+struct ReplayFlags {
+  std::int64_t id = 0;
+  std::string reason;
+  std::string as;
+  bool assume_done = false;
+  bool assume_not_done = false;
+};
+
+void PrintReplay(const GlobalFlags& flags, std::int64_t id, const std::string& actor,
+                 const ReplayResult& r, bool approval) {
+  if (flags.json) {
+    PrintJson({{"id", id},
+               {"outcome", std::string(OutcomeName(r.outcome))},
+               {"status", std::string(ToString(r.status))},
+               {"actor", actor}});
+    return;
+  }
+  if (r.outcome == ReplayOutcome::kPendingApproval) {
+    std::cout << "replay of execution " << id << " recorded by " << actor
+              << ", pending approval: a different operator runs `taskengine execution:approve "
+              << id << "`" << std::endl;
+    return;
+  }
+  std::cout << "execution " << id << " replayed" << (approval ? " (approved by " + actor + ")" : "")
+            << ": " << ToString(r.status) << std::endl;
+}
+
+int RunReplay(const GlobalFlags& flags, const ReplayFlags& f) {
+  if (Status s = CheckId(f.id); !s.ok()) return Fail(s);
+  auto actor = CliActor(f.as);
+  if (!actor.ok()) return Fail(actor.status());
+  if (f.reason.empty()) return Fail(InvalidArgument("--reason must not be empty"));
+  auto engine = OpenClient(flags);
+  if (!engine.ok()) return Fail(engine.status());
+  ReplayOptions options;
+  options.actor = *actor;
+  options.reason = f.reason;
+  if (f.assume_done) options.ambiguous = AmbiguousResolution::kAssumeDone;
+  if (f.assume_not_done) options.ambiguous = AmbiguousResolution::kAssumeNotDone;
+  auto result = (*engine)->Replay(ExecutionId(f.id), options);
+  if (!result.ok()) return Fail(result.status());
+  PrintReplay(flags, f.id, *actor, *result, /*approval=*/false);
+  return kExitOk;
+}
+
+struct ApproveFlags {
+  std::int64_t id = 0;
+  std::string as;
+};
+
+int RunApprove(const GlobalFlags& flags, const ApproveFlags& f) {
+  if (Status s = CheckId(f.id); !s.ok()) return Fail(s);
+  auto actor = CliActor(f.as);
+  if (!actor.ok()) return Fail(actor.status());
+  auto engine = OpenClient(flags);
+  if (!engine.ok()) return Fail(engine.status());
+  auto result = (*engine)->ApproveReplay(ExecutionId(f.id), *actor);
+  if (!result.ok()) return Fail(result.status());
+  PrintReplay(flags, f.id, *actor, *result, /*approval=*/true);
+  return kExitOk;
+}
+
+constexpr const char* kAsHelp =
+    "Act as operator cli:NAME instead of cli:<unix user> (for scripts and tests that play "
+    "several operators; the audit log records the name given)";
 
 }  // namespace
 
@@ -182,6 +347,50 @@ void AddExecutionVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb
       ->check(CLI::Range(0, 100000))
       ->default_str("200");
   verbs->push_back({show, [&flags, sf] { return RunShow(flags, *sf); }});
+
+  auto cf = std::make_shared<CancelFlags>();
+  CLI::App* cancel = AddVerb(
+      app, "execution:cancel",
+      "Cancel an execution (C1), audited as cli:<unix user>. A queued, failed or quarantined "
+      "one ends canceled at once (partially_canceled when an effect had committed); a running "
+      "one gets cancel-requested and ends when its worker stops. Prints the status after. "
+      "Exit 4 when its status does not allow it (e.g. succeeded).");
+  cancel->add_option("id", cf->id, "Execution id")->required();
+  cancel->add_option("--reason", cf->reason, "Why (written to the audit log)");
+  verbs->push_back({cancel, [&flags, cf] { return RunCancel(flags, *cf); }});
+
+  auto rf = std::make_shared<ReplayFlags>();
+  CLI::App* replay = AddVerb(
+      app, "execution:replay",
+      "Queue a failed or quarantined execution again under the same id (R1): committed effects "
+      "answer already_done and are not repeated. Rechecks the original requester's access and "
+      "writes an audit record. With [engine] replay_requires_approval = true the replay stays "
+      "pending until a different operator runs execution:approve. Exit 4 for other statuses or "
+      "when a replay is already pending.");
+  replay->add_option("id", rf->id, "Execution id")->required();
+  replay->add_option("--reason", rf->reason, "Why (required; written to the audit log)")
+      ->required();
+  CLI::Option* done = replay->add_flag(
+      "--assume-done", rf->assume_done,
+      "Effects an earlier attempt reserved but never confirmed (ambiguous) happened: record "
+      "them as committed (detail \"assumed done\")");
+  CLI::Option* not_done = replay->add_flag(
+      "--assume-not-done", rf->assume_not_done,
+      "Effects an earlier attempt reserved but never confirmed did not happen: drop the "
+      "reservations so the replay performs them");
+  done->excludes(not_done);
+  replay->add_option("--as", rf->as, kAsHelp);
+  verbs->push_back({replay, [&flags, rf] { return RunReplay(flags, *rf); }});
+
+  auto af = std::make_shared<ApproveFlags>();
+  CLI::App* approve =
+      AddVerb(app, "execution:approve",
+              "Four-eyes: approve the pending replay of an execution, which is then queued. The "
+              "approver must differ from the operator who asked for the replay (exit 4 otherwise); "
+              "exit 2 when no replay is pending.");
+  approve->add_option("id", af->id, "Execution id")->required();
+  approve->add_option("--as", af->as, kAsHelp);
+  verbs->push_back({approve, [&flags, af] { return RunApprove(flags, *af); }});
 }
 
 }  // namespace taskengine::cli

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "server/logging.h"
 #include "server/operations.h"
+#include "server/scheduling.h"
 #include "server/server.h"
 #include "server/time_format.h"
 #include "server/views.h"
@@ -23,9 +24,14 @@ int RunJobList(const GlobalFlags& flags) {
   if (!engine.ok()) return Fail(engine.status());
   auto jobs = (*engine)->store().ListJobs();
   if (!jobs.ok()) return Fail(jobs.status());
+  auto schedules = JobSchedules((*engine)->store(), *jobs, SystemClock::Get()->NowMillis());
+  if (!schedules.ok()) return Fail(schedules.status());
   if (flags.json) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
-    for (const JobDefinition& j : *jobs) list.push_back(JobToJson(j));
+    for (const JobDefinition& j : *jobs) {
+      list.push_back(JobToJson(j));
+      AddScheduleFields(j, (*schedules)[j.name.value], &list.back());
+    }
     PrintJson({{"jobs", std::move(list)}});
     return kExitOk;
   }
@@ -36,12 +42,16 @@ int RunJobList(const GlobalFlags& flags) {
     return kExitOk;
   }
   Table table(
-      {"NAME", "HANDLER", "QUEUE", "SCOPE", "SCHEDULE", "ENABLED", "MAX ATTEMPTS", "TIMEOUT"});
+      {"NAME", "HANDLER", "QUEUE", "SCOPE", "SCHEDULE", "ENABLED", "MAX ATTEMPTS", "TIMEOUT",
+       "NEXT FIRE", "LAST FIRE", "SKIPPED FIRES"});
   for (const JobDefinition& j : *jobs) {
+    const JobScheduleInfo& s = (*schedules)[j.name.value];
     table.Add({j.name.value, j.handler, j.queue, std::string(ToString(j.scope)),
                j.schedule.empty() ? "-" : j.schedule + " (" + j.timezone + ")",
                j.enabled ? "yes" : "no", std::to_string(j.retry.max_attempts),
-               FormatDuration(j.timeout_ms)});
+               FormatDuration(j.timeout_ms),
+               !s.error.empty() ? "invalid schedule" : s.next_fire ? ShortTime(*s.next_fire) : "-",
+               ShortTime(s.last_fire_at), std::to_string(s.skipped_fires)});
   }
   table.Print(std::cout);
   return kExitOk;

@@ -8,7 +8,9 @@ namespace {
 
 constexpr const char* kFooter =
     "Exit codes: 0 ok, 1 usage or invalid input, 2 not found, 3 database unavailable,\n"
-    "4 conflict, 5 other error. Errors are printed to stderr as \"taskengine: <message>\".\n"
+    "4 conflict (idempotency key reused with another payload, or the status does not allow\n"
+    "the action), 5 other error. effect:* also exit 10 already_done, 11 ambiguous,\n"
+    "12 stale, 13 canceled. Errors are printed to stderr as \"taskengine: <message>\".\n"
     "Configuration: taskengine.toml (see --config) with TASKENGINE_DB, TASKENGINE_SYNC and\n"
     "TASKENGINE_WORKERS overriding it, and --db overriding those.";
 
@@ -33,6 +35,9 @@ int main(int argc, char** argv) {
   AddServerVerbs(app, flags, &verbs);
   AddJobVerbs(app, flags, &verbs);
   AddExecutionVerbs(app, flags, &verbs);
+  AddOperatorVerbs(app, flags, &verbs);
+  AddEffectVerbs(app, flags, &verbs);
+  AddSchedulerVerbs(app, flags, &verbs);
 
   try {
     app.parse(argc, argv);

@@ -42,7 +42,9 @@ struct Event {
   FailureClass failure_class = FailureClass::kRetryable;  // for kFail
   double jitter01 = 0.0;        // a uniform [0,1) sample for backoff jitter
   Millis retry_after_ms = 0;    // for kFail: the sink asked to wait at least this long
-  bool has_committed_effects = false;  // for cancel outcomes: did any effect escape?
+  // For cancel outcomes: may an effect have escaped? True when one committed,
+  // and when one was reserved but never confirmed (outcome unknown).
+  bool has_committed_effects = false;
   // For kFail with kPermanent: the payload's schema version is not accepted;
   // bounded by max_unsupported_schema_attempts instead of max_permanent_attempts.
   bool unsupported_schema = false;

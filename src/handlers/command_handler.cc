@@ -845,6 +845,9 @@ class CommandRun {
     if (code == kExitDataErr) {
       return HandlerResult::Permanent(WithStderr("exit code 65 (permanent failure)"));
     }
+    if (code == kCommandExitAmbiguous) {
+      return HandlerResult::Ambiguous(WithStderr("exit code 76 (effect outcome unknown)"));
+    }
     return HandlerResult::Retryable(WithStderr("exit code " + std::to_string(code)));
   }
 
@@ -885,6 +888,11 @@ std::vector<std::string> BuildEnv(
     const JobContext& ctx, const CommandSpec& spec, const CommandHandlerOptions& options,
     const std::vector<std::pair<std::string, std::string>>& inherited) {
   EnvBuilder env;
+  // Server variables first, so that the per-execution ones below replace any
+  // that collide (EnvBuilder keeps the first position, the last value).
+  for (const auto& [name, value] : options.server_env) {
+    if (IsValidEnvName(name) && !HasNul(value)) env.Set(name, value);
+  }
   env.Set("TASKENGINE_EXECUTION_ID", std::to_string(ctx.execution_id().value));
   env.Set("TASKENGINE_JOB", ctx.job().value);
   env.Set("TASKENGINE_ATTEMPT", std::to_string(ctx.attempt()));

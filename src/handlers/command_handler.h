@@ -12,10 +12,12 @@
 // a clean environment: TASKENGINE_EXECUTION_ID, TASKENGINE_JOB,
 // TASKENGINE_ATTEMPT, TASKENGINE_TENANT (empty for global jobs),
 // TASKENGINE_CLAIM_VERSION, TASKENGINE_EFFECT_KEY_PREFIX, PATH, the variables of
-// CommandHandlerOptions::env_allowlist copied from the server's environment,
-// and then the configured "env" map (which may override PATH and allowlisted
-// names but not TASKENGINE_*). Signal dispositions and the signal mask are
-// reset to their defaults in the child.
+// CommandHandlerOptions::server_env (set by the server, e.g. TASKENGINE_DB and
+// TASKENGINE_BIN so that the script can call `taskengine effect:reserve`), the
+// variables of CommandHandlerOptions::env_allowlist copied from the server's
+// environment, and then the configured "env" map (which may override PATH and
+// allowlisted names but not TASKENGINE_*). Signal dispositions and the signal
+// mask are reset to their defaults in the child.
 //
 // The payload JSON is written to stdin, which is then closed. A program that
 // does not read it is fine: a write that fails with EPIPE just ends the input.
@@ -38,6 +40,9 @@
 //   exit 0                      -> Success(last result, or "")
 //   exit 75 (EX_TEMPFAIL)       -> Retryable
 //   exit 65 (EX_DATAERR)        -> Permanent
+//   exit 76                     -> Ambiguous (the script met `ambiguous` from
+//                                  `taskengine effect:reserve` and cannot tell
+//                                  whether its effect happened; E3)
 //   any other exit code N       -> Retryable "exit code N: <last stderr line>"
 //   killed by a signal          -> Retryable naming the signal
 //   timeout                     -> Retryable "timed out after N ms"
@@ -56,6 +61,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -92,7 +98,18 @@ struct CommandHandlerOptions {
   // MakeCommandHandler is called; unset names are skipped; TASKENGINE_* names
   // are ignored). Default: none.
   std::vector<std::string> env_allowlist;
+  // Variables the server gives every command (name -> value), e.g.
+  // TASKENGINE_DB and TASKENGINE_BIN. They never replace the per-execution
+  // variables (TASKENGINE_EXECUTION_ID, ...); names outside TASKENGINE_* may
+  // be replaced by PATH, the allowlist or a job's configured "env" (which
+  // cannot set TASKENGINE_* names). Invalid names are skipped. Default: none.
+  std::map<std::string, std::string> server_env;
 };
+
+// The exit code a command uses to report that the outcome of one of its
+// effects is unknown (HandlerResult::Ambiguous; the execution is quarantined
+// with failure class `ambiguous` after the job's bound).
+inline constexpr int kCommandExitAmbiguous = 76;
 
 // Returns the `command` handler. The returned Handler is thread-safe: each call
 // keeps its state on its own stack, so many executions may run concurrently.

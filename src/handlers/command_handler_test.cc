@@ -191,6 +191,42 @@ TEST(CommandHandlerTest, EnvironmentIsExactlyTheDocumentedVariables) {
   unsetenv("TE_TEST_ALLOWED");
 }
 
+// The server's variables (TASKENGINE_DB, TASKENGINE_BIN, ...) reach the
+// command; they cannot replace the per-execution variables, and nothing else
+// of the server's environment leaks.
+TEST(CommandHandlerTest, ServerEnvironmentIsAddedButCannotReplacePerExecutionVariables) {
+  ASSERT_EQ(setenv("SECRET_Y", "1", 1), 0);
+  FakeJobContext ctx;
+  ctx.config = Config({"/usr/bin/env"});
+  CommandHandlerOptions options = FastOptions();
+  options.server_env = {{"TASKENGINE_DB", "/srv/te/data/te.db"},
+                        {"TASKENGINE_BIN", "/usr/local/bin/taskengine"},
+                        {"TASKENGINE_EXECUTION_ID", "999"},
+                        {"bad name", "x"}};
+  Timed t = RunHandler(ctx, options);
+  ASSERT_EQ(t.result.kind, Kind::kSuccess) << t.result.error;
+  std::map<std::string, std::string> env;
+  for (const std::string& line : ctx.LogsAt(LogLevel::kInfo)) {
+    const std::size_t eq = line.find('=');
+    ASSERT_NE(eq, std::string::npos) << line;
+    EXPECT_TRUE(env.emplace(line.substr(0, eq), line.substr(eq + 1)).second)
+        << "set twice: " << line;
+  }
+  const std::map<std::string, std::string> expected = {
+      {"TASKENGINE_DB", "/srv/te/data/te.db"},
+      {"TASKENGINE_BIN", "/usr/local/bin/taskengine"},
+      {"TASKENGINE_EXECUTION_ID", "42"},
+      {"TASKENGINE_JOB", "demo.job"},
+      {"TASKENGINE_ATTEMPT", "1"},
+      {"TASKENGINE_TENANT", "acme"},
+      {"TASKENGINE_CLAIM_VERSION", "7"},
+      {"TASKENGINE_EFFECT_KEY_PREFIX", "42:"},
+      {"PATH", "/usr/local/bin:/usr/bin:/bin"},
+  };
+  EXPECT_EQ(env, expected);
+  unsetenv("SECRET_Y");
+}
+
 TEST(CommandHandlerTest, GlobalJobHasEmptyTenantVariable) {
   FakeJobContext ctx;
   ctx.tenant_value = TenantId("");
@@ -248,6 +284,24 @@ TEST(CommandHandlerTest, ExitCode65IsPermanent) {
   EXPECT_EQ(t.result.kind, Kind::kPermanent);
   EXPECT_THAT(t.result.error, HasSubstr("65"));
   EXPECT_THAT(t.result.error, HasSubstr("bad input"));
+}
+
+// A script that met `ambiguous` from `taskengine effect:reserve` exits 76.
+TEST(CommandHandlerTest, ExitCode76IsAmbiguous) {
+  TempDir dir;
+  FakeJobContext ctx;
+  ctx.config = ShConfig(dir, "echo 'notice: ambiguous' >&2\nexit 76\n");
+  Timed t = RunHandler(ctx);
+  EXPECT_EQ(t.result.kind, Kind::kAmbiguous);
+  EXPECT_THAT(t.result.error, HasSubstr("76"));
+  EXPECT_THAT(t.result.error, HasSubstr("notice: ambiguous"));
+  EXPECT_EQ(kCommandExitAmbiguous, 76);
+  // Neighbouring codes stay retryable.
+  for (int code : {74, 77}) {
+    FakeJobContext other;
+    other.config = ShConfig(dir, "exit " + std::to_string(code) + "\n");
+    EXPECT_EQ(RunHandler(other).result.kind, Kind::kRetryable) << code;
+  }
 }
 
 TEST(CommandHandlerTest, OtherExitCodeIsRetryableWithLastStderrLine) {

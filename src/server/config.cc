@@ -13,6 +13,8 @@
 #include <set>
 #include <sstream>
 
+#include "engine/scheduler.h"
+
 namespace taskengine {
 namespace {
 
@@ -216,6 +218,18 @@ Status ReadJob(TableReader& r, const toml::table& table, std::string_view file,
   TE_RETURN_IF_ERROR(r.String("schedule", kMaxTextField, &job->schedule));
   TE_RETURN_IF_ERROR(r.String("timezone", 64, &job->timezone));
   if (job->timezone.empty()) return r.Error(*r.Get("timezone"), "timezone", "must not be empty");
+  std::string catch_up(ToString(job->catch_up));
+  TE_RETURN_IF_ERROR(r.String("catch_up", 16, &catch_up));
+  if (auto policy = ParseCatchUpPolicy(catch_up)) {
+    job->catch_up = *policy;
+  } else {
+    return r.Error(*r.Get("catch_up"), "catch_up", "must be \"coalesce\", \"all\" or \"none\"");
+  }
+  TE_RETURN_IF_ERROR(r.Int("catch_up_window_ms", 0, 7 * kDay, &job->catch_up_window_ms));
+  TE_RETURN_IF_ERROR(r.Int("window_ms", 0, 366 * kDay, &job->window_ms));
+  if (auto checked = CheckJobSchedule(*job); !checked.ok()) {  // cron, zone, whole-minute window
+    return InvalidArgument(Where(file, table.source()) + ": " + checked.status().message());
+  }
   TE_RETURN_IF_ERROR(r.Int("timeout_ms", 1, 7 * kDay, &job->timeout_ms));
   TE_RETURN_IF_ERROR(r.Int("lease_ms", 100, kDay, &job->lease_ms));
   RetryPolicy& p = job->retry;
@@ -308,6 +322,7 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
     TE_RETURN_IF_ERROR(t.Int("poll_interval_ms", 1, 60'000, &c.poll_interval_ms));
     TE_RETURN_IF_ERROR(t.Int("sweep_interval_ms", 1, 3'600'000, &c.sweep_interval_ms));
     TE_RETURN_IF_ERROR(t.Int("shutdown_grace_ms", 0, 3'600'000, &c.shutdown_grace_ms));
+    TE_RETURN_IF_ERROR(t.Bool("replay_requires_approval", &c.replay_requires_approval));
     return Status::Ok();
   }));
   TE_RETURN_IF_ERROR(WithTable(root, "log", file, [&](TableReader& t) -> Status {

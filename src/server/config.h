@@ -11,6 +11,8 @@
 //   poll_interval_ms = 1000          # pickup bound for work admitted by other processes (A3)
 //   sweep_interval_ms = 1000         # lease sweeper period (L4)
 //   shutdown_grace_ms = 10000        # running handlers may finish this long on SIGTERM (L6)
+//   replay_requires_approval = false # four-eyes (R1): `execution:replay` only records a
+//                                    # pending replay; another operator runs `execution:approve`
 //
 //   [log]
 //   format = "text"                  # text | json (one JSON object per line, on stderr)
@@ -28,7 +30,9 @@
 //   # timeout_ms, lease_ms, max_attempts, backoff_base_ms, backoff_cap_ms,
 //   # max_permanent_attempts, max_unsupported_schema_attempts,
 //   # max_ambiguous_attempts, max_consecutive_lease_expiries, lane_template,
-//   # accepted_schema_versions (array of integers; empty = any), enabled
+//   # accepted_schema_versions (array of integers; empty = any), enabled,
+//   # catch_up (coalesce|all|none), catch_up_window_ms (0..7 days), window_ms (whole
+//   # minutes, 0..366 days); schedule and timezone are checked as the scheduler parses them
 //
 // Relative database paths are relative to the working directory of the
 // process, not to the file.
@@ -63,6 +67,9 @@ struct ServerConfig {
   Millis poll_interval_ms = 1000;     // Default: 1 s.
   Millis sweep_interval_ms = 1000;    // Default: 1 s.
   Millis shutdown_grace_ms = 10'000;  // Default: 10 s.
+  // Four-eyes for replays (R1), applied by every process that replays
+  // (`execution:replay` reads it from the config). Default: false.
+  bool replay_requires_approval = false;
   LogFormat log_format = LogFormat::kText;
   // Seeds, in file order; names are unique and every queue is declared.
   std::vector<JobDefinition> jobs;

@@ -43,6 +43,7 @@ TEST(ConfigTest, EmptyFileGivesDefaults) {
   EXPECT_EQ(c.poll_interval_ms, 1000);
   EXPECT_EQ(c.sweep_interval_ms, 1000);
   EXPECT_EQ(c.shutdown_grace_ms, 10'000);
+  EXPECT_FALSE(c.replay_requires_approval);
   EXPECT_EQ(c.log_format, LogFormat::kText);
   EXPECT_TRUE(c.jobs.empty());
   EXPECT_EQ(c.source, "t.toml");
@@ -59,6 +60,7 @@ worker_threads = 2
 poll_interval_ms = 250
 sweep_interval_ms = 500
 shutdown_grace_ms = 3000
+replay_requires_approval = true
 
 [log]
 format = "json"
@@ -78,6 +80,7 @@ name = "default"
   EXPECT_EQ(c.poll_interval_ms, 250);
   EXPECT_EQ(c.sweep_interval_ms, 500);
   EXPECT_EQ(c.shutdown_grace_ms, 3000);
+  EXPECT_TRUE(c.replay_requires_approval);
   EXPECT_EQ(c.log_format, LogFormat::kJson);
   ASSERT_EQ(c.queues.size(), 2u);
   EXPECT_EQ(c.queues[0].name, "high");
@@ -86,6 +89,11 @@ name = "default"
   EXPECT_EQ(c.queues[1].name, "default");
   EXPECT_EQ(c.queues[1].priority, 0);
   EXPECT_EQ(c.queues[1].concurrency, 0);
+}
+
+TEST(ConfigTest, ReplayRequiresApprovalMustBeABoolean) {
+  ExpectInvalid(ParseConfig("[engine]\nreplay_requires_approval = \"yes\"\n", "t.toml", NoEnv()),
+                {"t.toml:2:", "engine.replay_requires_approval", "true or false"});
 }
 
 TEST(ConfigTest, ReadsEveryJobField) {

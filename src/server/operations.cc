@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "server/time_format.h"
 
@@ -98,6 +101,33 @@ Result<std::vector<QueueStatusRow>> QueueStatus(Store& store, const ServerConfig
   return rows;
 }
 
+Result<std::string> CliActor(std::string_view as_name) {
+  if (as_name.empty()) return CliRequester();
+  constexpr std::size_t kMaxName = 64;
+  bool ok = as_name.size() <= kMaxName;
+  for (char c : as_name) {
+    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '.' || c == '_' || c == '@' || c == '-');
+  }
+  if (!ok) {
+    return InvalidArgument("--as '" + std::string(as_name) +
+                           "' must be 1..64 characters of A-Z a-z 0-9 . _ @ -");
+  }
+  return "cli:" + std::string(as_name);
+}
+
+std::vector<EffectRecord> ExecutionDetail::EscapedEffects() const {
+  std::vector<EffectRecord> out;
+  if (execution.status != ExecutionStatus::kCanceled &&
+      execution.status != ExecutionStatus::kPartiallyCanceled) {
+    return out;
+  }
+  for (const EffectRecord& e : effects) {
+    if (e.committed) out.push_back(e);
+  }
+  return out;
+}
+
 Result<ExecutionDetail> ShowExecution(Engine& engine, ExecutionId id, int log_limit) {
   ExecutionDetail d;
   auto e = engine.GetExecution(id);
@@ -108,8 +138,65 @@ Result<ExecutionDetail> ShowExecution(Engine& engine, ExecutionId id, int log_li
     return e.status();
   }
   d.execution = std::move(e).value();
-  TE_ASSIGN_OR_RETURN(d.logs, engine.store().GetLogs(id, log_limit));
+  Store& store = engine.store();
+  TE_ASSIGN_OR_RETURN(d.logs, store.GetLogs(id, log_limit));
+  TE_ASSIGN_OR_RETURN(d.effects, store.GetEffects(id));
+  TE_ASSIGN_OR_RETURN(d.attempts, store.GetAttempts(id));
+  AuditFilter audit;
+  audit.target = "execution:" + std::to_string(id.value);
+  audit.limit = kShowAuditLimit;
+  TE_ASSIGN_OR_RETURN(d.audit, store.ListAudit(audit));
   return d;
+}
+
+Result<LeaseRef> LeaseFromEnvironment(const EnvLookup& env) {
+  auto read = [&](const char* name) -> Result<std::int64_t> {
+    std::optional<std::string> v = env(name);
+    if (!v || v->empty()) {
+      return InvalidArgument(std::string(name) +
+                             " is not set: effect verbs run inside a `command` job, whose "
+                             "handler sets it");
+    }
+    errno = 0;
+    char* end = nullptr;
+    const long long n = std::strtoll(v->c_str(), &end, 10);
+    if (errno != 0 || end == v->c_str() || *end != '\0' || n <= 0) {
+      return InvalidArgument(std::string(name) + "='" + *v + "' is not a positive integer");
+    }
+    return static_cast<std::int64_t>(n);
+  };
+  TE_ASSIGN_OR_RETURN(std::int64_t id, read("TASKENGINE_EXECUTION_ID"));
+  TE_ASSIGN_OR_RETURN(std::int64_t version, read("TASKENGINE_CLAIM_VERSION"));
+  return LeaseRef{ExecutionId(id), ClaimVersion(version)};
+}
+
+Result<GrantChange> ChangeGrant(Store& store, bool add, const std::string& principal,
+                                const std::string& tenant, const std::string& actor) {
+  if (principal.empty()) return InvalidArgument("the principal must not be empty");
+  if (tenant != "*" && !IsValidTenantId(tenant)) {
+    return InvalidArgument("'" + tenant +
+                           "' is not a tenant id ([a-z0-9][a-z0-9_-]{0,49}) nor * (every tenant)");
+  }
+  TE_RETURN_IF_ERROR(add ? store.Grant(principal, tenant) : store.Revoke(principal, tenant));
+  AuditRecord record;
+  record.actor = actor;
+  record.tenant = tenant == "*" ? "" : tenant;
+  record.action = add ? "grant.add" : "grant.revoke";
+  record.target = "principal:" + principal;
+  const std::string grant = nlohmann::json({{"principal", principal}, {"tenant", tenant}}).dump();
+  (add ? record.after_json : record.before_json) = grant;
+  Status audited = store.AppendAudit(record);
+  if (!audited.ok()) {
+    return Status(audited.code(),
+                  std::string("the grant was ") + (add ? "added" : "revoked") +
+                      " but its audit record could not be written: " + audited.message());
+  }
+  GrantChange change;
+  change.principal = principal;
+  change.tenant = tenant;
+  change.added = add;
+  TE_ASSIGN_OR_RETURN(change.effective, store.IsGranted(principal, tenant));
+  return change;
 }
 
 }  // namespace taskengine

@@ -50,13 +50,54 @@ struct QueueStatusRow {
 Result<std::vector<QueueStatusRow>> QueueStatus(Store& store, const ServerConfig& config,
                                                 Millis now);
 
-// An execution with its logs (oldest first, at most `log_limit`).
+// The actor of an operator verb: "cli:<name>" for `--as NAME` (for scripts
+// that act as several operators, e.g. four-eyes tests), else CliRequester().
+// kInvalidArgument unless NAME is 1..64 characters of [A-Za-z0-9._@-].
+Result<std::string> CliActor(std::string_view as_name);
+
+// Most audit records `execution:show` lists for one execution.
+inline constexpr int kShowAuditLimit = 100;
+
+// An execution with everything `execution:show` prints.
 struct ExecutionDetail {
   Execution execution;
-  std::vector<LogEntry> logs;
+  std::vector<LogEntry> logs;           // oldest first, at most the limit asked for
+  std::vector<EffectRecord> effects;    // by reservation time
+  std::vector<AttemptRecord> attempts;  // earlier attempts that did not succeed, oldest first
+  std::vector<AuditRecord> audit;       // target "execution:<id>", newest first
+
+  // The escaped effects (C2): the committed effects of a canceled or
+  // partially canceled execution, by reservation time; empty otherwise.
+  std::vector<EffectRecord> EscapedEffects() const;
 };
 
 // kNotFound naming the id when there is no such execution.
 Result<ExecutionDetail> ShowExecution(Engine& engine, ExecutionId id, int log_limit);
+
+// The lease a `command` job's script holds, from the variables the command
+// handler sets: TASKENGINE_EXECUTION_ID and TASKENGINE_CLAIM_VERSION.
+// kInvalidArgument naming the variable when one is unset or not a positive
+// integer (the effect verbs only work inside a `command` job).
+Result<LeaseRef> LeaseFromEnvironment(const EnvLookup& env);
+
+// What `grant:add` / `grant:revoke` did.
+struct GrantChange {
+  std::string principal;
+  std::string tenant;  // a tenant id, or "*" for every tenant (global scope)
+  bool added = false;  // grant:add (else revoke)
+  // After the change: whether the principal may act for `tenant` (also true
+  // after revoking a tenant while a "*" grant remains). Always true for "*"
+  // after an add.
+  bool effective = false;
+};
+
+// Adds (or revokes) a grant, then appends its audit record (action
+// "grant.add" / "grant.revoke", target "principal:<principal>", tenant
+// `tenant` or empty for "*", actor `actor`). Idempotent. kInvalidArgument for
+// an empty principal or a bad tenant. The store has no audited grant
+// transaction yet, so the two writes are separate: if the audit append fails
+// the grant stays changed and the error says so.
+Result<GrantChange> ChangeGrant(Store& store, bool add, const std::string& principal,
+                                const std::string& tenant, const std::string& actor);
 
 }  // namespace taskengine

@@ -1,5 +1,9 @@
 #include "server/serve.h"
 
+#include <unistd.h>
+
+#include "engine/scheduler.h"
+
 #include <pthread.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -39,6 +43,13 @@ std::string Describe(const std::vector<QueueConfig>& queues) {
   return out;
 }
 
+// "<hostname>:<pid>": unique per process, as the leader lock needs.
+std::string SchedulerNodeId() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "localhost");
+  return std::string(host) + ":" + std::to_string(getpid());
+}
+
 }  // namespace
 
 Status Serve(const ServerConfig& config) {
@@ -58,6 +69,22 @@ Status Serve(const ServerConfig& config) {
   std::string jobs;
   for (const JobDefinition& j : config.jobs) jobs += (jobs.empty() ? "" : ", ") + j.name.value;
   spdlog::info("seeded {} job definitions{}{}", config.jobs.size(), jobs.empty() ? "" : ": ", jobs);
+  // The cron scheduler (T3, T6): cycles aligned to the minute; the leader lock
+  // makes it safe to run on every node.
+  SchedulerOptions scheduler_options;
+  scheduler_options.node_id = SchedulerNodeId();
+  Scheduler scheduler(&engine->store(), SystemClock::Get(), scheduler_options);
+  TE_RETURN_IF_ERROR(scheduler.Start([](const Result<CycleReport>& report) {
+    if (!report.ok()) {
+      spdlog::warn("scheduler cycle failed: {}", report.status().ToString());
+    } else if (report->leader && (report->executions_created > 0 || report->skipped > 0 ||
+                                  !report->errors.empty())) {
+      spdlog::info("scheduler: {} executions created, {} coalesced, {} skipped, {} errors",
+                   report->executions_created, report->coalesced, report->skipped,
+                   report->errors.size());
+    }
+  }));
+  spdlog::info("scheduler running as {}", scheduler_options.node_id);
   spdlog::info("serving (poll {} ms, sweep {} ms); SIGTERM or SIGINT stops",
                config.poll_interval_ms, config.sweep_interval_ms);
 
@@ -82,6 +109,7 @@ Status Serve(const ServerConfig& config) {
       }
     }
   });
+  scheduler.Stop();
   engine->Stop();
   engine.reset();
   stopped.store(true);

@@ -44,7 +44,23 @@ EngineOptions ToEngineOptions(const ServerConfig& config, EngineMode mode) {
   o.poll_interval_ms = config.poll_interval_ms;
   o.sweep_interval_ms = config.sweep_interval_ms;
   o.shutdown_grace_ms = config.shutdown_grace_ms;
+  o.replay_requires_approval = config.replay_requires_approval;
   return o;
+}
+
+std::map<std::string, std::string> CommandEnvironment(const ServerConfig& config) {
+  std::map<std::string, std::string> env;
+  std::error_code ec;
+  std::filesystem::path db = std::filesystem::absolute(config.database_path, ec);
+  env["TASKENGINE_DB"] = ec ? config.database_path : db.lexically_normal().string();
+  env["TASKENGINE_SYNC"] = std::string(SyncModeName(config.sync));
+  std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  // After an upgrade replaced the file, the link reads "<path> (deleted)": the
+  // binary now at <path> is the one to call.
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (!ec && self.ends_with(kDeleted)) self.resize(self.size() - kDeleted.size());
+  if (!ec && !self.empty() && self.front() == '/') env["TASKENGINE_BIN"] = self;
+  return env;
 }
 
 std::vector<std::string> BuiltinHandlerNames() { return {kCommandHandler}; }
@@ -83,7 +99,10 @@ Result<std::unique_ptr<Engine>> OpenEngine(const ServerConfig& config, EngineMod
     return Unavailable("cannot open database " + path + ": " + s.message());
   }
   std::unique_ptr<Engine> engine = std::move(opened).value();
-  TE_RETURN_IF_ERROR(engine->RegisterHandler(kCommandHandler, MakeCommandHandler()));
+  CommandHandlerOptions command_options;
+  command_options.server_env = CommandEnvironment(config);
+  TE_RETURN_IF_ERROR(
+      engine->RegisterHandler(kCommandHandler, MakeCommandHandler(std::move(command_options))));
   if (seed) {
     for (const JobDefinition& job : config.jobs) {
       Status s = engine->DefineJob(job);

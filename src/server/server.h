@@ -5,6 +5,7 @@
 // server.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,14 @@ enum class EngineMode {
 // are zero/false unless kServe).
 EngineOptions ToEngineOptions(const ServerConfig& config, EngineMode mode);
 
+// The variables OpenEngine gives every `command` job (on top of the
+// per-execution ones), so that its script can call the effect verbs:
+//   TASKENGINE_DB    the absolute path of config.database_path
+//   TASKENGINE_SYNC  config.sync ("full" or "normal")
+//   TASKENGINE_BIN   the absolute path of the running binary (/proc/self/exe,
+//                    without a " (deleted)" suffix; omitted when unreadable)
+std::map<std::string, std::string> CommandEnvironment(const ServerConfig& config);
+
 // The names of the handlers OpenEngine registers, sorted: {"command"}.
 std::vector<std::string> BuiltinHandlerNames();
 
@@ -41,9 +50,9 @@ std::vector<std::string> BuiltinHandlerNames();
 Status CheckJobsAgainstHandlers(const ServerConfig& config);
 
 // Opens the engine for `mode` (see EngineMode), registers the built-in
-// handlers and, for kServe and kMigrate, upserts config.jobs. A database that
-// cannot be opened, created or migrated answers kUnavailable with the path in
-// the message; a bad seed answers kInvalidArgument and starts nothing.
+// handlers (the `command` handler with CommandEnvironment(config)) and, for kServe and kMigrate,
+// upserts config.jobs. A database that cannot be opened, created or migrated answers kUnavailable
+// with the path in the message; a bad seed answers kInvalidArgument and starts nothing.
 Result<std::unique_ptr<Engine>> OpenEngine(const ServerConfig& config, EngineMode mode);
 
 }  // namespace taskengine

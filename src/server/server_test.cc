@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "server/operations.h"
 #include "server/views.h"
@@ -126,6 +127,171 @@ TEST(OpenEngineTest, SeedsAreCheckedAgainstTheHandlers) {
   }
   c.jobs[0].config_json = R"({"argv":["/bin/sh","-c","echo hi"]})";
   EXPECT_OK(CheckJobsAgainstHandlers(c));
+}
+
+// The command handler's children learn where the database and the binary are.
+TEST(CommandEnvironmentTest, AbsoluteDatabaseSyncAndBinary) {
+  ServerConfig c;
+  c.database_path = "rel/dir/../te.db";
+  c.sync = SyncMode::kNormal;
+  std::map<std::string, std::string> env = CommandEnvironment(c);
+  ASSERT_EQ(env.count("TASKENGINE_DB"), 1u);
+  const std::filesystem::path db(env["TASKENGINE_DB"]);
+  EXPECT_TRUE(db.is_absolute()) << db;
+  EXPECT_EQ(db, (std::filesystem::current_path() / "rel/te.db").lexically_normal());
+  EXPECT_EQ(env["TASKENGINE_SYNC"], "normal");
+  EXPECT_EQ(env["TASKENGINE_BIN"], std::filesystem::read_symlink("/proc/self/exe").string());
+  EXPECT_EQ(env.size(), 3u);
+}
+
+TEST(OpenEngineTest, ReplayRequiresApprovalReachesTheEngine) {
+  ServerConfig c;
+  EXPECT_FALSE(ToEngineOptions(c, EngineMode::kClient).replay_requires_approval);
+  c.replay_requires_approval = true;
+  for (EngineMode mode : {EngineMode::kServe, EngineMode::kMigrate, EngineMode::kClient}) {
+    EXPECT_TRUE(ToEngineOptions(c, mode).replay_requires_approval);
+  }
+}
+
+// A running execution (claimed through the store, as a worker would) that
+// commits an effect and is then canceled: `execution:show` lists the effect,
+// the escaped effect, the attempt and the audit record.
+TEST(ShowExecutionTest, EffectsEscapedEffectsAttemptsAndAudit) {
+  TempDir dir;
+  ServerConfig c = ConfigWithHello(dir);
+  { ASSERT_OK(OpenEngine(c, EngineMode::kMigrate)); }
+  ASSERT_OK_AND_ASSIGN(auto engine, OpenEngine(c, EngineMode::kClient));
+  CliDispatch in;
+  in.job = "hello";
+  ASSERT_OK_AND_ASSIGN(DispatchRequest req, BuildCliDispatch(in));
+  ASSERT_OK_AND_ASSIGN(DispatchResult res, engine->Dispatch(req));
+  Store& store = engine->store();
+  ClaimRequest claim;
+  claim.worker = WorkerId("test-worker");
+  claim.slots = {QueueSlot{"default", 1}};
+  ASSERT_OK_AND_ASSIGN(std::vector<Lease> leases, store.Claim(claim));
+  ASSERT_EQ(leases.size(), 1u);
+  const LeaseRef lease{leases[0].id, leases[0].version};
+  ASSERT_OK_AND_ASSIGN(EffectReply notice, store.ReserveEffect(lease, "notice"));
+  EXPECT_EQ(notice.answer, EffectAnswer::kProceed);
+  ASSERT_OK(store.CommitEffect(lease, "notice", "msg-1").status());
+  ASSERT_OK_AND_ASSIGN(EffectReply draft, store.ReserveEffect(lease, "draft"));
+  EXPECT_EQ(draft.answer, EffectAnswer::kProceed);
+
+  ASSERT_OK_AND_ASSIGN(ExecutionDetail running, ShowExecution(*engine, res.id, 10));
+  EXPECT_EQ(running.effects.size(), 2u);
+  EXPECT_TRUE(running.EscapedEffects().empty()) << "not canceled: nothing escaped";
+
+  ASSERT_OK_AND_ASSIGN(ExecutionStatus after, engine->Cancel(res.id, "cli:op", "wrong input"));
+  EXPECT_EQ(after, ExecutionStatus::kRunning);
+  ASSERT_OK_AND_ASSIGN(FinishReply finished, store.Release(lease));
+  EXPECT_EQ(finished.status, ExecutionStatus::kPartiallyCanceled);
+
+  ASSERT_OK_AND_ASSIGN(ExecutionDetail d, ShowExecution(*engine, res.id, 10));
+  EXPECT_EQ(d.execution.status, ExecutionStatus::kPartiallyCanceled);
+  ASSERT_EQ(d.effects.size(), 2u);
+  std::vector<EffectRecord> escaped = d.EscapedEffects();
+  ASSERT_EQ(escaped.size(), 1u);
+  EXPECT_EQ(escaped[0].key, std::to_string(res.id.value) + ":notice");
+  EXPECT_GT(escaped[0].committed_at, 0);
+  ASSERT_EQ(d.audit.size(), 1u);
+  EXPECT_EQ(d.audit[0].action, "execution.cancel_requested");
+  EXPECT_EQ(d.audit[0].actor, "cli:op");
+  EXPECT_EQ(d.audit[0].reason, "wrong input");
+  ASSERT_EQ(d.attempts.size(), 1u);
+  EXPECT_EQ(d.attempts[0].worker, "test-worker");
+
+  nlohmann::ordered_json j = ExecutionDetailToJson(d);
+  EXPECT_EQ(j["status"], "partially_canceled");
+  EXPECT_EQ(j["cancel_requested"], true);
+  ASSERT_EQ(j["effects"].size(), 2u);
+  ASSERT_EQ(j["escaped_effects"].size(), 1u);
+  EXPECT_EQ(j["escaped_effects"][0]["name"], "notice");
+  EXPECT_EQ(j["escaped_effects"][0]["state"], "committed");
+  EXPECT_EQ(j["escaped_effects"][0]["detail"], "msg-1");
+  EXPECT_TRUE(j["escaped_effects"][0]["committed_at"].is_string());
+  int reserved_only = 0;
+  for (const auto& e : j["effects"]) {
+    if (e["state"] == "reserved") {
+      ++reserved_only;
+      EXPECT_TRUE(e["committed_at"].is_null());
+    }
+  }
+  EXPECT_EQ(reserved_only, 1);
+  ASSERT_EQ(j["attempts"].size(), 1u);
+  EXPECT_EQ(j["attempts"][0]["outcome"], "partially_canceled");
+  ASSERT_EQ(j["audit"].size(), 1u);
+  EXPECT_EQ(j["audit"][0]["target"], "execution:" + std::to_string(res.id.value));
+}
+
+TEST(ChangeGrantTest, AddsRevokesAndAudits) {
+  TempDir dir;
+  ServerConfig c = ConfigWithHello(dir);
+  { ASSERT_OK(OpenEngine(c, EngineMode::kMigrate)); }
+  ASSERT_OK_AND_ASSIGN(auto engine, OpenEngine(c, EngineMode::kClient));
+  Store& store = engine->store();
+  ASSERT_OK_AND_ASSIGN(GrantChange a, ChangeGrant(store, true, "alice", "acme", "cli:op"));
+  EXPECT_TRUE(a.effective);
+  ASSERT_OK_AND_ASSIGN(GrantChange all, ChangeGrant(store, true, "alice", "*", "cli:op"));
+  EXPECT_TRUE(all.effective);
+  ASSERT_OK_AND_ASSIGN(GrantChange r, ChangeGrant(store, false, "alice", "acme", "cli:op"));
+  EXPECT_TRUE(r.effective) << "still granted through *";
+  ASSERT_OK_AND_ASSIGN(GrantChange r2, ChangeGrant(store, false, "alice", "*", "cli:op"));
+  EXPECT_FALSE(r2.effective);
+  ASSERT_OK_AND_ASSIGN(bool granted, store.IsGranted("alice", "acme"));
+  EXPECT_FALSE(granted);
+
+  EXPECT_EQ(ChangeGrant(store, true, "alice", "Not A Tenant", "cli:op").status().code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(ChangeGrant(store, true, "", "acme", "cli:op").status().code(),
+            ErrorCode::kInvalidArgument);
+
+  AuditFilter filter;
+  filter.target = "principal:alice";
+  ASSERT_OK_AND_ASSIGN(std::vector<AuditRecord> audit, store.ListAudit(filter));
+  ASSERT_EQ(audit.size(), 4u) << "refused changes write no record";
+  EXPECT_EQ(audit[0].action, "grant.revoke");
+  EXPECT_EQ(audit[0].tenant, "");
+  EXPECT_EQ(audit[3].action, "grant.add");
+  EXPECT_EQ(audit[3].tenant, "acme");
+  EXPECT_EQ(audit[3].actor, "cli:op");
+  EXPECT_EQ(nlohmann::json::parse(audit[3].after_json),
+            nlohmann::json::parse(R"({"principal":"alice","tenant":"acme"})"));
+}
+
+TEST(LeaseFromEnvironmentTest, ReadsBothVariablesOrNamesTheMissingOne) {
+  auto env = [](std::map<std::string, std::string> vars) -> EnvLookup {
+    return [vars = std::move(vars)](const char* name) -> std::optional<std::string> {
+      auto it = vars.find(name);
+      if (it == vars.end()) return std::nullopt;
+      return it->second;
+    };
+  };
+  ASSERT_OK_AND_ASSIGN(LeaseRef ok, LeaseFromEnvironment(env({{"TASKENGINE_EXECUTION_ID", "42"},
+                                                              {"TASKENGINE_CLAIM_VERSION", "7"}})));
+  EXPECT_EQ(ok.id, ExecutionId(42));
+  EXPECT_EQ(ok.version, ClaimVersion(7));
+
+  auto missing = LeaseFromEnvironment(env({{"TASKENGINE_EXECUTION_ID", "42"}}));
+  EXPECT_EQ(missing.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(missing.status().message(), HasSubstr("TASKENGINE_CLAIM_VERSION is not set"));
+  for (const char* bad : {"", "x", "0", "-3", "12abc", "99999999999999999999"}) {
+    auto r = LeaseFromEnvironment(
+        env({{"TASKENGINE_EXECUTION_ID", bad}, {"TASKENGINE_CLAIM_VERSION", "7"}}));
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument) << bad;
+    EXPECT_THAT(r.status().message(), HasSubstr("TASKENGINE_EXECUTION_ID")) << bad;
+  }
+}
+
+TEST(CliActorTest, AsNameOrTheUnixUser) {
+  ASSERT_OK_AND_ASSIGN(std::string me, CliActor(""));
+  EXPECT_EQ(me, CliRequester());
+  ASSERT_OK_AND_ASSIGN(std::string alice, CliActor("alice.ops@example"));
+  EXPECT_EQ(alice, "cli:alice.ops@example");
+  for (const char* bad : {"two words", "semi;colon", "x/y"}) {
+    EXPECT_EQ(CliActor(bad).status().code(), ErrorCode::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(CliActor(std::string(65, 'a')).status().code(), ErrorCode::kInvalidArgument);
 }
 
 TEST(CliDispatchTest, DelayAndRunAt) {

@@ -101,11 +101,89 @@ nlohmann::ordered_json LogToJson(const LogEntry& log) {
   };
 }
 
+nlohmann::ordered_json EffectToJson(const EffectRecord& e) {
+  return {
+      {"key", e.key},
+      {"name", e.name},
+      {"state", e.committed ? "committed" : "reserved"},
+      {"reserved_at", TimeOrNull(e.reserved_at)},
+      {"committed_at", TimeOrNull(e.committed_at)},
+      {"attempt", e.attempt},
+      {"claim_version", e.reserved_by.value},
+      {"detail", StringOrNull(e.detail)},
+  };
+}
+
+nlohmann::ordered_json AttemptToJson(const AttemptRecord& a) {
+  return {
+      {"attempt", a.attempt},
+      {"claim_version", a.claim_version.value},
+      {"worker", StringOrNull(a.worker)},
+      {"started_at", TimeOrNull(a.started_at)},
+      {"ended_at", TimeOrNull(a.ended_at)},
+      {"outcome", std::string(ToString(a.outcome))},
+      {"failure_class", a.failure_class == FailureClass::kNone
+                            ? nlohmann::ordered_json(nullptr)
+                            : nlohmann::ordered_json(std::string(ToString(a.failure_class)))},
+      {"released", a.released},
+      {"error", StringOrNull(a.error)},
+  };
+}
+
+nlohmann::ordered_json AuditToJson(const AuditRecord& r) {
+  return {
+      {"id", r.id},
+      {"at", TimeOrNull(r.at)},
+      {"actor", r.actor},
+      {"tenant", StringOrNull(r.tenant)},
+      {"action", r.action},
+      {"target", r.target},
+      {"before", EmbeddedJson(r.before_json)},
+      {"after", EmbeddedJson(r.after_json)},
+      {"reason", StringOrNull(r.reason)},
+  };
+}
+
+nlohmann::ordered_json LaneToJson(const LaneStatus& lane) {
+  const bool has_head = lane.head.value != 0;
+  return {
+      {"lane", lane.lane},
+      {"head",
+       has_head ? nlohmann::ordered_json(lane.head.value) : nlohmann::ordered_json(nullptr)},
+      {"head_status", has_head ? nlohmann::ordered_json(std::string(ToString(lane.head_status)))
+                               : nlohmann::ordered_json(nullptr)},
+      {"blocked", lane.blocked},
+      {"queued", lane.queued},
+      {"running", lane.running},
+  };
+}
+
+nlohmann::ordered_json EffectReplyToJson(const EffectReply& r) {
+  return {
+      {"answer", std::string(ToString(r.answer))},
+      {"key", r.key},
+      {"detail", StringOrNull(r.detail)},
+      {"committed_at", TimeOrNull(r.committed_at)},
+  };
+}
+
 nlohmann::ordered_json ExecutionDetailToJson(const ExecutionDetail& d) {
   nlohmann::ordered_json j = ExecutionToJson(d.execution);
   nlohmann::ordered_json logs = nlohmann::ordered_json::array();
   for (const LogEntry& l : d.logs) logs.push_back(LogToJson(l));
   j["logs"] = std::move(logs);
+  nlohmann::ordered_json effects = nlohmann::ordered_json::array();
+  for (const EffectRecord& e : d.effects) effects.push_back(EffectToJson(e));
+  j["effects"] = std::move(effects);
+  nlohmann::ordered_json escaped = nlohmann::ordered_json::array();
+  for (const EffectRecord& e : d.EscapedEffects()) escaped.push_back(EffectToJson(e));
+  j["escaped_effects"] = std::move(escaped);
+  nlohmann::ordered_json attempts = nlohmann::ordered_json::array();
+  for (const AttemptRecord& a : d.attempts) attempts.push_back(AttemptToJson(a));
+  j["attempts"] = std::move(attempts);
+  nlohmann::ordered_json audit = nlohmann::ordered_json::array();
+  for (const AuditRecord& r : d.audit) audit.push_back(AuditToJson(r));
+  j["audit"] = std::move(audit);
   return j;
 }
 

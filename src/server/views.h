@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "server/operations.h"
+#include "storage/store.h"
 #include "taskengine/engine.h"
 #include "taskengine/types.h"
 
@@ -25,7 +26,26 @@ nlohmann::ordered_json ExecutionToJson(const Execution& e);
 // {"attempt", "at", "level", "message"}
 nlohmann::ordered_json LogToJson(const LogEntry& log);
 
-// ExecutionToJson plus "logs": [...].
+// {"key", "name", "state" ("reserved" | "committed"), "reserved_at",
+//  "committed_at", "attempt", "claim_version", "detail"}
+nlohmann::ordered_json EffectToJson(const EffectRecord& e);
+
+// {"attempt", "claim_version", "worker", "started_at", "ended_at", "outcome",
+//  "failure_class", "released", "error"}
+nlohmann::ordered_json AttemptToJson(const AttemptRecord& a);
+
+// {"id", "at", "actor", "tenant", "action", "target", "before", "after", "reason"}
+nlohmann::ordered_json AuditToJson(const AuditRecord& r);
+
+// {"lane", "head", "head_status", "blocked", "queued", "running"}; "head" and
+// "head_status" are null when every member is done.
+nlohmann::ordered_json LaneToJson(const LaneStatus& lane);
+
+// {"answer", "key", "detail", "committed_at"}: what effect:reserve answered.
+nlohmann::ordered_json EffectReplyToJson(const EffectReply& r);
+
+// ExecutionToJson plus "logs", "effects", "escaped_effects" (empty unless
+// canceled or partially_canceled), "attempts" and "audit" (newest first).
 nlohmann::ordered_json ExecutionDetailToJson(const ExecutionDetail& d);
 
 // {"id", "created", "status"}

@@ -131,8 +131,10 @@ constexpr const char* kReleaseEffect =
 constexpr const char* kListEffects =
     "SELECT name, committed, reserved_by, attempt, reserved_at, committed_at, detail FROM effects"
     " WHERE execution_id = ?1 ORDER BY reserved_at, name";
-constexpr const char* kHasCommittedEffects =
-    "SELECT EXISTS (SELECT 1 FROM effects WHERE execution_id = ?1 AND committed = 1)";
+// C1: an effect may have escaped when it was committed, or reserved and never
+// confirmed (its outcome is unknown): either makes a cancel partial.
+constexpr const char* kMayHaveEscapedEffects =
+    "SELECT EXISTS (SELECT 1 FROM effects WHERE execution_id = ?1)";
 constexpr const char* kAssumeEffectsDone =
     "UPDATE effects SET committed = 1, committed_at = ?2, detail = ?3"
     " WHERE execution_id = ?1 AND committed = 0";
@@ -844,7 +846,7 @@ class SqliteStore final : public Store {
             break;
         }
         if (row->state.cancel_requested) {
-          TE_ASSIGN_OR_RETURN(e.has_committed_effects, HasCommittedEffects(c, row->id));
+          TE_ASSIGN_OR_RETURN(e.has_committed_effects, MayHaveEscapedEffects(c, row->id));
         }
         auto t = Decide(row->state, e);
         if (!t.ok()) {
@@ -882,7 +884,7 @@ class SqliteStore final : public Store {
         e.now = now;
         e.jitter01 = random_->Uniform01();
         if (row.state.cancel_requested) {
-          TE_ASSIGN_OR_RETURN(e.has_committed_effects, HasCommittedEffects(c, row.id));
+          TE_ASSIGN_OR_RETURN(e.has_committed_effects, MayHaveEscapedEffects(c, row.id));
         }
         auto t = Decide(row.state, e);
         if (!t.ok()) continue;
@@ -1046,7 +1048,7 @@ class SqliteStore final : public Store {
       Event e;
       e.kind = EventKind::kCancel;
       e.now = now;
-      TE_ASSIGN_OR_RETURN(e.has_committed_effects, HasCommittedEffects(c, id));
+      TE_ASSIGN_OR_RETURN(e.has_committed_effects, MayHaveEscapedEffects(c, id));
       TE_ASSIGN_OR_RETURN(Transition t, Decide(row->state, e));
       if (!t.changed) return t.to;
       TE_RETURN_IF_ERROR(Apply(c, *row, t, now, std::nullopt, std::nullopt, std::nullopt));
@@ -1857,8 +1859,8 @@ class SqliteStore final : public Store {
     return u.Run();
   }
 
-  static Result<bool> HasCommittedEffects(Connection& c, ExecutionId id) {
-    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kHasCommittedEffects));
+  static Result<bool> MayHaveEscapedEffects(Connection& c, ExecutionId id) {
+    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kMayHaveEscapedEffects));
     s.Bind(1, id.value);
     TE_ASSIGN_OR_RETURN(bool row, s.Step());
     return row && s.Int(0) != 0;

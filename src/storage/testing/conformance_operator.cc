@@ -690,3 +690,22 @@ TEST_P(StoreConformance, R1_ReplayResolvesUnconfirmedEffectsAsTheOperatorSays) {
 }
 
 }  // namespace taskengine
+
+namespace taskengine {
+
+// C1: an effect reserved and never confirmed may have escaped; a cancel then
+// ends partially_canceled and the reservation is listed, not hidden.
+TEST_P(StoreConformance, C1_CancelWithAnUnconfirmedEffectIsPartiallyCanceled) {
+  DefineJob("render");
+  ExecutionId id = AdmitOne(MakeRequest("render", 1));
+  Lease lease = ClaimOne();
+  EXPECT_EQ(Reserve(lease, "notice").answer, EffectAnswer::kProceed);
+  ASSERT_OK(store().RequestCancel(id, OperatorAction{"ops", "stop"}));
+  ASSERT_OK(store().Release({lease.id, lease.version}));
+  EXPECT_EQ(Get(id).status, ExecutionStatus::kPartiallyCanceled);
+  std::vector<EffectRecord> effects = Effects(id);
+  ASSERT_EQ(effects.size(), 1u);
+  EXPECT_FALSE(effects[0].committed);
+}
+
+}  // namespace taskengine

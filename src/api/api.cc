@@ -1,0 +1,52 @@
+#include "api/api.h"
+
+#include "api/routes.h"
+
+namespace taskengine::api {
+
+Api::Api(Engine* engine, Authenticator* authenticator, ApiOptions options)
+    : context_(std::make_unique<ApiContext>()),
+      router_(std::make_unique<Router>(authenticator)) {
+  TE_CHECK(engine != nullptr && authenticator != nullptr);
+  context_->engine = engine;
+  context_->store = &engine->store();
+  context_->clock = options.clock != nullptr ? options.clock : SystemClock::Get();
+  context_->options = options;
+  RegisterSystemRoutes(*context_, *router_);
+  RegisterJobRoutes(*context_, *router_);
+  RegisterDispatchRoutes(*context_, *router_);
+  RegisterExecutionRoutes(*context_, *router_);
+  RegisterOverviewRoutes(*context_, *router_);
+}
+
+Api::~Api() = default;
+
+const Principal& PrincipalOf(const RouteRequest& request) {
+  TE_CHECK(request.principal.has_value());
+  return *request.principal;
+}
+
+HttpResponse NeedsAllTenants(std::string_view what) {
+  return ErrorResponse(403, "forbidden",
+                       std::string(what) + " needs a principal with access to every tenant");
+}
+
+Status ExecutionNotFound(std::string_view id_text) {
+  std::string shown(id_text.substr(0, 40));
+  return NotFound("execution " + shown + " not found");
+}
+
+Result<Execution> VisibleExecution(ApiContext& ctx, const Principal& principal,
+                                   std::string_view id_text) {
+  auto id = ParseInteger(id_text, 1, std::numeric_limits<std::int64_t>::max(), "execution id");
+  if (!id.ok()) return id.status();
+  Result<Execution> e = ctx.engine->GetExecution(ExecutionId(*id));
+  if (!e.ok()) {
+    if (e.status().code() == ErrorCode::kNotFound) return ExecutionNotFound(id_text);
+    return e.status();
+  }
+  if (!principal.MayAccessTenant(e->tenant)) return ExecutionNotFound(id_text);
+  return e;
+}
+
+}  // namespace taskengine::api

@@ -1,0 +1,67 @@
+// The REST API of taskengine (product.md I1, I2, I5): every route of
+// /api/v1 plus /healthz, /readyz and /metrics, registered on a Router over an
+// Engine. The routes translate HTTP <-> engine calls; they hold no business
+// logic (validation of dispatches, transitions and so on is the engine's).
+//
+//   api::StaticTokenAuthenticator auth;  // or part 3's token store
+//   api::Api api(engine.get(), &auth, {});
+//   api::HttpServer http({.port = 8080}, api.handler());
+//   TE_RETURN_IF_ERROR(http.Start());
+//
+// The route list and every request/response shape are documented in
+// docs/openapi.json (served at /api/v1/openapi.json); a test checks that the
+// document and the router agree.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string_view>
+
+#include "api/auth.h"
+#include "api/http_types.h"
+#include "api/router.h"
+#include "taskengine/clock.h"
+#include "taskengine/engine.h"
+
+namespace taskengine::api {
+
+struct ApiOptions {
+  // Not owned. Default: the system clock (only for ages and the 24 h window).
+  Clock* clock = nullptr;
+  // /metrics answers without credentials. Default: false (needs `read` and
+  // global tenant access).
+  bool metrics_open = false;
+  // Log lines in an execution's detail (oldest first). Default: 1000.
+  int detail_log_limit = 1000;
+  // Audit records in an execution's detail (newest first). Default: 100.
+  int detail_audit_limit = 100;
+  // Items in one bulk dispatch. Default: 1000.
+  std::size_t max_bulk_items = 1000;
+};
+
+struct ApiContext;
+
+// Owns the router and the routes' shared state. Thread-safe once constructed.
+class Api {
+ public:
+  // `engine` and `authenticator` are not owned and must outlive the Api.
+  Api(Engine* engine, Authenticator* authenticator, ApiOptions options);
+  ~Api();
+  Api(const Api&) = delete;
+  Api& operator=(const Api&) = delete;
+
+  // Extension point: more routes (e.g. the worker protocol) may be added
+  // before the server starts.
+  Router& router() { return *router_; }
+  // The handler to give HttpServer. Valid while the Api lives.
+  RequestHandler handler() const { return router_->AsRequestHandler(); }
+
+ private:
+  std::unique_ptr<ApiContext> context_;
+  std::unique_ptr<Router> router_;
+};
+
+// docs/openapi.json as embedded at build time.
+std::string_view OpenApiDocument();
+
+}  // namespace taskengine::api

@@ -1,0 +1,97 @@
+// Authentication hook of the API (X1, X2). Every request goes through an
+// Authenticator that turns credentials into a Principal: who it is, which
+// scopes it holds and which tenants it may see. Routes declare the scope they
+// need (403 when missing); by-id routes check the target's tenant against the
+// principal and answer 404 for another tenant's id, exactly like a missing one.
+//
+// Part 3 implements tokens, users and sessions behind this interface;
+// StaticTokenAuthenticator (a fixed map of bearer tokens) serves tests and
+// simple deployments.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/http_types.h"
+#include "taskengine/status.h"
+#include "taskengine/types.h"
+
+namespace taskengine::api {
+
+// Token scopes (X1, quality.md §3.5).
+enum class Scope : std::uint8_t {
+  kRead = 1,      // see executions, jobs, stats of granted tenants
+  kDispatch = 2,  // admit executions
+  kOperate = 4,   // cancel, replay, approve
+  kAdmin = 8,     // edit job definitions, read the audit log
+  kWorker = 16,   // the remote worker protocol only
+};
+
+std::string_view ToString(Scope scope);
+std::optional<Scope> ParseScope(std::string_view name);
+
+// An authenticated caller. Immutable value.
+//
+// Scope implication (HasScope): admin implies operate, dispatch and read;
+// operate implies read; dispatch implies read (a dispatcher may follow the
+// status URL it was given). worker implies nothing and nothing implies worker,
+// so worker tokens never reach operator routes.
+struct Principal {
+  std::string name;            // the requester/actor recorded by the engine
+  std::uint8_t scopes = 0;     // bit set of Scope values as held (before implication)
+  bool all_tenants = false;    // global: every tenant and global executions
+  std::set<std::string> tenants;  // when !all_tenants
+
+  static Principal Make(std::string name, std::initializer_list<Scope> scopes, bool all_tenants,
+                        std::set<std::string> tenants = {});
+
+  bool HasScope(Scope scope) const;
+  // True when the principal may see `tenant`. An empty tenant (a global job's
+  // execution) needs all_tenants.
+  bool MayAccessTenant(const TenantId& tenant) const;
+  bool MayAccessTenant(std::string_view tenant) const;
+};
+
+// Thread-safe.
+class Authenticator {
+ public:
+  virtual ~Authenticator() = default;
+  // The principal behind the request's credentials; nullopt when the request
+  // carries none, or unknown, expired or malformed ones (-> 401). An error
+  // status when the credentials could not be checked (e.g. kUnavailable ->
+  // 503); never an error for bad credentials.
+  virtual Result<std::optional<Principal>> Authenticate(const HttpRequest& request) = 0;
+};
+
+// The bearer token of an `Authorization: Bearer <token>` header (scheme
+// case-insensitive); nullopt when absent or another scheme.
+std::optional<std::string_view> BearerToken(const HttpRequest& request);
+
+// A fixed map of bearer token -> principal. Tokens are compared in constant
+// time (sodium_memcmp over their SHA-256 digests, so neither the content nor
+// the length of a stored token leaks through timing); every stored token is
+// compared on every request. Thread-safe after construction (Add is not).
+class StaticTokenAuthenticator final : public Authenticator {
+ public:
+  StaticTokenAuthenticator() = default;
+  // REQUIRES: not called concurrently with Authenticate. Tokens must be
+  // non-empty; adding a token again replaces its principal.
+  void Add(std::string_view token, Principal principal);
+
+  Result<std::optional<Principal>> Authenticate(const HttpRequest& request) override;
+
+ private:
+  struct Entry {
+    unsigned char digest[32];
+    Principal principal;
+  };
+  std::vector<Entry> entries_;
+};
+
+}  // namespace taskengine::api

@@ -1,0 +1,185 @@
+#include "api/dto.h"
+
+#include "api/json_util.h"
+
+namespace taskengine::api {
+namespace {
+
+Json StringOrNull(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); }
+
+Json JsonText(const std::string& text) {
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return text;
+  return j;
+}
+
+}  // namespace
+
+Json TimeOrNull(Millis ms) { return ms == 0 ? Json(nullptr) : Json(FormatTime(ms)); }
+
+Json EmbeddedJson(const std::string& text) {
+  if (text.empty()) return nullptr;
+  return JsonText(text);
+}
+
+std::string ExecutionUrl(ExecutionId id) {
+  return "/api/v1/executions/" + std::to_string(id.value);
+}
+
+Json JobToJson(const JobDefinition& job) {
+  return {
+      {"name", job.name.value},
+      {"display_name", job.display_name},
+      {"handler", job.handler},
+      {"queue", job.queue},
+      {"scope", std::string(ToString(job.scope))},
+      {"schedule", StringOrNull(job.schedule)},
+      {"timezone", job.timezone},
+      {"timeout_ms", job.timeout_ms},
+      {"lease_ms", job.lease_ms},
+      {"max_attempts", job.retry.max_attempts},
+      {"backoff_base_ms", job.retry.backoff_base_ms},
+      {"backoff_cap_ms", job.retry.backoff_cap_ms},
+      {"max_permanent_attempts", job.retry.max_permanent_attempts},
+      {"max_unsupported_schema_attempts", job.retry.max_unsupported_schema_attempts},
+      {"max_ambiguous_attempts", job.retry.max_ambiguous_attempts},
+      {"max_consecutive_lease_expiries", job.retry.max_consecutive_lease_expiries},
+      {"lane_template", StringOrNull(job.lane_template)},
+      {"accepted_schema_versions", job.accepted_schema_versions},
+      {"config", job.config_json.empty() ? Json::object() : JsonText(job.config_json)},
+      {"enabled", job.enabled},
+      {"created_at", TimeOrNull(job.created_at)},
+      {"updated_at", TimeOrNull(job.updated_at)},
+  };
+}
+
+Json ExecutionToJson(const Execution& e, bool with_payload) {
+  const bool finished = e.finished_at > 0 && IsTerminal(e.status);
+  Json j = {
+      {"id", e.id.value},
+      {"job", e.job.value},
+      {"tenant", StringOrNull(e.tenant.value)},
+      {"queue", e.queue},
+      {"status", std::string(ToString(e.status))},
+      {"trigger", std::string(ToString(e.trigger))},
+      {"requester", e.requester},
+      {"worker", StringOrNull(e.worker.value)},
+      {"attempt", e.attempt},
+      {"max_attempts", e.retry.max_attempts},
+      {"idempotency_key", StringOrNull(e.idempotency_key)},
+      {"fingerprint", e.fingerprint},
+  };
+  if (with_payload) j["payload"] = EmbeddedJson(e.payload_json);
+  j["progress"] = e.progress;
+  j["error"] = StringOrNull(e.error);
+  j["failure_class"] = e.failure_class == FailureClass::kNone
+                           ? Json(nullptr)
+                           : Json(std::string(ToString(e.failure_class)));
+  j["scheduled_at"] = TimeOrNull(e.scheduled_at);
+  j["run_at"] = TimeOrNull(e.run_at);
+  j["queued_at"] = TimeOrNull(e.queued_at);
+  j["started_at"] = TimeOrNull(e.started_at);
+  j["finished_at"] = TimeOrNull(e.finished_at);
+  j["duration_ms"] = finished ? Json(e.DurationMillis()) : Json(nullptr);
+  j["claim_version"] = e.claim_version.value;
+  j["lease_ms"] = e.lease_ms;
+  j["lease_expires_at"] = TimeOrNull(e.lease_expires_at);
+  j["cancel_requested"] = e.cancel_requested;
+  j["lane_key"] = StringOrNull(e.lane_key);
+  j["parent"] = e.parent.value == 0 ? Json(nullptr) : Json(e.parent.value);
+  j["consecutive_lease_expiries"] = e.consecutive_lease_expiries;
+  j["permanent_failures"] = e.permanent_failures;
+  j["ambiguous_failures"] = e.ambiguous_failures;
+  j["status_url"] = ExecutionUrl(e.id);
+  j["result_url"] =
+      e.status == ExecutionStatus::kSucceeded ? Json(ExecutionUrl(e.id) + "/result") : Json(nullptr);
+  return j;
+}
+
+Json LogToJson(const LogEntry& log) {
+  return {
+      {"attempt", log.attempt},
+      {"at", TimeOrNull(log.at)},
+      {"level", std::string(ToString(log.level))},
+      {"message", log.message},
+  };
+}
+
+Json EffectToJson(const EffectRecord& effect) {
+  return {
+      {"name", effect.name},
+      {"key", effect.key},
+      {"committed", effect.committed},
+      {"attempt", effect.attempt},
+      {"claim_version", effect.reserved_by.value},
+      {"reserved_at", TimeOrNull(effect.reserved_at)},
+      {"committed_at", TimeOrNull(effect.committed_at)},
+      {"detail", StringOrNull(effect.detail)},
+  };
+}
+
+Json AttemptToJson(const AttemptRecord& a) {
+  return {
+      {"attempt", a.attempt},
+      {"claim_version", a.claim_version.value},
+      {"worker", StringOrNull(a.worker)},
+      {"started_at", TimeOrNull(a.started_at)},
+      {"ended_at", TimeOrNull(a.ended_at)},
+      {"outcome", std::string(ToString(a.outcome))},
+      {"failure_class", a.failure_class == FailureClass::kNone
+                            ? Json(nullptr)
+                            : Json(std::string(ToString(a.failure_class)))},
+      {"released", a.released},
+      {"error", StringOrNull(a.error)},
+  };
+}
+
+Json AuditToJson(const AuditRecord& r) {
+  return {
+      {"id", r.id},
+      {"at", TimeOrNull(r.at)},
+      {"actor", r.actor},
+      {"tenant", StringOrNull(r.tenant)},
+      {"action", r.action},
+      {"target", r.target},
+      {"before", EmbeddedJson(r.before_json)},
+      {"after", EmbeddedJson(r.after_json)},
+      {"reason", StringOrNull(r.reason)},
+  };
+}
+
+Json QueueDepthToJson(const QueueDepth& d, Millis now) {
+  return {
+      {"queue", d.queue},
+      {"queued", d.queued},
+      {"due", d.due},
+      {"running", d.running},
+      {"oldest_queued_at", TimeOrNull(d.oldest_queued_at)},
+      {"oldest_queued_age_ms", d.oldest_queued_at == 0
+                                   ? Json(nullptr)
+                                   : Json(std::max<Millis>(0, now - d.oldest_queued_at))},
+  };
+}
+
+Json LaneToJson(const LaneStatus& lane) {
+  return {
+      {"lane", lane.lane},
+      {"head", lane.head.value == 0 ? Json(nullptr) : Json(lane.head.value)},
+      {"head_status",
+       lane.head.value == 0 ? Json(nullptr) : Json(std::string(ToString(lane.head_status)))},
+      {"blocked", lane.blocked},
+      {"queued", lane.queued},
+      {"running", lane.running},
+  };
+}
+
+Json DispatchResultToJson(const DispatchResult& r) {
+  return {
+      {"id", r.id.value},
+      {"status", std::string(ToString(r.status))},
+      {"created", r.created},
+      {"status_url", ExecutionUrl(r.id)},
+  };
+}
+
+}  // namespace taskengine::api

@@ -1,0 +1,557 @@
+// The Beast side of HttpServer. Each connection is a Session whose every step
+// runs on its own strand:
+//
+//   WaitForRequest (idle timeout) -> ReadHeader (read timeout, header limit)
+//   -> [100 Continue] -> ReadBody (body limit) -> Handle (post to the handler
+//   pool; no timer while the handler runs) -> OnResponse (from any thread via
+//   the Responder, posted back to the strand) -> Write -> WaitForRequest | Close
+//
+// Ownership: the server's registry owns every open Session; asynchronous
+// operations hold it too while pending. A Responder holds only a weak
+// reference and a shared Gate, so a response that arrives after the server
+// stopped (or after its connection closed) is dropped without touching freed
+// memory.
+#include "api/http_server.h"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <ctime>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "api/errors.h"
+
+namespace taskengine::api {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+namespace net = boost::asio;
+using tcp = boost::asio::ip::tcp;
+
+// Guards delivery of late responses: open while the I/O context may be used.
+struct Gate {
+  std::mutex mu;
+  bool open = true;
+};
+
+std::string HttpDate() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[64];
+  std::size_t n = std::strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  return std::string(buf, n);
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+bool IsHttpParseError(const beast::error_code& ec) {
+  return ec.category() == http::make_error_code(http::error::bad_method).category() &&
+         ec != http::error::end_of_stream && ec != http::error::partial_message;
+}
+
+class Session;
+
+class ServerCore {
+ public:
+  ServerCore(HttpServerOptions options, RequestHandler handler)
+      : options_(std::move(options)), handler_(std::move(handler)),
+        gate_(std::make_shared<Gate>()) {}
+
+  ~ServerCore() { Stop(0); }
+
+  Status Start();
+  void Stop(Millis grace_ms);
+  int port() const { return port_.load(); }
+  int in_flight() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return in_flight_;
+  }
+
+  // --- used by sessions (any thread) ---
+  const HttpServerOptions& options() const { return options_; }
+  const RequestHandler& handler() const { return handler_; }
+  const std::shared_ptr<Gate>& gate() const { return gate_; }
+  net::thread_pool& pool() { return *pool_; }
+  bool stopping() const { return stopping_.load(std::memory_order_acquire); }
+  void BeginRequest() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++in_flight_;
+  }
+  void EndRequest() {
+    std::lock_guard<std::mutex> lock(mu_);
+    --in_flight_;
+    if (in_flight_ == 0) idle_cv_.notify_all();
+  }
+  void Unregister(std::uint64_t id) {
+    std::shared_ptr<Session> doomed;  // destroyed outside the lock
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sessions_.find(id);
+    if (it != sessions_.end()) {
+      doomed = std::move(it->second);
+      sessions_.erase(it);
+    }
+  }
+
+ private:
+  void Accept();
+  void OnAccept(beast::error_code ec, tcp::socket socket);
+  std::vector<std::shared_ptr<Session>> SnapshotSessions() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::shared_ptr<Session>> out;
+    out.reserve(sessions_.size());
+    for (auto& [id, s] : sessions_) out.push_back(s);
+    return out;
+  }
+
+  // Constant after construction.
+  const HttpServerOptions options_;
+  const RequestHandler handler_;
+  const std::shared_ptr<Gate> gate_;
+
+  // The I/O context outlives everything below that refers to it.
+  net::io_context ioc_;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
+  std::optional<tcp::acceptor> acceptor_;  // used on acceptor_strand_ only
+  std::optional<net::strand<net::io_context::executor_type>> acceptor_strand_;
+  std::optional<net::steady_timer> accept_retry_;
+  std::optional<net::thread_pool> pool_;
+  std::vector<std::thread> io_threads_;
+  std::atomic<int> port_{0};
+  std::atomic<bool> stopping_{false};
+  // Start/Stop are called by the owner, not concurrently.
+  bool started_ = false;  // Start was called
+  bool running_ = false;  // Start succeeded
+  bool stopped_ = false;
+
+  // Protected by mu_.
+  mutable std::mutex mu_;
+  std::condition_variable idle_cv_;
+  int in_flight_ = 0;
+  std::uint64_t next_session_id_ = 1;
+  std::unordered_map<std::uint64_t, std::shared_ptr<Session>> sessions_;
+
+  friend class Session;
+};
+
+// One connection. Every member function runs on the session's strand.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(ServerCore* server, tcp::socket socket, std::uint64_t id)
+      : server_(server), stream_(std::move(socket)), id_(id) {}
+
+  void Begin() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitForRequest(); });
+  }
+
+  // Posted by Stop(): close unless a request is being handled or answered.
+  void OnServerStopping() {
+    if (state_ == State::kHandling || state_ == State::kWriting) {
+      close_after_response_ = true;
+    } else {
+      Close();
+    }
+  }
+
+  void ForceClose() { Close(); }
+
+  beast::tcp_stream::executor_type executor() { return stream_.get_executor(); }
+
+ private:
+  enum class State { kIdle, kReading, kHandling, kWriting, kClosed };
+
+  void WaitForRequest() {
+    if (state_ == State::kClosed) return;
+    state_ = State::kIdle;
+    if (server_->stopping()) return Close();
+    if (buffer_.size() > 0) return ReadHeader();  // a pipelined request is already here
+    stream_.expires_after(std::chrono::milliseconds(server_->options().idle_timeout_ms));
+    stream_.async_read_some(
+        buffer_.prepare(4096),
+        [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+          self->buffer_.commit(n);
+          if (ec || self->state_ == State::kClosed) return self->Close();
+          self->ReadHeader();
+        });
+  }
+
+  void ReadHeader() {
+    state_ = State::kReading;
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(server_->options().max_header_bytes));
+    parser_->body_limit(server_->options().max_body_bytes);
+    stream_.expires_after(std::chrono::milliseconds(server_->options().read_timeout_ms));
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              self->OnHeader(ec);
+                            });
+  }
+
+  // Answers a protocol error (the request never reached a handler) and closes.
+  bool HandleReadError(const beast::error_code& ec) {
+    if (!ec) return false;
+    if (state_ == State::kClosed) return true;
+    if (ec == http::error::body_limit) {
+      SendProtocolError(ErrorResponse(413, "payload_too_large",
+                                      "request body exceeds the limit of " +
+                                          std::to_string(server_->options().max_body_bytes) +
+                                          " bytes"));
+    } else if (ec == http::error::header_limit) {
+      SendProtocolError(ErrorResponse(431, "header_too_large",
+                                      "request header exceeds the limit of " +
+                                          std::to_string(server_->options().max_header_bytes) +
+                                          " bytes"));
+    } else if (IsHttpParseError(ec)) {
+      SendProtocolError(
+          ErrorResponse(400, "bad_request", "malformed HTTP request: " + ec.message()));
+    } else {
+      Close();  // end of stream, timeout, reset, or the server is stopping
+    }
+    return true;
+  }
+
+  void OnHeader(const beast::error_code& ec) {
+    if (HandleReadError(ec)) return;
+    const auto& msg = parser_->get();
+    auto expect = msg.find(http::field::expect);
+    if (expect != msg.end()) {
+      if (!beast::iequals(expect->value(), "100-continue")) {
+        return SendProtocolError(
+            ErrorResponse(417, "expectation_failed", "only 'Expect: 100-continue' is supported"));
+      }
+      if (!parser_->is_done()) {
+        static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+        net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                         [self = shared_from_this()](beast::error_code wec, std::size_t) {
+                           if (wec) return self->Close();
+                           self->ReadBody();
+                         });
+        return;
+      }
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    if (state_ == State::kClosed) return;
+    if (parser_->is_done()) return Handle();
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       if (self->HandleReadError(ec)) return;
+                       self->Handle();
+                     });
+  }
+
+  HttpRequest BuildRequest() {
+    auto& msg = parser_->get();
+    HttpRequest req;
+    req.method_name = std::string(msg.method_string());
+    req.method = ParseHttpMethod(req.method_name);
+    req.target = std::string(msg.target());
+    std::size_t q = req.target.find('?');
+    req.path = req.target.substr(0, q);
+    if (q != std::string::npos) req.query = req.target.substr(q + 1);
+    req.headers.reserve(8);
+    for (const auto& field : msg) {
+      req.headers.emplace_back(Lower(std::string(field.name_string())), std::string(field.value()));
+    }
+    req.body = std::move(msg.body());
+    beast::error_code ec;
+    auto endpoint = stream_.socket().remote_endpoint(ec);
+    if (!ec) req.remote_address = endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+    return req;
+  }
+
+  void Handle() {
+    state_ = State::kHandling;
+    keep_alive_ = parser_->get().keep_alive();
+    version_ = parser_->get().version();
+    HttpRequest request = BuildRequest();
+    parser_.reset();
+    stream_.expires_never();  // the handler may take its time (long-poll)
+    request_outstanding_ = true;
+    server_->BeginRequest();
+
+    std::weak_ptr<Session> weak = weak_from_this();
+    std::shared_ptr<Gate> gate = server_->gate();
+    Responder responder([weak, gate](HttpResponse response) {
+      std::lock_guard<std::mutex> lock(gate->mu);
+      if (!gate->open) return;
+      std::shared_ptr<Session> self = weak.lock();
+      if (!self) return;
+      net::post(self->stream_.get_executor(),
+                [self, r = std::move(response)]() mutable { self->OnResponse(std::move(r)); });
+    });
+    const RequestHandler* handler = &server_->handler();
+    net::post(server_->pool(), [handler, request = std::move(request), responder]() mutable {
+      try {
+        (*handler)(std::move(request), responder);
+      } catch (...) {
+        responder.Send(ErrorResponse(500, "internal", "unexpected error while handling the request"));
+      }
+    });
+  }
+
+  void OnResponse(HttpResponse response) {
+    if (state_ != State::kHandling) return;  // closed meanwhile
+    state_ = State::kWriting;
+    const bool keep = keep_alive_ && !close_after_response_ && !server_->stopping();
+    Write(std::move(response), keep, /*counted=*/true);
+  }
+
+  void SendProtocolError(HttpResponse response) {
+    state_ = State::kWriting;
+    version_ = 11;
+    linger_after_write_ = true;
+    Write(std::move(response), /*keep=*/false, /*counted=*/false);
+  }
+
+  // After answering a request we did not read completely (413, 431, 400):
+  // stop sending, then read and discard what the client still sends for a
+  // short while, so that closing does not reset the connection before the
+  // client has read our answer.
+  void DrainAndClose() {
+    state_ = State::kReading;  // a server stop may close it at once
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.expires_after(std::chrono::milliseconds(kDrainTimeoutMs));
+    DrainSome();
+  }
+
+  void DrainSome() {
+    buffer_.consume(buffer_.size());
+    stream_.async_read_some(buffer_.prepare(64 * 1024),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                              self->drained_ += n;
+                              if (ec || self->state_ == State::kClosed ||
+                                  self->drained_ > kMaxDrainBytes) {
+                                return self->Close();
+                              }
+                              self->DrainSome();
+                            });
+  }
+
+  void Write(HttpResponse response, bool keep, bool counted) {
+    res_.emplace();
+    res_->version(version_);
+    res_->result(static_cast<unsigned>(response.status));
+    res_->set(http::field::server, server_->options().server_name);
+    res_->set(http::field::date, HttpDate());
+    if (!response.body.empty() || response.status != 204) {
+      res_->set(http::field::content_type, response.content_type);
+    }
+    for (auto& [name, value] : response.headers) res_->set(name, value);
+    res_->body() = std::move(response.body);
+    res_->keep_alive(keep);
+    res_->prepare_payload();
+    stream_.expires_after(std::chrono::milliseconds(server_->options().write_timeout_ms));
+    http::async_write(stream_, *res_,
+                      [self = shared_from_this(), keep, counted](beast::error_code ec, std::size_t) {
+                        self->res_.reset();
+                        if (counted) self->FinishRequest();
+                        if (!ec && self->linger_after_write_) return self->DrainAndClose();
+                        if (ec || !keep) return self->Close();
+                        self->WaitForRequest();
+                      });
+  }
+
+  void FinishRequest() {
+    if (!request_outstanding_) return;
+    request_outstanding_ = false;
+    server_->EndRequest();
+  }
+
+  void Close() {
+    if (state_ == State::kClosed) return;
+    state_ = State::kClosed;
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.close();
+    FinishRequest();
+    server_->Unregister(id_);
+  }
+
+  ServerCore* const server_;
+  beast::tcp_stream stream_;
+  const std::uint64_t id_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::response<http::string_body>> res_;
+  State state_ = State::kIdle;
+  bool keep_alive_ = true;
+  bool close_after_response_ = false;
+  bool request_outstanding_ = false;
+  bool linger_after_write_ = false;
+  std::size_t drained_ = 0;
+  unsigned version_ = 11;
+
+  static constexpr Millis kDrainTimeoutMs = 2000;
+  static constexpr std::size_t kMaxDrainBytes = 8 * 1024 * 1024;
+};
+
+}  // namespace
+
+Status ServerCore::Start() {
+  if (started_) return Internal("HttpServer::Start called twice");
+  started_ = true;
+  try {
+    beast::error_code ec;
+    std::string host = options_.host == "localhost" ? "127.0.0.1" : options_.host;
+    net::ip::address address = net::ip::make_address(host, ec);
+    if (ec) return InvalidArgument("invalid listen address '" + options_.host + "'");
+    if (options_.port < 0 || options_.port > 65535) {
+      return InvalidArgument("invalid port " + std::to_string(options_.port));
+    }
+    acceptor_strand_.emplace(net::make_strand(ioc_));
+    acceptor_.emplace(*acceptor_strand_);
+    accept_retry_.emplace(*acceptor_strand_);
+    tcp::endpoint endpoint(address, static_cast<unsigned short>(options_.port));
+    acceptor_->open(endpoint.protocol(), ec);
+    if (!ec) acceptor_->set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_->bind(endpoint, ec);
+    if (!ec) acceptor_->listen(net::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return Unavailable("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
+                         ": " + ec.message());
+    }
+    port_.store(acceptor_->local_endpoint().port());
+    pool_.emplace(static_cast<std::size_t>(std::max(1, options_.handler_threads)));
+    work_.emplace(net::make_work_guard(ioc_));
+    running_ = true;  // from here on, Stop() has everything to undo
+    net::dispatch(*acceptor_strand_, [this] { Accept(); });
+    for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
+      io_threads_.emplace_back([this] {
+        for (;;) {
+          try {
+            ioc_.run();
+            return;
+          } catch (...) {
+            // A completion handler threw (out of memory): keep serving.
+          }
+        }
+      });
+    }
+  } catch (const std::exception& e) {
+    return Internal(std::string("cannot start the HTTP server: ") + e.what());
+  }
+  return Status::Ok();
+}
+
+void ServerCore::Accept() {
+  if (stopping() || !acceptor_->is_open()) return;
+  acceptor_->async_accept(net::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
+    OnAccept(ec, std::move(socket));
+  });
+}
+
+void ServerCore::OnAccept(beast::error_code ec, tcp::socket socket) {
+  if (ec == net::error::operation_aborted || stopping()) return;
+  if (ec) {
+    // E.g. out of file descriptors: try again shortly instead of spinning.
+    accept_retry_->expires_after(std::chrono::milliseconds(50));
+    accept_retry_->async_wait([this](beast::error_code wec) {
+      if (!wec) Accept();
+    });
+    return;
+  }
+  beast::error_code nodelay_ec;
+  socket.set_option(tcp::no_delay(true), nodelay_ec);
+  std::shared_ptr<Session> session;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::uint64_t id = next_session_id_++;
+    session = std::make_shared<Session>(this, std::move(socket), id);
+    sessions_.emplace(id, session);
+  }
+  session->Begin();
+  Accept();
+}
+
+void ServerCore::Stop(Millis grace_ms) {
+  if (!running_ || stopped_) return;
+  stopped_ = true;
+  stopping_.store(true, std::memory_order_release);
+  // 1. Stop accepting.
+  net::dispatch(*acceptor_strand_, [this] {
+    beast::error_code ec;
+    acceptor_->close(ec);
+    accept_retry_->cancel();
+  });
+  // 2. Close idle connections; busy ones close after their response.
+  for (auto& s : SnapshotSessions()) {
+    net::post(s->executor(), [s] { s->OnServerStopping(); });
+  }
+  // 3. Let handled requests finish, up to the grace period.
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_cv_.wait_for(lock, std::chrono::milliseconds(std::max<Millis>(0, grace_ms)),
+                      [this] { return in_flight_ == 0; });
+  }
+  // 4. Drop late responses, close everything, join.
+  {
+    std::lock_guard<std::mutex> lock(gate_->mu);
+    gate_->open = false;
+  }
+  for (auto& s : SnapshotSessions()) {
+    net::post(s->executor(), [s] { s->ForceClose(); });
+  }
+  work_.reset();
+  // Give the closes a moment to run, then stop whatever is still pending.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  while (std::chrono::steady_clock::now() < deadline) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (sessions_.empty()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ioc_.stop();
+  for (auto& t : io_threads_) t.join();
+  io_threads_.clear();
+  pool_->stop();
+  pool_->join();
+  std::unordered_map<std::uint64_t, std::shared_ptr<Session>> remaining;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    remaining.swap(sessions_);
+  }
+  remaining.clear();
+}
+
+class HttpServer::Impl final : public ServerCore {
+ public:
+  using ServerCore::ServerCore;
+};
+
+HttpServer::HttpServer(HttpServerOptions options, RequestHandler handler)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(handler))) {}
+
+HttpServer::~HttpServer() = default;
+
+Status HttpServer::Start() { return impl_->Start(); }
+int HttpServer::port() const { return impl_->port(); }
+void HttpServer::Stop(Millis grace_ms) { impl_->Stop(grace_ms); }
+int HttpServer::in_flight() const { return impl_->in_flight(); }
+
+}  // namespace taskengine::api

@@ -1,0 +1,98 @@
+// Plain HTTP request/response values shared by the server, the router and the
+// routes. No Boost here: Beast stays inside http_server.cc so that code which
+// includes these headers compiles fast.
+//
+// The asynchronous contract: a request handler receives the request and a
+// Responder, and must call Responder::Send exactly once — on any thread, at
+// any time (a long-poll route keeps the Responder and answers later). When
+// every copy of a Responder is destroyed without a Send, the client gets a 500
+// instead of hanging.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace taskengine::api {
+
+enum class HttpMethod { kGet, kHead, kPost, kPut, kPatch, kDelete, kOptions, kOther };
+
+// "GET", "POST", ...; "OTHER" for kOther.
+std::string_view ToString(HttpMethod method);
+// Exact (case-sensitive, as RFC 9110 says) method name -> kOther when unknown.
+HttpMethod ParseHttpMethod(std::string_view name);
+
+// One parsed request. Immutable once built; cheap to move.
+struct HttpRequest {
+  HttpMethod method = HttpMethod::kGet;
+  std::string method_name;  // as received, e.g. "PROPFIND" for kOther
+  std::string target;       // as received: path and query, still percent-encoded
+  std::string path;         // target up to '?', still percent-encoded
+  std::string query;        // after '?', still percent-encoded; empty when none
+  // Header fields in order; names lower-cased, values as received (trimmed).
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  std::string remote_address;  // "ip:port" of the peer
+
+  // The first header named `lower_case_name`, or nullptr.
+  const std::string* Header(std::string_view lower_case_name) const;
+};
+
+// One response. Content-Length, Date, Server and Connection are set by the server.
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;  // extra fields
+  std::string body;
+};
+
+namespace internal {
+// Shared by the copies of one Responder: delivers the first response only.
+class ResponderState {
+ public:
+  explicit ResponderState(std::function<void(HttpResponse)> deliver)
+      : deliver_(std::move(deliver)) {}
+  ~ResponderState();
+  ResponderState(const ResponderState&) = delete;
+  ResponderState& operator=(const ResponderState&) = delete;
+  // True for the first call only.
+  bool Send(HttpResponse response);
+
+ private:
+  std::function<void(HttpResponse)> deliver_;
+  std::atomic<bool> sent_{false};
+};
+}  // namespace internal
+
+// Completes one request. Copyable; copies share state and only the first Send
+// of any copy counts (later ones are ignored and return false). Thread-safe.
+// Send never blocks on the network: the write happens on the server's I/O
+// threads. Sending after the server stopped (or the client went away) is a
+// harmless no-op.
+class Responder {
+ public:
+  Responder() = default;
+  explicit Responder(std::function<void(HttpResponse)> deliver)
+      : state_(std::make_shared<internal::ResponderState>(std::move(deliver))) {}
+
+  // Returns true when this call delivered the response.
+  bool Send(HttpResponse response) const {
+    return state_ != nullptr && state_->Send(std::move(response));
+  }
+
+ private:
+  std::shared_ptr<internal::ResponderState> state_;
+};
+
+// Handles one request; see the asynchronous contract at the top of this file.
+// Called on one of the server's handler threads, never on an I/O thread, so it
+// may block briefly (e.g. on a durable commit). It must not throw (the router
+// catches everything at the route boundary; the server catches again).
+using RequestHandler = std::function<void(HttpRequest request, Responder respond)>;
+
+}  // namespace taskengine::api

@@ -1,0 +1,376 @@
+#include "api/json_util.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "api/router.h"
+
+namespace taskengine::api {
+namespace {
+
+std::string TypeName(const nlohmann::json& v) {
+  if (v.is_number_integer()) return "integer";
+  if (v.is_number()) return "number";
+  return v.type_name();
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+// "days_from_civil" algorithm, as published in his date algorithms paper).
+std::int64_t DaysFromCivil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+void CivilFromDays(std::int64_t z, std::int64_t* y, unsigned* m, unsigned* d) {
+  z += 719468;
+  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const unsigned doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  *d = doy - (153 * mp + 2) / 5 + 1;
+  *m = mp < 10 ? mp + 3 : mp - 9;
+  *y = static_cast<std::int64_t>(yoe) + era * 400 + (*m <= 2);
+}
+
+bool IsLeap(std::int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+unsigned DaysInMonth(std::int64_t y, unsigned m) {
+  static constexpr unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return m == 2 && IsLeap(y) ? 29 : kDays[m - 1];
+}
+
+// Reads exactly `n` digits at `*pos`.
+bool Digits(std::string_view s, std::size_t* pos, int n, int* out) {
+  if (*pos + n > s.size()) return false;
+  int v = 0;
+  for (int i = 0; i < n; ++i) {
+    char c = s[*pos + i];
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  *pos += n;
+  *out = v;
+  return true;
+}
+
+bool Expect(std::string_view s, std::size_t* pos, char c) {
+  if (*pos >= s.size() || s[*pos] != c) return false;
+  ++*pos;
+  return true;
+}
+
+std::string Quote(std::string_view s) {
+  std::string out = "'";
+  for (char c : s.substr(0, 100)) out += (static_cast<unsigned char>(c) < 0x20 ? '?' : c);
+  if (s.size() > 100) out += "...";
+  return out + "'";
+}
+
+}  // namespace
+
+Status CheckJsonDepth(std::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) {
+        return InvalidArgument("JSON nested deeper than " + std::to_string(max_depth) +
+                               " levels (at byte " + std::to_string(i) + ")");
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return Status::Ok();
+}
+
+Result<nlohmann::json> ParseJsonBody(const HttpRequest& request, bool allow_empty) {
+  if (const std::string* type = request.Header("content-type")) {
+    std::string_view t(*type);
+    std::string_view media = t.substr(0, t.find(';'));
+    while (!media.empty() && media.back() == ' ') media.remove_suffix(1);
+    std::string lower(media);
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower != "application/json") {
+      return InvalidArgument("Content-Type must be application/json, not " + Quote(*type));
+    }
+  }
+  std::string_view body(request.body);
+  bool blank = body.find_first_not_of(" \t\r\n") == std::string_view::npos;
+  if (blank) {
+    if (allow_empty) return nlohmann::json::object();
+    return InvalidArgument("a JSON request body is required");
+  }
+  TE_RETURN_IF_ERROR(CheckJsonDepth(body));
+  try {
+    return nlohmann::json::parse(body);
+  } catch (const nlohmann::json::exception& e) {
+    std::string what = e.what();
+    // "[json.exception.parse_error.101] parse error at ..." -> "parse error at ..."
+    std::size_t close = what.find("] ");
+    if (what.rfind("[json.exception.", 0) == 0 && close != std::string::npos) {
+      what = what.substr(close + 2);
+    }
+    return InvalidArgument("malformed JSON body: " + what);
+  }
+}
+
+StrictObject::StrictObject(const nlohmann::json& value, std::string context)
+    : value_(value), context_(std::move(context)) {
+  if (!value_.is_object()) {
+    error_ = InvalidArgument(context_ + " must be a JSON object, not " + TypeName(value_));
+  }
+}
+
+const nlohmann::json* StrictObject::Lookup(std::string_view field) {
+  read_.emplace(field);
+  if (!error_.ok()) return nullptr;
+  auto it = value_.find(field);
+  if (it == value_.end()) return nullptr;
+  return &*it;
+}
+
+void StrictObject::Fail(std::string_view field, std::string_view problem) {
+  if (!error_.ok()) return;
+  error_ = InvalidArgument(context_ + ": field '" + std::string(field) + "' " + std::string(problem));
+}
+
+void StrictObject::Require(std::string_view field) {
+  const nlohmann::json* v = Lookup(field);
+  if (error_.ok() && (v == nullptr || v->is_null())) Fail(field, "is required");
+}
+
+const nlohmann::json* StrictObject::Value(std::string_view field) { return Lookup(field); }
+
+std::optional<std::string> StrictObject::String(std::string_view field, std::size_t max_bytes) {
+  const nlohmann::json* v = Lookup(field);
+  if (v == nullptr || v->is_null()) return std::nullopt;
+  if (!v->is_string()) {
+    Fail(field, "must be a string, not " + TypeName(*v));
+    return std::nullopt;
+  }
+  const std::string& s = v->get_ref<const std::string&>();
+  if (s.size() > max_bytes) {
+    Fail(field, "is longer than " + std::to_string(max_bytes) + " bytes");
+    return std::nullopt;
+  }
+  return s;
+}
+
+std::optional<bool> StrictObject::Bool(std::string_view field) {
+  const nlohmann::json* v = Lookup(field);
+  if (v == nullptr || v->is_null()) return std::nullopt;
+  if (!v->is_boolean()) {
+    Fail(field, "must be a boolean, not " + TypeName(*v));
+    return std::nullopt;
+  }
+  return v->get<bool>();
+}
+
+std::optional<std::int64_t> StrictObject::Int(std::string_view field, std::int64_t min,
+                                              std::int64_t max) {
+  const nlohmann::json* v = Lookup(field);
+  if (v == nullptr || v->is_null()) return std::nullopt;
+  const std::string range = "[" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  std::int64_t out = 0;
+  if (v->is_number_unsigned()) {
+    auto u = v->get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      Fail(field, "must be an integer in " + range);
+      return std::nullopt;
+    }
+    out = static_cast<std::int64_t>(u);
+  } else if (v->is_number_integer()) {
+    out = v->get<std::int64_t>();
+  } else if (v->is_number_float()) {
+    double d = v->get<double>();
+    if (!std::isfinite(d) || std::trunc(d) != d || d < -9.2e18 || d > 9.2e18) {
+      Fail(field, "must be an integer in " + range);
+      return std::nullopt;
+    }
+    out = static_cast<std::int64_t>(d);
+  } else {
+    Fail(field, "must be an integer, not " + TypeName(*v));
+    return std::nullopt;
+  }
+  if (out < min || out > max) {
+    Fail(field, "must be an integer in " + range);
+    return std::nullopt;
+  }
+  return out;
+}
+
+Status StrictObject::Finish() const {
+  if (!error_.ok()) return error_;
+  std::string unknown;
+  for (auto it = value_.begin(); it != value_.end(); ++it) {
+    if (read_.count(it.key()) == 0) unknown += (unknown.empty() ? "" : ", ") + Quote(it.key());
+  }
+  if (unknown.empty()) return Status::Ok();
+  std::string known;
+  for (const std::string& k : read_) known += (known.empty() ? "" : ", ") + k;
+  return InvalidArgument(context_ + ": unknown field(s) " + unknown + "; known fields: " + known);
+}
+
+Result<QueryParams> QueryParams::Parse(std::string_view query) {
+  QueryParams out;
+  std::size_t start = 0;
+  while (start <= query.size()) {
+    std::size_t amp = query.find('&', start);
+    std::string_view pair = query.substr(start, amp == std::string_view::npos ? amp : amp - start);
+    if (!pair.empty()) {
+      std::size_t eq = pair.find('=');
+      auto name = PercentDecode(pair.substr(0, eq), /*plus_is_space=*/true);
+      auto value = eq == std::string_view::npos ? std::optional<std::string>("")
+                                                : PercentDecode(pair.substr(eq + 1), /*plus_is_space=*/true);
+      if (!name || !value) return InvalidArgument("malformed percent-encoding in the query string");
+      for (const auto& [n, v] : out.params_) {
+        if (n == *name) return InvalidArgument("query parameter " + Quote(*name) + " given twice");
+      }
+      out.params_.emplace_back(std::move(*name), std::move(*value));
+    }
+    if (amp == std::string_view::npos) break;
+    start = amp + 1;
+  }
+  return out;
+}
+
+Status QueryParams::RejectUnknown(std::initializer_list<std::string_view> known) const {
+  for (const auto& [name, value] : params_) {
+    bool ok = false;
+    for (std::string_view k : known) ok = ok || k == name;
+    if (!ok) {
+      std::string list;
+      for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+      return InvalidArgument("unknown query parameter " + Quote(name) +
+                             (list.empty() ? "; this resource takes none" : "; known: " + list));
+    }
+  }
+  return Status::Ok();
+}
+
+const std::string* QueryParams::Get(std::string_view name) const {
+  for (const auto& [n, v] : params_) {
+    if (n == name) return &v;
+  }
+  return nullptr;
+}
+
+Result<std::int64_t> ParseInteger(std::string_view text, std::int64_t min, std::int64_t max,
+                                  std::string_view what) {
+  const std::string err = std::string(what) + " must be an integer in [" + std::to_string(min) +
+                          ", " + std::to_string(max) + "], not " + Quote(text);
+  std::string_view digits = text;
+  bool negative = false;
+  if (!digits.empty() && digits.front() == '-') {
+    negative = true;
+    digits.remove_prefix(1);
+  }
+  if (digits.empty() || digits.size() > 19 || (digits.size() > 1 && digits.front() == '0')) {
+    return InvalidArgument(err);
+  }
+  std::uint64_t v = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return InvalidArgument(err);
+    v = v * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    return InvalidArgument(err);
+  }
+  std::int64_t out = negative ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
+  if (out < min || out > max) return InvalidArgument(err);
+  return out;
+}
+
+std::string FormatTime(Millis ms) {
+  std::int64_t days = ms >= 0 ? ms / 86'400'000 : -((-ms + 86'399'999) / 86'400'000);
+  std::int64_t rem = ms - days * 86'400'000;
+  std::int64_t y = 0;
+  unsigned m = 0, d = 0;
+  CivilFromDays(days, &y, &m, &d);
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%04lld-%02u-%02uT%02lld:%02lld:%02lld.%03lldZ",
+                static_cast<long long>(y), m, d, static_cast<long long>(rem / 3'600'000),
+                static_cast<long long>(rem / 60'000 % 60), static_cast<long long>(rem / 1000 % 60),
+                static_cast<long long>(rem % 1000));
+  return buf;
+}
+
+Result<Millis> ParseTime(std::string_view text, std::string_view what) {
+  const Status err = InvalidArgument(
+      std::string(what) + " must be an RFC 3339 time such as \"2026-01-01T09:30:00Z\", not " +
+      Quote(text));
+  std::size_t pos = 0;
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  if (!Digits(text, &pos, 4, &year) || !Expect(text, &pos, '-') || !Digits(text, &pos, 2, &month) ||
+      !Expect(text, &pos, '-') || !Digits(text, &pos, 2, &day)) {
+    return err;
+  }
+  if (pos >= text.size() || (text[pos] != 'T' && text[pos] != 't' && text[pos] != ' ')) return err;
+  ++pos;
+  if (!Digits(text, &pos, 2, &hour) || !Expect(text, &pos, ':') || !Digits(text, &pos, 2, &minute) ||
+      !Expect(text, &pos, ':') || !Digits(text, &pos, 2, &second)) {
+    return err;
+  }
+  std::int64_t millis = 0;
+  if (pos < text.size() && text[pos] == '.') {
+    ++pos;
+    int n = 0;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+      if (n < 3) millis = millis * 10 + (text[pos] - '0');
+      ++n;
+      ++pos;
+    }
+    if (n == 0) return err;
+    for (int i = n; i < 3; ++i) millis *= 10;
+  }
+  std::int64_t offset_minutes = 0;
+  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
+    ++pos;
+  } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
+    const int sign = text[pos] == '-' ? -1 : 1;
+    ++pos;
+    int oh = 0, om = 0;
+    if (!Digits(text, &pos, 2, &oh) || !Expect(text, &pos, ':') || !Digits(text, &pos, 2, &om) ||
+        oh > 23 || om > 59) {
+      return err;
+    }
+    offset_minutes = sign * (oh * 60 + om);
+  } else {
+    return err;
+  }
+  if (pos != text.size()) return err;
+  if (year < 1970 || month < 1 || month > 12 || day < 1 ||
+      static_cast<unsigned>(day) > DaysInMonth(year, static_cast<unsigned>(month)) || hour > 23 ||
+      minute > 59 || second > 60) {
+    return err;
+  }
+  if (second == 60) second = 59;  // a leap second: the last representable instant of the minute
+  std::int64_t days = DaysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
+  std::int64_t ms = ((days * 24 + hour) * 60 + minute) * 60'000 + second * 1000 + millis -
+                    offset_minutes * 60'000;
+  if (ms < 0) return err;
+  return ms;
+}
+
+}  // namespace taskengine::api

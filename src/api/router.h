@@ -1,0 +1,114 @@
+// Router: method + path patterns -> route handlers, with authentication and
+// scope checks in front of every route and an exception barrier behind it.
+//
+// Patterns are absolute paths whose segments are literals or `{param}`, e.g.
+// "/api/v1/executions/{id}/cancel". A `{param}` matches one non-empty
+// segment; request segments are percent-decoded before matching, so literals
+// and parameter values are compared and delivered decoded. When several
+// patterns match, the one with more literal segments wins.
+//
+// Answers produced by the router itself:
+//   400 bad_request         malformed percent-encoding in the path
+//   404 not_found           no pattern matches the path
+//   405 method_not_allowed  a pattern matches but not for this method (Allow lists those that do)
+//   401 unauthenticated     a non-public route without valid credentials
+//   403 forbidden           the principal lacks the route's scope
+//   500 internal            the handler threw (nothing a client sends may crash the server)
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "api/auth.h"
+#include "api/http_types.h"
+
+namespace taskengine::api {
+
+// Who may call a route.
+struct RouteAccess {
+  enum class Kind { kPublic, kAuthenticated, kScope };
+  Kind kind = Kind::kScope;
+  Scope scope = Scope::kRead;  // kScope only
+
+  // No credentials needed (healthz, readyz, open metrics).
+  static RouteAccess Public() { return {Kind::kPublic, Scope::kRead}; }
+  // Any valid credentials, whatever their scopes.
+  static RouteAccess Authenticated() { return {Kind::kAuthenticated, Scope::kRead}; }
+  static RouteAccess Requires(Scope scope) { return {Kind::kScope, scope}; }
+  // "public", "authenticated", or the scope name.
+  std::string Describe() const;
+};
+
+// What a route handler gets. Owns its data, so an asynchronous handler may keep it.
+struct RouteRequest {
+  HttpRequest http;
+  // Set for every non-public route; nullopt for public ones.
+  std::optional<Principal> principal;
+  // Decoded `{param}` values by name, in pattern order.
+  std::vector<std::pair<std::string, std::string>> params;
+
+  // The value of `{name}`; empty when the pattern has no such parameter.
+  const std::string& Param(std::string_view name) const;
+};
+
+// An asynchronous route: must call respond.Send exactly once, possibly later
+// and from another thread (see http_types.h). May throw; the router answers 500.
+using AsyncRouteHandler = std::function<void(RouteRequest request, Responder respond)>;
+// A synchronous route: returns its response. May throw; the router answers 500.
+using RouteHandler = std::function<HttpResponse(const RouteRequest& request)>;
+
+// Add routes during setup, then Handle concurrently: Thread-safe for Handle
+// once no more routes are added. `authenticator` is not owned and must outlive
+// the router.
+class Router {
+ public:
+  explicit Router(Authenticator* authenticator) : authenticator_(authenticator) {}
+
+  // REQUIRES: `pattern` is a valid pattern and (method, pattern) is new.
+  void Add(HttpMethod method, std::string pattern, RouteAccess access, RouteHandler handler);
+  void AddAsync(HttpMethod method, std::string pattern, RouteAccess access,
+                AsyncRouteHandler handler);
+
+  // The RequestHandler of the server.
+  void Handle(HttpRequest request, Responder respond) const;
+  RequestHandler AsRequestHandler() const {
+    return [this](HttpRequest request, Responder respond) {
+      Handle(std::move(request), std::move(respond));
+    };
+  }
+
+  struct RouteInfo {
+    HttpMethod method;
+    std::string pattern;
+    RouteAccess access;
+  };
+  // Every registered route, in registration order.
+  std::vector<RouteInfo> routes() const;
+
+ private:
+  struct Route {
+    HttpMethod method;
+    std::string pattern;
+    std::vector<std::string> segments;  // literal, or "{name}"
+    int literal_count = 0;
+    RouteAccess access;
+    AsyncRouteHandler handler;
+  };
+
+  Authenticator* const authenticator_;
+  std::vector<Route> routes_;
+};
+
+// Splits a percent-encoded path into decoded segments ("/a/b%2Fc" -> {"a", "b/c"}).
+// nullopt for a path that does not start with '/' or holds bad percent-encoding.
+std::optional<std::vector<std::string>> SplitPath(std::string_view path);
+
+// Percent-decodes `s` ('+' is a space only when plus_is_space). nullopt for a
+// '%' not followed by two hex digits.
+std::optional<std::string> PercentDecode(std::string_view s, bool plus_is_space);
+
+}  // namespace taskengine::api

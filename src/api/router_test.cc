@@ -1,0 +1,182 @@
+#include "api/router.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "api/errors.h"
+
+namespace taskengine::api {
+namespace {
+
+HttpRequest Request(HttpMethod method, std::string target, std::string token = "") {
+  HttpRequest r;
+  r.method = method;
+  r.method_name = std::string(ToString(method));
+  r.target = target;
+  std::size_t q = target.find('?');
+  r.path = target.substr(0, q);
+  if (q != std::string::npos) r.query = target.substr(q + 1);
+  if (!token.empty()) r.headers.emplace_back("authorization", "Bearer " + token);
+  return r;
+}
+
+// Runs the router synchronously (every route here answers inline).
+HttpResponse Call(const Router& router, HttpRequest request) {
+  HttpResponse out;
+  out.status = -1;
+  router.Handle(std::move(request), Responder([&out](HttpResponse r) { out = std::move(r); }));
+  return out;
+}
+
+std::string ErrorCodeOf(const HttpResponse& r) {
+  return nlohmann::json::parse(r.body)["error"]["code"].get<std::string>();
+}
+
+class RouterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auth_.Add("reader", Principal::Make("reader", {Scope::kRead}, true));
+    auth_.Add("worker", Principal::Make("worker", {Scope::kWorker}, true));
+    router_.Add(HttpMethod::kGet, "/things/{id}", RouteAccess::Requires(Scope::kRead),
+                [](const RouteRequest& r) {
+                  return JsonResponse(200, nlohmann::json{{"id", r.Param("id")},
+                                                          {"who", r.principal->name}});
+                });
+    router_.Add(HttpMethod::kGet, "/things/special", RouteAccess::Requires(Scope::kRead),
+                [](const RouteRequest&) { return JsonResponse(200, nlohmann::json{{"special", true}}); });
+    router_.Add(HttpMethod::kPost, "/things/{id}", RouteAccess::Requires(Scope::kOperate),
+                [](const RouteRequest&) { return JsonResponse(200, nlohmann::json::object()); });
+    router_.Add(HttpMethod::kGet, "/open", RouteAccess::Public(),
+                [](const RouteRequest& r) {
+                  return JsonResponse(200, nlohmann::json{{"principal", r.principal.has_value()}});
+                });
+    router_.Add(HttpMethod::kGet, "/throws", RouteAccess::Public(),
+                [](const RouteRequest&) -> HttpResponse { throw std::runtime_error("boom"); });
+    router_.AddAsync(HttpMethod::kGet, "/forgets", RouteAccess::Public(),
+                     [](RouteRequest, Responder) {});
+    router_.Add(HttpMethod::kGet, "/stale", RouteAccess::Public(),
+                [](const RouteRequest&) { return StatusResponse(Stale("old claim")); });
+  }
+
+  StaticTokenAuthenticator auth_;
+  Router router_{&auth_};
+};
+
+TEST_F(RouterTest, MatchesParamsAndDecodesThem) {
+  HttpResponse r = Call(router_, Request(HttpMethod::kGet, "/things/a%20b", "reader"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto j = nlohmann::json::parse(r.body);
+  EXPECT_EQ(j["id"], "a b");
+  EXPECT_EQ(j["who"], "reader");
+}
+
+TEST_F(RouterTest, LiteralSegmentBeatsParameter) {
+  HttpResponse r = Call(router_, Request(HttpMethod::kGet, "/things/special", "reader"));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_TRUE(nlohmann::json::parse(r.body)["special"].get<bool>());
+}
+
+TEST_F(RouterTest, UnknownPathIs404) {
+  for (const char* path : {"/nothing", "/things", "/things/1/2", "/things/", "/"}) {
+    HttpResponse r = Call(router_, Request(HttpMethod::kGet, path, "reader"));
+    EXPECT_EQ(r.status, 404) << path;
+    EXPECT_EQ(ErrorCodeOf(r), "not_found");
+  }
+}
+
+TEST_F(RouterTest, WrongMethodIs405WithAllow) {
+  HttpResponse r = Call(router_, Request(HttpMethod::kDelete, "/things/7", "reader"));
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(ErrorCodeOf(r), "method_not_allowed");
+  ASSERT_EQ(r.headers.size(), 1u);
+  EXPECT_EQ(r.headers[0].first, "Allow");
+  EXPECT_EQ(r.headers[0].second, "GET, POST");
+}
+
+TEST_F(RouterTest, MissingOrBadTokenIs401) {
+  HttpResponse none = Call(router_, Request(HttpMethod::kGet, "/things/1"));
+  EXPECT_EQ(none.status, 401);
+  EXPECT_EQ(ErrorCodeOf(none), "unauthenticated");
+  HttpResponse bad = Call(router_, Request(HttpMethod::kGet, "/things/1", "nope"));
+  EXPECT_EQ(bad.status, 401);
+}
+
+TEST_F(RouterTest, MissingScopeIs403) {
+  HttpResponse r = Call(router_, Request(HttpMethod::kPost, "/things/1", "reader"));
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(ErrorCodeOf(r), "forbidden");
+  HttpResponse w = Call(router_, Request(HttpMethod::kGet, "/things/1", "worker"));
+  EXPECT_EQ(w.status, 403);
+}
+
+TEST_F(RouterTest, PublicRouteNeedsNoCredentials) {
+  HttpResponse r = Call(router_, Request(HttpMethod::kGet, "/open"));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_FALSE(nlohmann::json::parse(r.body)["principal"].get<bool>());
+}
+
+TEST_F(RouterTest, ExceptionBecomes500) {
+  HttpResponse r = Call(router_, Request(HttpMethod::kGet, "/throws"));
+  EXPECT_EQ(r.status, 500);
+  EXPECT_EQ(ErrorCodeOf(r), "internal");
+  EXPECT_EQ(r.body.find("boom"), std::string::npos) << "internal details must not leak";
+}
+
+TEST_F(RouterTest, DroppedResponderBecomes500) {
+  HttpResponse r = Call(router_, Request(HttpMethod::kGet, "/forgets"));
+  EXPECT_EQ(r.status, 500);
+}
+
+TEST_F(RouterTest, StaleIs409WithCodeStale) {
+  HttpResponse r = Call(router_, Request(HttpMethod::kGet, "/stale"));
+  EXPECT_EQ(r.status, 409);
+  EXPECT_EQ(ErrorCodeOf(r), "stale");
+}
+
+TEST_F(RouterTest, BadPercentEncodingIs400) {
+  HttpResponse r = Call(router_, Request(HttpMethod::kGet, "/things/%zz", "reader"));
+  EXPECT_EQ(r.status, 400);
+}
+
+TEST(ErrorsTest, OneMappingForEveryCode) {
+  EXPECT_EQ(HttpErrorFor(ErrorCode::kInvalidArgument).status, 400);
+  EXPECT_EQ(HttpErrorFor(ErrorCode::kInvalidArgument).code, "invalid_argument");
+  EXPECT_EQ(HttpErrorFor(ErrorCode::kNotFound).status, 404);
+  EXPECT_EQ(HttpErrorFor(ErrorCode::kConflict).status, 409);
+  EXPECT_EQ(HttpErrorFor(ErrorCode::kConflict).code, "conflict");
+  EXPECT_EQ(HttpErrorFor(ErrorCode::kStale).status, 409);
+  EXPECT_EQ(HttpErrorFor(ErrorCode::kStale).code, "stale");
+  EXPECT_EQ(HttpErrorFor(ErrorCode::kUnavailable).status, 503);
+  EXPECT_EQ(HttpErrorFor(ErrorCode::kInternal).status, 500);
+  EXPECT_EQ(HttpErrorFor(ErrorCode::kOk).status, 500);
+}
+
+TEST(ErrorsTest, ShapeAndInvalidUtf8) {
+  HttpResponse r = StatusResponse(NotFound("execution \xff not found"), {{"id", 3}});
+  EXPECT_EQ(r.status, 404);
+  auto j = nlohmann::json::parse(r.body);  // valid JSON despite the bad byte
+  EXPECT_EQ(j["error"]["code"], "not_found");
+  EXPECT_EQ(j["error"]["details"]["id"], 3);
+  HttpResponse u = StatusResponse(Unavailable("disk full"));
+  EXPECT_EQ(u.status, 503);
+  ASSERT_EQ(u.headers.size(), 1u);
+  EXPECT_EQ(u.headers[0].first, "Retry-After");
+}
+
+TEST(SplitPathTest, Decodes) {
+  auto s = SplitPath("/a/b%2Fc/");
+  ASSERT_TRUE(s.has_value());
+  ASSERT_EQ(s->size(), 3u);
+  EXPECT_EQ((*s)[1], "b/c");
+  EXPECT_EQ((*s)[2], "");
+  EXPECT_FALSE(SplitPath("a/b").has_value());
+  EXPECT_FALSE(SplitPath("/a%2").has_value());
+  EXPECT_FALSE(PercentDecode("%", false).has_value());
+  EXPECT_EQ(*PercentDecode("a+b", true), "a b");
+  EXPECT_EQ(*PercentDecode("a+b", false), "a+b");
+}
+
+}  // namespace
+}  // namespace taskengine::api

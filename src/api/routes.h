@@ -1,0 +1,53 @@
+// Internal to src/api: the state shared by the routes and the helpers every
+// route file uses. Each routes_*.cc registers one group of routes.
+#pragma once
+
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "api/api.h"
+#include "api/auth.h"
+#include "api/dto.h"
+#include "api/errors.h"
+#include "api/json_util.h"
+#include "api/router.h"
+#include "storage/store.h"
+#include "taskengine/engine.h"
+
+namespace taskengine::api {
+
+// Constant after construction except where noted. Thread-safe.
+struct ApiContext {
+  Engine* engine = nullptr;  // not owned
+  Store* store = nullptr;    // engine->store()
+  Clock* clock = nullptr;    // options.clock or the system clock
+  ApiOptions options;
+  // Serializes job edits in this process (read, modify, write, audit): the
+  // store has no conditional update of a definition yet.
+  std::mutex job_edit_mu;
+};
+
+void RegisterJobRoutes(ApiContext& ctx, Router& router);
+void RegisterDispatchRoutes(ApiContext& ctx, Router& router);
+void RegisterExecutionRoutes(ApiContext& ctx, Router& router);
+void RegisterOverviewRoutes(ApiContext& ctx, Router& router);  // stats, queues, lanes, audit
+void RegisterSystemRoutes(ApiContext& ctx, Router& router);    // health, metrics, openapi
+
+// The principal of an authenticated route. REQUIRES: a non-public route.
+const Principal& PrincipalOf(const RouteRequest& request);
+
+// 403 for a principal without global tenant access, naming `what` needs it.
+HttpResponse NeedsAllTenants(std::string_view what);
+
+// The execution `{id}` as the principal may see it: kInvalidArgument for a
+// malformed id; kNotFound with the same message for a missing execution and
+// for another tenant's (X2).
+Result<Execution> VisibleExecution(ApiContext& ctx, const Principal& principal,
+                                   std::string_view id_text);
+
+// Standard "execution <id> not found" status.
+Status ExecutionNotFound(std::string_view id_text);
+
+}  // namespace taskengine::api

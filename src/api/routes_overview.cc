@@ -1,0 +1,168 @@
+// Global views: stats, queues, lanes, audit log (I1). Each needs a principal
+// with access to every tenant (X2: global endpoints need global scope).
+#include <array>
+
+#include "api/routes.h"
+
+namespace taskengine::api {
+namespace {
+
+// Workers that reported within this window count as active.
+constexpr Millis kActiveWorkerWindowMs = 60'000;
+
+// {"queued": n, "running": n, ...} for every status.
+Json ByStatus(const std::array<std::int64_t, kExecutionStatusCount>& counts) {
+  Json out = Json::object();
+  for (int i = 0; i < kExecutionStatusCount; ++i) {
+    out[std::string(ToString(static_cast<ExecutionStatus>(i)))] = counts[i];
+  }
+  return out;
+}
+
+Json AgeOrNull(Millis since, Millis now) {
+  return since == 0 ? Json(nullptr) : Json(std::max<Millis>(0, now - since));
+}
+
+// GET /api/v1/stats
+// -> {"queued", "running", "by_status": {...}, "oldest_due_age_ms",
+//     "queues": [{"queue", "queued", "running", "by_status", "oldest_due_at",
+//                 "oldest_due_age_ms"}],
+//     "active_workers", "last_24h": {status: count of executions that ended
+//     with it}, "engine": {"claimed", "succeeded", "failed", "released",
+//     "stale", "published"}}
+// From the store's counters: the cost does not grow with history (P8).
+HttpResponse Stats(ApiContext& ctx, const RouteRequest& req) {
+  if (!PrincipalOf(req).all_tenants) return NeedsAllTenants("global stats");
+  auto query = QueryParams::Parse(req.http.query);
+  if (!query.ok()) return StatusResponse(query.status());
+  if (Status s = query->RejectUnknown({}); !s.ok()) return StatusResponse(s);
+  const Millis now = ctx.clock->NowMillis();
+  auto stats = ctx.store->GetStats();
+  if (!stats.ok()) return StatusResponse(stats.status());
+  auto workers = ctx.store->ListWorkers(kActiveWorkerWindowMs);
+  if (!workers.ok()) return StatusResponse(workers.status());
+  std::int64_t active = 0;
+  for (const WorkerInfo& w : *workers) active += w.state != WorkerState::kStopped ? 1 : 0;
+
+  Millis oldest_due = 0;
+  Json queues = Json::array();
+  for (const QueueStats& q : stats->queues) {
+    if (q.oldest_due_at != 0 && (oldest_due == 0 || q.oldest_due_at < oldest_due)) {
+      oldest_due = q.oldest_due_at;
+    }
+    queues.push_back({
+        {"queue", q.queue},
+        {"queued", q.by_status[static_cast<int>(ExecutionStatus::kQueued)]},
+        {"running", q.by_status[static_cast<int>(ExecutionStatus::kRunning)]},
+        {"by_status", ByStatus(q.by_status)},
+        {"oldest_due_at", TimeOrNull(q.oldest_due_at)},
+        {"oldest_due_age_ms", AgeOrNull(q.oldest_due_at, now)},
+    });
+  }
+  Json last_day = Json::object();
+  for (int i = 0; i < kExecutionStatusCount; ++i) {
+    auto status = static_cast<ExecutionStatus>(i);
+    if (IsTerminal(status)) last_day[std::string(ToString(status))] = stats->ended_last_24h[i];
+  }
+  const EngineStats es = ctx.engine->stats();
+  Json out = {
+      {"queued", stats->totals[static_cast<int>(ExecutionStatus::kQueued)]},
+      {"running", stats->totals[static_cast<int>(ExecutionStatus::kRunning)]},
+      {"by_status", ByStatus(stats->totals)},
+      {"oldest_due_age_ms", AgeOrNull(oldest_due, now)},
+      {"queues", std::move(queues)},
+      {"active_workers", active},
+      {"last_24h", std::move(last_day)},
+      {"engine",
+       {{"claimed", es.claimed},
+        {"succeeded", es.succeeded},
+        {"failed", es.failed},
+        {"released", es.released},
+        {"stale", es.stale},
+        {"published", es.published}}},
+  };
+  return JsonResponse(200, out);
+}
+
+// GET /api/v1/queues -> {"items": [QueueDepth...]} (queues with work, by name)
+HttpResponse Queues(ApiContext& ctx, const RouteRequest& req) {
+  if (!PrincipalOf(req).all_tenants) return NeedsAllTenants("queue depths");
+  auto query = QueryParams::Parse(req.http.query);
+  if (!query.ok()) return StatusResponse(query.status());
+  if (Status s = query->RejectUnknown({}); !s.ok()) return StatusResponse(s);
+  const Millis now = ctx.clock->NowMillis();
+  auto depths = ctx.store->QueueDepths();
+  if (!depths.ok()) return StatusResponse(depths.status());
+  Json items = Json::array();
+  for (const QueueDepth& d : *depths) items.push_back(QueueDepthToJson(d, now));
+  return JsonResponse(200, Json{{"items", std::move(items)}});
+}
+
+// GET /api/v1/lanes?limit=100 -> {"items": [Lane...]} (blocked lanes first)
+HttpResponse Lanes(ApiContext& ctx, const RouteRequest& req) {
+  if (!PrincipalOf(req).all_tenants) return NeedsAllTenants("lanes");
+  auto query = QueryParams::Parse(req.http.query);
+  if (!query.ok()) return StatusResponse(query.status());
+  if (Status s = query->RejectUnknown({"limit"}); !s.ok()) return StatusResponse(s);
+  int limit = 100;
+  if (const std::string* l = query->Get("limit")) {
+    auto n = ParseInteger(*l, 1, 1000, "limit");
+    if (!n.ok()) return StatusResponse(n.status());
+    limit = static_cast<int>(*n);
+  }
+  auto lanes = ctx.store->ListLanes(limit);
+  if (!lanes.ok()) return StatusResponse(lanes.status());
+  Json items = Json::array();
+  for (const LaneStatus& l : *lanes) items.push_back(LaneToJson(l));
+  return JsonResponse(200, Json{{"items", std::move(items)}});
+}
+
+// GET /api/v1/audit?target=&limit=&cursor= -> {"items": [AuditRecord...], "next_cursor"}
+// Newest first.
+HttpResponse Audit(ApiContext& ctx, const RouteRequest& req) {
+  if (!PrincipalOf(req).all_tenants) return NeedsAllTenants("the audit log");
+  auto query = QueryParams::Parse(req.http.query);
+  if (!query.ok()) return StatusResponse(query.status());
+  if (Status s = query->RejectUnknown({"target", "limit", "cursor"}); !s.ok()) {
+    return StatusResponse(s);
+  }
+  AuditFilter filter;
+  if (const std::string* t = query->Get("target")) {
+    if (t->size() > 300) return StatusResponse(InvalidArgument("target: longer than 300 bytes"));
+    filter.target = *t;
+  }
+  if (const std::string* l = query->Get("limit")) {
+    auto n = ParseInteger(*l, 1, 1000, "limit");
+    if (!n.ok()) return StatusResponse(n.status());
+    filter.limit = static_cast<int>(*n);
+  }
+  if (const std::string* c = query->Get("cursor")) {
+    auto n = ParseInteger(*c, 1, std::numeric_limits<std::int64_t>::max(), "cursor");
+    if (!n.ok()) return StatusResponse(InvalidArgument("cursor: not a cursor of this API"));
+    filter.before_id = *n;
+  }
+  auto records = ctx.store->ListAudit(filter);
+  if (!records.ok()) return StatusResponse(records.status());
+  Json items = Json::array();
+  for (const AuditRecord& r : *records) items.push_back(AuditToJson(r));
+  // A full page may have more behind it.
+  Json next = static_cast<int>(records->size()) == filter.limit && !records->empty()
+                  ? Json(std::to_string(records->back().id))
+                  : Json(nullptr);
+  return JsonResponse(200, Json{{"items", std::move(items)}, {"next_cursor", std::move(next)}});
+}
+
+}  // namespace
+
+void RegisterOverviewRoutes(ApiContext& ctx, Router& router) {
+  router.Add(HttpMethod::kGet, "/api/v1/stats", RouteAccess::Requires(Scope::kRead),
+             [&ctx](const RouteRequest& r) { return Stats(ctx, r); });
+  router.Add(HttpMethod::kGet, "/api/v1/queues", RouteAccess::Requires(Scope::kRead),
+             [&ctx](const RouteRequest& r) { return Queues(ctx, r); });
+  router.Add(HttpMethod::kGet, "/api/v1/lanes", RouteAccess::Requires(Scope::kRead),
+             [&ctx](const RouteRequest& r) { return Lanes(ctx, r); });
+  router.Add(HttpMethod::kGet, "/api/v1/audit", RouteAccess::Requires(Scope::kAdmin),
+             [&ctx](const RouteRequest& r) { return Audit(ctx, r); });
+}
+
+}  // namespace taskengine::api

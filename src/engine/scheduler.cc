@@ -1,0 +1,512 @@
+#include "engine/scheduler.h"
+
+#include <spdlog/spdlog.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string_view>
+#include <unordered_set>
+
+#include "core/canonical_json.h"
+#include "core/cron.h"
+
+namespace taskengine {
+namespace {
+
+constexpr Millis kMillisPerMinute = 60'000;
+// FiresBetween bound for the fires inside one catch-up window: the store caps
+// the window at 7 days (10,080 minutes); the on-time span adds one interval.
+constexpr int kMaxFiresInWindow = 1'000'000;
+
+using SteadyClock = std::chrono::steady_clock;
+
+std::chrono::microseconds Since(SteadyClock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - start);
+}
+
+// CPU time of the calling thread (a measurement, not a time of day).
+std::chrono::microseconds ThreadCpuTime() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::duration_cast<std::chrono::microseconds>(
+                                               std::chrono::nanoseconds(ts.tv_nsec));
+}
+
+constexpr std::int64_t FloorDiv(std::int64_t a, std::int64_t b) {
+  const std::int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+CivilTime UtcCivil(Millis ms) { return ToCivil(LocalMinute{FloorDiv(ms, kMillisPerMinute)}); }
+
+// Writes `v` (>= 0) as exactly `width` decimal digits, zero-padded.
+char* PutDigits(char* p, int v, int width) {
+  for (int i = width - 1; i >= 0; --i) {
+    p[i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  }
+  return p + width;
+}
+
+// "YYYY-MM-DDTHH:MM" (16 characters) into `p`; the formats below are on the
+// hot path of a cycle (a key and a payload per fire), hence no snprintf.
+char* PutUtcMinute(char* p, const CivilTime& c) {
+  p = PutDigits(p, c.year, 4);
+  *p++ = '-';
+  p = PutDigits(p, c.month, 2);
+  *p++ = '-';
+  p = PutDigits(p, c.day, 2);
+  *p++ = 'T';
+  p = PutDigits(p, c.hour, 2);
+  *p++ = ':';
+  return PutDigits(p, c.minute, 2);
+}
+
+// The admission of one fire (or window) of `job` for `tenant`.
+AdmitRequest MakeAdmission(const JobDefinition& job, const TenantId& tenant, std::string key,
+                           std::string payload, std::string fingerprint,
+                           const std::string& requester, Millis fire) {
+  AdmitRequest r;
+  r.job = job.name;
+  r.tenant = tenant;
+  r.payload_json = std::move(payload);
+  r.fingerprint = std::move(fingerprint);
+  r.idempotency_key = std::move(key);
+  r.requester = requester;
+  r.trigger = Trigger::kScheduled;
+  r.scheduled_at = fire;
+  return r;
+}
+
+}  // namespace
+
+std::string FormatKeyMinute(Millis ms) {
+  const CivilTime c = UtcCivil(ms);
+  char buf[32];
+  if (c.year < 0 || c.year > 9999) {
+    std::snprintf(buf, sizeof buf, "%d-%02d-%02dT%02d:%02dZ", c.year, c.month, c.day, c.hour,
+                  c.minute);
+    return buf;
+  }
+  char* end = PutUtcMinute(buf, c);
+  *end++ = 'Z';
+  return std::string(buf, end);
+}
+
+std::string FormatRfc3339Utc(Millis ms) {
+  const CivilTime c = UtcCivil(ms);
+  const int seconds = static_cast<int>(FloorDiv(ms, 1000) - FloorDiv(ms, kMillisPerMinute) * 60);
+  char buf[40];
+  if (c.year < 0 || c.year > 9999) {
+    std::snprintf(buf, sizeof buf, "%d-%02d-%02dT%02d:%02d:%02dZ", c.year, c.month, c.day, c.hour,
+                  c.minute, seconds);
+    return buf;
+  }
+  char* end = PutUtcMinute(buf, c);
+  *end++ = ':';
+  end = PutDigits(end, seconds, 2);
+  *end++ = 'Z';
+  return std::string(buf, end);
+}
+
+std::string ScheduledKey(const JobName& job, Millis fire, const TenantId& tenant) {
+  const std::string minute = FormatKeyMinute(fire);
+  std::string key;
+  key.reserve(job.value.size() + minute.size() + tenant.value.size() + 2);
+  key.append(job.value).append(1, ':').append(minute);
+  if (!tenant.empty()) key.append(1, ':').append(tenant.value);
+  return key;
+}
+
+std::string WindowKey(const JobName& job, const TenantId& tenant, Millis window_start) {
+  const std::string minute = FormatKeyMinute(window_start);
+  std::string key;
+  key.reserve(job.value.size() + minute.size() + tenant.value.size() + 2);
+  key.append(job.value).append(1, ':');
+  if (!tenant.empty()) key.append(tenant.value).append(1, ':');
+  return key.append(minute);
+}
+
+std::pair<Millis, Millis> ClaimedWindow(Millis fire, Millis window_ms) {
+  TE_DCHECK(window_ms > 0);
+  const Millis end = FloorDiv(fire, window_ms) * window_ms;
+  return {end - window_ms, end};
+}
+
+Result<std::optional<Schedule>> CheckJobSchedule(const JobDefinition& job) {
+  const std::string who = "job '" + job.name.value + "'";
+  if (job.window_ms < 0 || job.window_ms % kMillisPerMinute != 0) {
+    return InvalidArgument(who + ": window_ms must be a whole number of minutes (got " +
+                           std::to_string(job.window_ms) + ")");
+  }
+  if (job.catch_up_window_ms < 0) {
+    return InvalidArgument(who + ": catch_up_window_ms must not be negative");
+  }
+  CronExpr cron;  // matches nothing: only the zone is checked when there is no schedule
+  if (!job.schedule.empty()) {
+    auto parsed = ParseCron(job.schedule);
+    if (!parsed.ok()) {
+      return InvalidArgument(who + ": schedule \"" + job.schedule +
+                             "\": " + parsed.status().message());
+    }
+    cron = std::move(parsed).value();
+  }
+  auto schedule = Schedule::Create(cron, job.timezone);
+  if (!schedule.ok()) {
+    return Status(schedule.status().code(), who + ": timezone: " + schedule.status().message());
+  }
+  if (job.schedule.empty()) return std::optional<Schedule>();
+  return std::optional<Schedule>(std::move(schedule).value());
+}
+
+Scheduler::Scheduler(Store* store, Clock* clock, SchedulerOptions options)
+    : store_(store),
+      clock_(clock),
+      options_(std::move(options)),
+      lock_ttl_ms_(options_.lock_ttl_ms > 0 ? options_.lock_ttl_ms
+                                            : 3 * options_.cycle_interval_ms) {
+  TE_CHECK(store_ != nullptr && clock_ != nullptr);
+  TE_CHECK(!options_.node_id.empty());
+  TE_CHECK(options_.cycle_interval_ms > 0);
+  TE_CHECK(options_.max_admissions_per_commit > 0);
+}
+
+Scheduler::~Scheduler() { Stop(); }
+
+const Result<std::optional<Schedule>>& Scheduler::ParsedSchedule(const JobDefinition& job) {
+  auto [it, inserted] = cache_.try_emplace(job.name.value);
+  CachedSchedule& c = it->second;
+  if (inserted || c.updated_at != job.updated_at || c.schedule != job.schedule ||
+      c.timezone != job.timezone || c.window_ms != job.window_ms) {
+    c.updated_at = job.updated_at;
+    c.schedule = job.schedule;
+    c.timezone = job.timezone;
+    c.window_ms = job.window_ms;
+    c.parsed = CheckJobSchedule(job);
+  }
+  return c.parsed;
+}
+
+Result<CycleReport> Scheduler::RunCycle() {
+  std::lock_guard<std::mutex> lock(cycle_mu_);
+  TE_ASSIGN_OR_RETURN(bool leader,
+                      store_->AcquireLock(kSchedulerLockName, options_.node_id, lock_ttl_ms_));
+  if (!leader) {
+    CycleReport report;
+    report.leader = false;
+    report.now = clock_->NowMillis();
+    return report;
+  }
+  TE_ASSIGN_OR_RETURN(CyclePlan plan, EvaluateLocked());
+  plan.report.leader = true;
+  return CommitLocked(std::move(plan));
+}
+
+Result<CyclePlan> Scheduler::Evaluate() {
+  std::lock_guard<std::mutex> lock(cycle_mu_);
+  return EvaluateLocked();
+}
+
+Result<CycleReport> Scheduler::Commit(CyclePlan plan) {
+  std::lock_guard<std::mutex> lock(cycle_mu_);
+  return CommitLocked(std::move(plan));
+}
+
+Result<CyclePlan> Scheduler::EvaluateLocked() {
+  CyclePlan plan;
+  CycleReport& report = plan.report;
+  const Millis now = clock_->NowMillis();
+  report.now = now;
+
+  const auto load_start = SteadyClock::now();
+  TE_ASSIGN_OR_RETURN(std::vector<JobDefinition> jobs, store_->ListJobs());
+  TE_ASSIGN_OR_RETURN(std::vector<ScheduleState> states, store_->ListScheduleStates());
+  bool need_tenants = false;
+  for (const JobDefinition& j : jobs) {
+    need_tenants =
+        need_tenants || (j.enabled && !j.schedule.empty() && j.scope == JobScope::kPerTenant);
+  }
+  std::vector<Tenant> tenants;
+  if (need_tenants) {
+    TE_ASSIGN_OR_RETURN(tenants, store_->ListTenants(/*active_only=*/true));
+  }
+  report.load_time = Since(load_start);
+
+  const auto eval_start = SteadyClock::now();
+  const auto eval_cpu_start = ThreadCpuTime();
+  std::unordered_map<std::string_view, const ScheduleState*> state_of;
+  state_of.reserve(states.size());
+  for (const ScheduleState& s : states) state_of.emplace(s.job.value, &s);
+
+  // Definitions that are gone no longer need their cached schedule.
+  if (cache_.size() > jobs.size()) {
+    std::unordered_set<std::string> names;
+    for (const JobDefinition& j : jobs) names.insert(j.name.value);
+    std::erase_if(cache_, [&](const auto& entry) { return names.count(entry.first) == 0; });
+  }
+
+  const TenantId kNoTenant;
+  const Millis on_time_ms = options_.cycle_interval_ms;
+  std::vector<Millis> admit;       // fire times (or window starts) to admit, per job
+  std::vector<Millis> admit_fire;  // the fire behind each of `admit`
+  plan.updates.reserve(jobs.size());
+  plan.admissions.reserve(jobs.size());
+  const std::string requester = kSchedulerRequester;
+
+  for (const JobDefinition& job : jobs) {
+    ScheduleUpdate update;
+    update.job = job.name;
+    update.evaluated_until = now;
+    if (!job.enabled || job.schedule.empty()) {
+      plan.updates.push_back(std::move(update));
+      continue;
+    }
+    const Result<std::optional<Schedule>>& parsed = ParsedSchedule(job);
+    if (!parsed.ok()) {
+      report.errors.push_back({job.name, parsed.status().message()});
+      continue;
+    }
+    const Schedule& schedule = **parsed;
+    ++report.jobs_evaluated;
+
+    Millis from = job.created_at;
+    if (auto it = state_of.find(job.name.value);
+        it != state_of.end() && it->second->last_evaluated_at > 0) {
+      from = it->second->last_evaluated_at;
+    }
+    if (from >= now) {
+      plan.updates.push_back(std::move(update));
+      continue;
+    }
+
+    // Stale fires (older than both the catch-up window and the on-time span)
+    // are counted one by one, up to a bound.
+    const Millis keep_from = now - std::max(job.catch_up_window_ms, on_time_ms);
+    Millis cursor = from;
+    std::int64_t stale = 0;
+    if (from < keep_from) {
+      while (true) {
+        std::optional<Millis> next = schedule.NextAfter(cursor);
+        if (!next || *next >= keep_from) break;
+        ++stale;
+        update.last_skipped_at = *next;
+        cursor = *next;
+        if (stale >= kMaxCountedFires) {
+          report.skipped_count_capped = true;
+          cursor = keep_from - 1;
+          break;
+        }
+      }
+    }
+
+    // The fires worth an execution: on time or missed within the window.
+    const std::vector<Millis> recent = schedule.FiresBetween(cursor, now, kMaxFiresInWindow);
+    std::int64_t skipped = stale;
+    std::int64_t coalesced = 0;
+    admit.clear();
+    std::size_t first_on_time = recent.size();
+    for (std::size_t i = 0; i < recent.size(); ++i) {
+      if (now - recent[i] <= on_time_ms) {
+        first_on_time = i;
+        break;
+      }
+    }
+    const std::size_t missed = first_on_time;  // recent[0 .. missed) are missed fires
+    switch (job.catch_up) {
+      case CatchUpPolicy::kAll:
+        admit.assign(recent.begin(), recent.end());
+        break;
+      case CatchUpPolicy::kCoalesce:
+        if (missed > 0 && first_on_time == recent.size()) {
+          admit.push_back(recent[missed - 1]);
+          coalesced += static_cast<std::int64_t>(missed) - 1;
+        } else {
+          coalesced += static_cast<std::int64_t>(missed);
+        }
+        admit.insert(admit.end(), recent.begin() + static_cast<std::ptrdiff_t>(first_on_time),
+                     recent.end());
+        break;
+      case CatchUpPolicy::kNone:
+        skipped += static_cast<std::int64_t>(missed);
+        if (missed > 0) update.last_skipped_at = recent[missed - 1];
+        admit.assign(recent.begin() + static_cast<std::ptrdiff_t>(first_on_time), recent.end());
+        break;
+    }
+
+    // The latest fire that claims an execution (for windows: also one that
+    // coalesces into the claim of its window).
+    const Millis latest_fire = admit.empty() ? 0 : admit.back();
+    // Window claims: one admission per window; later fires of a window
+    // coalesce into its first.
+    admit_fire = admit;
+    if (job.window_ms > 0) {
+      std::size_t out = 0;
+      for (std::size_t i = 0; i < admit.size(); ++i) {
+        const Millis start = ClaimedWindow(admit_fire[i], job.window_ms).first;
+        if (out > 0 && admit[out - 1] == start) {
+          ++coalesced;
+          continue;
+        }
+        admit[out] = start;
+        admit_fire[out] = admit_fire[i];
+        ++out;
+      }
+      admit.resize(out);
+      admit_fire.resize(out);
+    }
+
+    report.fires += static_cast<std::int64_t>(recent.size()) + stale;
+    report.skipped += skipped;
+    report.coalesced += coalesced;
+    report.admitted_fires += static_cast<std::int64_t>(admit.size());
+    update.skipped = skipped;
+
+    const bool per_tenant = job.scope == JobScope::kPerTenant;
+    for (std::size_t i = 0; i < admit.size(); ++i) {
+      const Millis fire = admit_fire[i];
+      std::string payload;
+      if (job.window_ms > 0) {
+        // Keys sorted, no whitespace: already canonical JSON.
+        payload = "{\"window_end\":\"" + FormatRfc3339Utc(admit[i] + job.window_ms) +
+                  "\",\"window_start\":\"" + FormatRfc3339Utc(admit[i]) + "\"}";
+      } else {
+        payload = "{\"fire_time\":\"" + FormatRfc3339Utc(fire) + "\"}";
+      }
+      const std::string fingerprint = AdmissionFingerprint(payload, kSchedulerRequester);
+      auto key_for = [&](const TenantId& tenant) {
+        return job.window_ms > 0 ? WindowKey(job.name, tenant, admit[i])
+                                 : ScheduledKey(job.name, fire, tenant);
+      };
+      if (!per_tenant) {
+        plan.admissions.push_back(MakeAdmission(job, kNoTenant, key_for(kNoTenant),
+                                                std::move(payload), std::move(fingerprint),
+                                                requester, fire));
+      } else {
+        for (const Tenant& t : tenants) {
+          plan.admissions.push_back(
+              MakeAdmission(job, t.id, key_for(t.id), payload, fingerprint, requester, fire));
+        }
+      }
+    }
+    if (!admit.empty() && (!per_tenant || !tenants.empty())) update.last_fire_at = latest_fire;
+    plan.updates.push_back(std::move(update));
+  }
+  report.admissions = static_cast<std::int64_t>(plan.admissions.size());
+  report.evaluation_time = Since(eval_start);
+  report.evaluation_cpu_time = ThreadCpuTime() - eval_cpu_start;
+  return plan;
+}
+
+Result<CycleReport> Scheduler::CommitLocked(CyclePlan plan) {
+  CycleReport report = std::move(plan.report);
+  const auto commit_start = SteadyClock::now();
+  const std::size_t chunk = options_.max_admissions_per_commit;
+  const std::size_t total = plan.admissions.size();
+  const std::size_t chunks = std::max<std::size_t>(1, (total + chunk - 1) / chunk);
+  const std::vector<ScheduleUpdate> no_updates;
+  for (std::size_t c = 0; c < chunks; ++c) {
+    const std::size_t begin = c * chunk;
+    const std::size_t end = std::min(total, begin + chunk);
+    const bool last = c + 1 == chunks;
+    std::vector<AdmitRequest> part;
+    if (chunks > 1) {
+      part.assign(
+          std::make_move_iterator(plan.admissions.begin() + static_cast<std::ptrdiff_t>(begin)),
+          std::make_move_iterator(plan.admissions.begin() + static_cast<std::ptrdiff_t>(end)));
+    }
+    Result<std::vector<AdmitResult>> results = store_->CommitSchedule(
+        chunks == 1 ? plan.admissions : part, last ? plan.updates : no_updates);
+    if (!results.ok()) {
+      const Status& s = results.status();
+      std::string where = chunks == 1 ? std::string()
+                                      : " (chunk " + std::to_string(c + 1) + " of " +
+                                            std::to_string(chunks) + "; earlier chunks committed)";
+      return Status(s.code(), "committing the scheduler cycle" + where + ": " + s.message());
+    }
+    for (const AdmitResult& r : *results) {
+      switch (r.outcome) {
+        case AdmitOutcome::kCreated:
+          ++report.executions_created;
+          break;
+        case AdmitOutcome::kDuplicate:
+          ++report.duplicates;
+          break;
+        case AdmitOutcome::kConflict:
+          ++report.conflicts;
+          break;
+      }
+    }
+  }
+  report.commit_time = Since(commit_start);
+  if (report.executions_created > 0 && options_.on_admitted) options_.on_admitted();
+  return report;
+}
+
+Status Scheduler::Start(std::function<void(const Result<CycleReport>&)> on_cycle) {
+  std::lock_guard<std::mutex> lock(loop_mu_);
+  if (started_) return Conflict("the scheduler loop is already started");
+  started_ = true;
+  stopping_ = false;
+  loop_ = std::thread([this, cb = std::move(on_cycle)]() mutable { Loop(std::move(cb)); });
+  return Status::Ok();
+}
+
+void Scheduler::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    if (!started_ || stopping_) return;
+    stopping_ = true;
+  }
+  loop_cv_.notify_all();
+  if (loop_.joinable()) loop_.join();
+  Status released = store_->ReleaseLock(kSchedulerLockName, options_.node_id);
+  if (!released.ok()) {
+    spdlog::warn("scheduler {}: releasing the leader lock failed: {}", options_.node_id,
+                 released.ToString());
+  }
+}
+
+void Scheduler::Loop(std::function<void(const Result<CycleReport>&)> on_cycle) {
+  const Millis interval = options_.cycle_interval_ms;
+  const Millis offset = options_.loop_offset_ms;
+  // The first boundary + offset after `t`.
+  auto next_after = [&](Millis t) {
+    return (FloorDiv(t - offset, interval) + 1) * interval + offset;
+  };
+  bool was_leader = false;
+  std::unique_lock<std::mutex> lock(loop_mu_);
+  Millis next = clock_->NowMillis();  // the first cycle runs at once
+  while (!stopping_) {
+    const Millis now = clock_->NowMillis();
+    if (now < next) {
+      const Millis wait = std::min(next - now, std::max<Millis>(1, options_.loop_tick_ms));
+      loop_cv_.wait_for(lock, std::chrono::milliseconds(wait), [&] { return stopping_; });
+      continue;
+    }
+    lock.unlock();
+    Result<CycleReport> result = RunCycle();
+    if (!result.ok()) {
+      spdlog::warn("scheduler cycle failed: {}", result.status().ToString());
+    } else {
+      const CycleReport& r = *result;
+      if (r.leader != was_leader) {
+        spdlog::info("scheduler {}: {} the leader", options_.node_id,
+                     r.leader ? "is now" : "is no longer");
+        was_leader = r.leader;
+      }
+      for (const ScheduleError& e : r.errors) spdlog::warn("scheduler: {}", e.message);
+      if (r.executions_created > 0 || r.skipped > 0) {
+        spdlog::info(
+            "scheduler cycle: {} jobs, {} fires, {} executions created, {} duplicates, {} "
+            "skipped, {} coalesced",
+            r.jobs_evaluated, r.fires, r.executions_created, r.duplicates, r.skipped, r.coalesced);
+      }
+    }
+    if (on_cycle) on_cycle(result);
+    lock.lock();
+    next = next_after(clock_->NowMillis());
+  }
+}
+
+}  // namespace taskengine

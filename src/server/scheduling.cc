@@ -1,0 +1,273 @@
+#include "server/scheduling.h"
+
+#include <date/tz.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+
+#include "core/cron.h"
+#include "core/schedule.h"
+#include "server/time_format.h"
+
+namespace taskengine {
+namespace {
+
+constexpr std::size_t kMaxNodeIdBytes = 200;
+constexpr std::size_t kMaxTenantNameBytes = 200;
+
+nlohmann::ordered_json TimeOrNullJson(Millis ms) {
+  return ms == 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(FormatIso8601(ms));
+}
+
+constexpr std::int64_t FloorDiv(std::int64_t a, std::int64_t b) {
+  const std::int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+std::string FormatOffset(std::int64_t offset_seconds) {
+  const char sign = offset_seconds < 0 ? '-' : '+';
+  const std::int64_t a = offset_seconds < 0 ? -offset_seconds : offset_seconds;
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%c%02d:%02d", sign, static_cast<int>(a / 3600),
+                static_cast<int>(a / 60 % 60));
+  return buf;
+}
+
+nlohmann::ordered_json TenantJsonForAudit(const Tenant& t) {
+  return {{"id", t.id.value}, {"name", t.name}, {"active", t.active}};
+}
+
+Status Audit(Store& store, const std::string& actor, const std::string& action,
+             const Tenant* before, const Tenant& after, const std::string& what) {
+  AuditRecord record;
+  record.actor = actor;
+  record.tenant = after.id.value;
+  record.action = action;
+  record.target = "tenant:" + after.id.value;
+  if (before != nullptr) record.before_json = TenantJsonForAudit(*before).dump();
+  record.after_json = TenantJsonForAudit(after).dump();
+  Status audited = store.AppendAudit(record);
+  if (!audited.ok()) {
+    return Status(audited.code(),
+                  "the tenant was " + what +
+                      " but its audit record could not be written: " + audited.message());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// --- scheduler:run ---
+
+std::string DefaultSchedulerNode() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') return "localhost";
+  return host;
+}
+
+Result<CycleReport> RunSchedulerCycle(Store& store, Clock& clock, const std::string& node_id) {
+  if (node_id.empty() || node_id.size() > kMaxNodeIdBytes) {
+    return InvalidArgument("the scheduler node id must be 1..200 bytes");
+  }
+  SchedulerOptions options;
+  options.node_id = node_id;
+  Scheduler scheduler(&store, &clock, options);
+  return scheduler.RunCycle();
+}
+
+nlohmann::ordered_json CycleReportToJson(const CycleReport& r, const std::string& node_id) {
+  nlohmann::ordered_json errors = nlohmann::ordered_json::array();
+  for (const ScheduleError& e : r.errors) {
+    errors.push_back({{"job", e.job.value}, {"message", e.message}});
+  }
+  return {
+      {"leader", r.leader},
+      {"node", node_id},
+      {"now", TimeOrNullJson(r.now)},
+      {"jobs_evaluated", r.jobs_evaluated},
+      {"fires", r.fires},
+      {"admitted_fires", r.admitted_fires},
+      {"coalesced", r.coalesced},
+      {"skipped", r.skipped},
+      {"skipped_count_capped", r.skipped_count_capped},
+      {"admissions", r.admissions},
+      {"executions_created", r.executions_created},
+      {"duplicates", r.duplicates},
+      {"conflicts", r.conflicts},
+      {"errors", std::move(errors)},
+      {"load_us", r.load_time.count()},
+      {"evaluation_us", r.evaluation_time.count()},
+      {"commit_us", r.commit_time.count()},
+  };
+}
+
+// --- schedule:preview ---
+
+Result<SchedulePreview> PreviewSchedule(std::string_view expression, std::string_view zone,
+                                        Millis from, int count) {
+  if (count < 1 || count > kMaxPreviewCount) {
+    return InvalidArgument("the count must be between 1 and " + std::to_string(kMaxPreviewCount) +
+                           " (got " + std::to_string(count) + ")");
+  }
+  Result<CronExpr> parsed = ParseCron(expression);
+  if (!parsed.ok()) {
+    return InvalidArgument("invalid cron expression \"" + std::string(expression) +
+                           "\": " + parsed.status().message());
+  }
+  const CronExpr& cron = *parsed;
+  TE_ASSIGN_OR_RETURN(Schedule schedule, Schedule::Create(cron, zone));
+  SchedulePreview p;
+  p.expression = std::string(expression);
+  p.normalized = cron.ToString();
+  p.zone = std::string(zone);
+  p.from = from;
+  p.can_ever_fire = cron.CanEverFire();
+  const date::time_zone* tz = nullptr;
+  try {
+    tz = date::locate_zone(std::string(zone));
+  } catch (const std::exception& e) {
+    return Unavailable("time zone " + std::string(zone) + ": " + e.what());
+  }
+  for (Millis utc : schedule.Preview(from, count)) {
+    PreviewFire f;
+    f.utc = utc;
+    const date::sys_seconds at{std::chrono::seconds{FloorDiv(utc, 1000)}};
+    const date::sys_info info = tz->get_info(at);
+    const std::int64_t offset = info.offset.count();
+    const Millis local_ms = utc + offset * 1000;
+    const LocalMinute local{FloorDiv(local_ms, 60'000)};
+    const CivilTime c = ToCivil(local);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d", c.year, c.month, c.day, c.hour,
+                  c.minute);
+    f.local = buf;
+    f.offset = FormatOffset(offset);
+    f.abbrev = info.abbrev;
+    f.shifted = !cron.Matches(local);
+    p.fires.push_back(std::move(f));
+  }
+  return p;
+}
+
+nlohmann::ordered_json SchedulePreviewToJson(const SchedulePreview& p) {
+  nlohmann::ordered_json fires = nlohmann::ordered_json::array();
+  for (const PreviewFire& f : p.fires) {
+    fires.push_back({{"utc", FormatIso8601(f.utc)},
+                     {"local", f.local},
+                     {"offset", f.offset},
+                     {"abbrev", f.abbrev},
+                     {"shifted", f.shifted}});
+  }
+  return {{"expression", p.expression},
+          {"normalized", p.normalized},
+          {"timezone", p.zone},
+          {"from", FormatIso8601(p.from)},
+          {"can_ever_fire", p.can_ever_fire},
+          {"fires", std::move(fires)}};
+}
+
+// --- tenants ---
+
+Result<TenantChange> AddTenant(Store& store, const std::string& id,
+                               const std::optional<std::string>& name, const std::string& actor) {
+  if (!IsValidTenantId(id)) {
+    return InvalidArgument("invalid tenant id '" + id + "': must match [a-z0-9][a-z0-9_-]{0,49}");
+  }
+  if (name && name->size() > kMaxTenantNameBytes) {
+    return InvalidArgument("tenant name longer than 200 bytes");
+  }
+  Result<Tenant> existing = store.GetTenant(TenantId(id));
+  if (!existing.ok() && existing.status().code() != ErrorCode::kNotFound) return existing.status();
+  TenantChange change;
+  if (existing.ok()) {
+    change.tenant = *existing;
+    if (!name || *name == existing->name) return change;  // nothing to do
+    change.tenant.name = *name;
+  } else {
+    change.tenant.id = TenantId(id);
+    change.tenant.name = name.value_or("");
+    change.tenant.active = true;
+    change.created = true;
+  }
+  TE_RETURN_IF_ERROR(store.UpsertTenant(change.tenant));
+  change.changed = true;
+  TE_ASSIGN_OR_RETURN(change.tenant, store.GetTenant(TenantId(id)));
+  TE_RETURN_IF_ERROR(Audit(store, actor, change.created ? "tenant.add" : "tenant.update",
+                           existing.ok() ? &*existing : nullptr, change.tenant,
+                           change.created ? "added" : "updated"));
+  return change;
+}
+
+Result<TenantChange> SetTenantActive(Store& store, const std::string& id, bool active,
+                                     const std::string& actor) {
+  if (!IsValidTenantId(id)) {
+    return InvalidArgument("invalid tenant id '" + id + "': must match [a-z0-9][a-z0-9_-]{0,49}");
+  }
+  Result<Tenant> existing = store.GetTenant(TenantId(id));
+  if (!existing.ok()) {
+    if (existing.status().code() == ErrorCode::kNotFound) {
+      return NotFound("no tenant '" + id + "' (see `taskengine tenant:list`)");
+    }
+    return existing.status();
+  }
+  TenantChange change;
+  change.tenant = *existing;
+  if (existing->active == active) return change;
+  change.tenant.active = active;
+  TE_RETURN_IF_ERROR(store.UpsertTenant(change.tenant));
+  change.changed = true;
+  TE_RETURN_IF_ERROR(Audit(store, actor, active ? "tenant.enable" : "tenant.disable", &*existing,
+                           change.tenant, active ? "enabled" : "disabled"));
+  return change;
+}
+
+nlohmann::ordered_json TenantToJson(const Tenant& t) {
+  return {{"id", t.id.value},
+          {"name", t.name},
+          {"active", t.active},
+          {"created_at", TimeOrNullJson(t.created_at)}};
+}
+
+// --- job:list ---
+
+Result<std::map<std::string, JobScheduleInfo>> JobSchedules(Store& store,
+                                                            const std::vector<JobDefinition>& jobs,
+                                                            Millis now) {
+  TE_ASSIGN_OR_RETURN(std::vector<ScheduleState> states, store.ListScheduleStates());
+  std::map<std::string, const ScheduleState*> state_of;
+  for (const ScheduleState& s : states) state_of[s.job.value] = &s;
+  std::map<std::string, JobScheduleInfo> out;
+  for (const JobDefinition& job : jobs) {
+    JobScheduleInfo& info = out[job.name.value];
+    if (auto it = state_of.find(job.name.value); it != state_of.end()) {
+      info.last_fire_at = it->second->last_fire_at;
+      info.skipped_fires = it->second->skipped_fires;
+      info.last_skipped_at = it->second->last_skipped_at;
+    }
+    if (job.schedule.empty()) continue;
+    Result<std::optional<Schedule>> schedule = CheckJobSchedule(job);
+    if (!schedule.ok()) {
+      info.error = schedule.status().message();
+      continue;
+    }
+    if (job.enabled && schedule->has_value()) info.next_fire = (*schedule)->NextAfter(now);
+  }
+  return out;
+}
+
+void AddScheduleFields(const JobDefinition& job, const JobScheduleInfo& info,
+                       nlohmann::ordered_json* j) {
+  (*j)["catch_up"] = std::string(ToString(job.catch_up));
+  (*j)["catch_up_window_ms"] = job.catch_up_window_ms;
+  (*j)["window_ms"] = job.window_ms;
+  (*j)["next_fire"] = info.next_fire ? TimeOrNullJson(*info.next_fire) : nullptr;
+  (*j)["last_fire"] = TimeOrNullJson(info.last_fire_at);
+  (*j)["skipped_fires"] = info.skipped_fires;
+  (*j)["last_skipped_at"] = TimeOrNullJson(info.last_skipped_at);
+  (*j)["schedule_error"] =
+      info.error.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(info.error);
+}
+
+}  // namespace taskengine

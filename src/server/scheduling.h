@@ -1,0 +1,122 @@
+// Operator actions about scheduling and tenants behind the CLI verbs
+// `scheduler:run`, `schedule:preview`, `tenant:add|list|enable|disable` and
+// the schedule columns of `job:list`, with their --json views. The scheduler
+// itself is src/engine/scheduler.h.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/scheduler.h"
+#include "storage/store.h"
+#include "taskengine/clock.h"
+#include "taskengine/status.h"
+#include "taskengine/types.h"
+
+namespace taskengine {
+
+// --- scheduler:run ---
+
+// The node id `scheduler:run` uses unless told otherwise: the host name
+// ("localhost" when it cannot be read). Stable across runs, so that the same
+// host keeps the leader lock from one run to the next.
+std::string DefaultSchedulerNode();
+
+// One scheduler cycle (see Scheduler::RunCycle) as node `node_id`. The
+// leader lock is kept afterwards (for 3 minutes): the next run on the same
+// node renews it, another node takes over once it expires. kInvalidArgument
+// for an empty or overlong (> 200 bytes) node id.
+Result<CycleReport> RunSchedulerCycle(Store& store, Clock& clock, const std::string& node_id);
+
+// {"leader", "node", "now", "jobs_evaluated", "fires", "admitted_fires",
+//  "coalesced", "skipped", "skipped_count_capped", "admissions",
+//  "executions_created", "duplicates", "conflicts",
+//  "errors": [{"job", "message"}], "load_us", "evaluation_us", "commit_us"}
+nlohmann::ordered_json CycleReportToJson(const CycleReport& r, const std::string& node_id);
+
+// --- schedule:preview ---
+
+inline constexpr int kMaxPreviewCount = 1000;
+
+struct PreviewFire {
+  Millis utc = 0;
+  std::string local;   // "2026-03-08 03:30" in the zone
+  std::string offset;  // "-04:00"
+  std::string abbrev;  // "EDT"
+  // The wall-clock time the cron expression names did not exist (spring
+  // forward), so the fire was shifted forward by the gap (T2).
+  bool shifted = false;
+};
+
+struct SchedulePreview {
+  std::string expression;  // as given
+  std::string normalized;  // CronExpr::ToString()
+  std::string zone;
+  Millis from = 0;
+  bool can_ever_fire = true;
+  std::vector<PreviewFire> fires;
+};
+
+// The first `count` fire times of `expression` in `zone` strictly after
+// `from`. kInvalidArgument with the parser's message (position and reason)
+// for a bad expression, naming the zone for an unknown zone, and for a count
+// outside 1..kMaxPreviewCount.
+Result<SchedulePreview> PreviewSchedule(std::string_view expression, std::string_view zone,
+                                        Millis from, int count);
+
+// {"expression", "normalized", "timezone", "from", "can_ever_fire",
+//  "fires": [{"utc", "local", "offset", "abbrev", "shifted"}]}
+nlohmann::ordered_json SchedulePreviewToJson(const SchedulePreview& p);
+
+// --- tenants ---
+
+struct TenantChange {
+  Tenant tenant;         // after the change
+  bool created = false;  // tenant:add made a new tenant
+  bool changed = false;  // anything was written (false: it already was so)
+};
+
+// tenant:add: creates the tenant, active, or, when it exists, sets its name
+// (when `name` is given); never changes whether an existing tenant is
+// active. Writes an audit record (action "tenant.add" or "tenant.update",
+// target "tenant:<id>") when something changed. kInvalidArgument for a bad id
+// or name. The store has no audited tenant transaction, so the two writes are
+// separate: if the audit append fails the change stays and the error says so.
+Result<TenantChange> AddTenant(Store& store, const std::string& id,
+                               const std::optional<std::string>& name, const std::string& actor);
+
+// tenant:enable / tenant:disable (audit "tenant.enable" / "tenant.disable"
+// when it changed anything). kNotFound naming the id for a missing tenant.
+Result<TenantChange> SetTenantActive(Store& store, const std::string& id, bool active,
+                                     const std::string& actor);
+
+// {"id", "name", "active", "created_at"}
+nlohmann::ordered_json TenantToJson(const Tenant& t);
+
+// --- job:list ---
+
+// The schedule of one job definition as `job:list` shows it.
+struct JobScheduleInfo {
+  std::optional<Millis> next_fire;  // none: no schedule, disabled, never fires, or invalid
+  Millis last_fire_at = 0;          // 0 = never
+  std::int64_t skipped_fires = 0;
+  Millis last_skipped_at = 0;  // 0 = none
+  std::string error;           // the schedule or zone does not parse
+};
+
+// By job name, for every job in `jobs`, at `now`.
+Result<std::map<std::string, JobScheduleInfo>> JobSchedules(Store& store,
+                                                            const std::vector<JobDefinition>& jobs,
+                                                            Millis now);
+
+// Adds "catch_up", "catch_up_window_ms", "window_ms", "next_fire",
+// "last_fire", "skipped_fires", "last_skipped_at" and "schedule_error"
+// (null when none) to a job's JSON object.
+void AddScheduleFields(const JobDefinition& job, const JobScheduleInfo& info,
+                       nlohmann::ordered_json* job_json);
+
+}  // namespace taskengine
