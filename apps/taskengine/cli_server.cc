@@ -76,7 +76,7 @@ int RunQueueStatus(const GlobalFlags& flags) {
 void AddServerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs) {
   CLI::App* serve = AddVerb(
       app, "serve",
-      "Run the engine: worker pool and lease sweeper. Logs to stderr. Stops gracefully on "
+      "Run the engine: worker pool, lease sweeper and cron scheduler. Logs to stderr. Stops gracefully on "
       "SIGTERM or SIGINT (running jobs get shutdown_grace_ms to finish; a second signal exits "
       "at once).");
   verbs->push_back({serve, [&flags] { return RunServe(flags); }});

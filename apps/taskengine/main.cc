@@ -10,7 +10,8 @@ constexpr const char* kFooter =
     "Exit codes: 0 ok, 1 usage or invalid input, 2 not found, 3 database unavailable,\n"
     "4 conflict (idempotency key reused with another payload, or the status does not allow\n"
     "the action), 5 other error. effect:* also exit 10 already_done, 11 ambiguous,\n"
-    "12 stale, 13 canceled. Errors are printed to stderr as \"taskengine: <message>\".\n"
+    "12 stale, 13 canceled; scheduler:run exits 6 when another node holds the leader lock.\n"
+    "Errors are printed to stderr as \"taskengine: <message>\".\n"
     "Configuration: taskengine.toml (see --config) with TASKENGINE_DB, TASKENGINE_SYNC and\n"
     "TASKENGINE_WORKERS overriding it, and --db overriding those.";
 

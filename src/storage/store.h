@@ -241,7 +241,8 @@ class Store {
   virtual Result<int> SchemaVersion() = 0;
 
   // --- job definitions ---
-  // Inserts or replaces a definition by name. kInvalidArgument for bad names.
+  // Inserts or replaces a definition by name; a replacement keeps created_at
+  // and sets updated_at to now. kInvalidArgument for bad names.
   virtual Status UpsertJob(const JobDefinition& job) = 0;
   virtual Result<JobDefinition> GetJob(const JobName& name) = 0;
   virtual Result<std::vector<JobDefinition>> ListJobs() = 0;
@@ -356,8 +357,9 @@ class Store {
   virtual Result<std::vector<Tenant>> ListTenants(bool active_only) = 0;
 
   // --- scheduling (T3, T4) ---
-  // Takes or renews the lock `name` for `holder` until now + ttl when it is
-  // free, expired or already held by `holder`. Returns whether `holder` holds
+  // Takes or renews the lock `name` for `holder` until now + ttl (it expires
+  // at exactly that instant) when it is free, expired or already held by
+  // `holder`. Returns whether `holder` holds
   // it now. Across nodes at most one holder at a time (up to clock skew on
   // SQLite, where all nodes share one file and one machine).
   virtual Result<bool> AcquireLock(std::string_view name, std::string_view holder, Millis ttl_ms) = 0;
