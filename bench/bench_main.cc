@@ -203,7 +203,9 @@ class Bench {
       double after_ack = (s - t1.time_since_epoch().count()) / 1e6;
       if (after_ack < 0) ++before_ack;
       from_ack.push_back(std::max(0.0, after_ack));
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // let it finish; idle again
+      // Idle again: the outcome is durably published before the next sample.
+      while (engine->stats().published < i + 1) std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     engine->Stop();
     auto pct = [](std::vector<double> v, double p) {
