@@ -110,6 +110,9 @@ class EngineImpl final : public Engine {
                                  const std::string& reason) override {
     TE_ASSIGN_OR_RETURN(ExecutionStatus status,
                         store_->RequestCancel(id, OperatorAction{actor, reason}));
+    // Durably requested: a handler running it in this process learns now.
+    WorkerPool* pool = pool_ptr_.load(std::memory_order_acquire);
+    if (pool != nullptr && status == ExecutionStatus::kRunning) pool->NotifyCancel(id);
     return status;
   }
 

@@ -129,6 +129,7 @@ struct WorkerPool::Task {
   Millis started_at = 0;
   Millis next_heartbeat_at = 0;
   bool timed_out = false;
+  bool cancel_requested = false;  // learned in-process before the handler started
 };
 
 namespace {
@@ -199,6 +200,14 @@ void WorkerPool::Wake() {
     wake_ = true;
   }
   claim_cv_.notify_one();
+}
+
+void WorkerPool::NotifyCancel(ExecutionId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = in_hand_.find(id.value);
+  if (it == in_hand_.end()) return;
+  it->second->cancel_requested = true;
+  if (it->second->context) it->second->context->MarkCancelRequested();
 }
 
 EngineStats WorkerPool::stats() const {
@@ -342,6 +351,7 @@ void WorkerPool::RunTask(const std::shared_ptr<Task>& task) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     task->context = context;
+    if (task->cancel_requested) context->MarkCancelRequested();
   }
   HandlerResult result;
   try {

@@ -52,6 +52,9 @@ class WorkerPool {
   Status Start();
   // New work may be due: claim now instead of at the next poll.
   void Wake();
+  // Cancellation of `id` was requested in this process: a handler running it
+  // here sees kCancelRequested at once instead of at its next heartbeat.
+  void NotifyCancel(ExecutionId id);
   // Graceful shutdown (L6). Idempotent.
   void Stop();
   EngineStats stats() const;

@@ -202,6 +202,32 @@ TEST_F(EffectsTest, CancelRunningBeforeAndAfterAnEffect) {
   EXPECT_EQ(c.parent, loud);
 }
 
+// C1: a cancel made through this engine reaches a handler running here at
+// once (its next checkpoint), not only at the next heartbeat (lease / 3).
+TEST_F(EffectsTest, InProcessCancelIsSeenAtTheNextCheckpoint) {
+  auto engine = Open(1);
+  JobDefinition j = Job("long", "long");
+  j.lease_ms = 60'000;  // heartbeats every 20 s: far beyond this test
+  ASSERT_OK(engine->DefineJob(j));
+  std::atomic<bool> started{false};
+  ASSERT_OK(engine->RegisterHandler("long", [&](JobContext& ctx) {
+    started = true;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (ctx.Checkpoint() == LeaseState::kCancelRequested) return HandlerResult::Canceled();
+      std::this_thread::sleep_for(2ms);
+    }
+    return HandlerResult::Success();
+  }));
+  ASSERT_OK(engine->Start());
+  ExecutionId id = Dispatch(*engine, "long");
+  ASSERT_TRUE(WaitFor([&] { return started.load(); }));
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_OK(engine->Cancel(id, "ops", "stop"));
+  ASSERT_TRUE(WaitFor([&] { return StatusOf(*engine, id) == ExecutionStatus::kCanceled; }, 5s));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+}
+
 // Q1/RD4: an unsupported payload schema among valid jobs is quarantined after
 // its bounded attempts (3) while the valid ones complete.
 TEST_F(EffectsTest, UnsupportedSchemaQuarantinesAfterBoundedAttemptsOthersComplete) {
