@@ -67,6 +67,8 @@ std::string ShortTime(Millis ms);
 
 // "-" for an empty string.
 std::string OrDash(const std::string& s);
+// The first line of `s`, cut to at most `max` bytes ("..." marks a cut), for table cells.
+std::string Cut(const std::string& s, std::size_t max);
 
 // A left-aligned text table with a header row, columns two spaces apart.
 class Table {

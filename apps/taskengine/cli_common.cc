@@ -90,4 +90,10 @@ void Table::Print(std::ostream& out) const {
   out.flush();
 }
 
+std::string Cut(const std::string& s, std::size_t max) {
+  std::string line = s.substr(0, s.find('\n'));
+  if (line.size() <= max) return line;
+  return line.substr(0, max - 3) + "...";
+}
+
 }  // namespace taskengine::cli

@@ -18,12 +18,6 @@ namespace {
 
 constexpr std::size_t kErrorColumnBytes = 60;
 
-std::string Cut(const std::string& s, std::size_t max) {
-  std::string line = s.substr(0, s.find('\n'));
-  if (line.size() <= max) return line;
-  return line.substr(0, max - 3) + "...";
-}
-
 std::string AttemptText(const Execution& e) {
   return std::to_string(e.attempt) + "/" + std::to_string(e.retry.max_attempts);
 }

@@ -13,12 +13,6 @@ namespace {
 
 constexpr std::size_t kTextColumnBytes = 60;
 
-std::string Cut(const std::string& s, std::size_t max) {
-  std::string line = s.substr(0, s.find('\n'));
-  if (line.size() <= max) return line;
-  return line.substr(0, max - 3) + "...";
-}
-
 nlohmann::ordered_json CursorOrNull(std::int64_t id) {
   return id == 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(id);
 }
