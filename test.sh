@@ -4,6 +4,8 @@
 #   2. ASan+UBSan build: all labels again.
 #   3. TSan build (clang): the concurrency suites (engine, conformance).
 #   4. libFuzzer targets (clang), each for a short run.
+# Steps 1-3 run against a throwaway PostgreSQL 15 cluster (scripts/pg_cluster.sh)
+# that is started here and stopped on exit.
 # Usage: ./test.sh [--quick]   (--quick: step 1 only)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -22,13 +24,27 @@ run_preset() {
   echo "==> [$preset] ctest"
 }
 
+echo "==> starting a throwaway PostgreSQL cluster"
+pg_dir=$(mktemp -d /tmp/taskengine-test-pg.XXXXXX)
+stop_pg() {
+  scripts/pg_cluster.sh stop "$pg_dir" >/dev/null 2>&1 || true
+  rm -rf "$pg_dir"
+}
+trap stop_pg EXIT
+TASKENGINE_TEST_PG_URL=$(scripts/pg_cluster.sh start "$pg_dir")
+export TASKENGINE_TEST_PG_URL
+echo "    $TASKENGINE_TEST_PG_URL"
+
 run_preset release
 ctest --test-dir build/release --output-on-failure -j "$jobs"
 
 if [ $quick -eq 1 ]; then exit 0; fi
 
 run_preset asan
+# The process-heavy drills run at full size in Release above; under the
+# sanitizers they run smaller (every job there starts several processes).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  TE_RD9_JOBS=400 TASKENGINE_RD10_JOBS=400 TASKENGINE_RD11_JOBS=150 TASKENGINE_MULTINODE_JOBS=200 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs"
 
 run_preset tsan --target engine_test sqlite_conformance_test

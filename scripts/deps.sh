@@ -8,8 +8,9 @@ build_pkgs=(
   libsqlite3-dev nlohmann-json3-dev libsodium-dev libcli11-dev libtomlplusplus-dev
   libspdlog-dev libfmt-dev libboost-dev libcurl4-openssl-dev libhowardhinnant-date-dev
   libgtest-dev libgmock-dev
+  libpq-dev postgresql-15
 )
-test_pkgs=(clang libclang-rt-14-dev)
+test_pkgs=(clang libclang-rt-14-dev faketime)  # faketime: the clock drill (RD11)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-build}" = "test" ]; then want+=("${test_pkgs[@]}"); fi

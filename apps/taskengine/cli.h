@@ -105,5 +105,9 @@ void AddEffectVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* 
 // scheduler:run (exit 6: another node holds the scheduler lock), schedule:preview,
 // tenant:add, tenant:list, tenant:enable, tenant:disable
 void AddSchedulerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
+// worker:start, worker:manager, worker:effect (remote workers over HTTP)
+void AddWorkerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
+// user:add, user:list, token:create, token:list, token:revoke
+void AddSecurityVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
 
 }  // namespace taskengine::cli

@@ -1,5 +1,7 @@
 // serve, migrate, queue:status.
 #include <iostream>
+#include <memory>
+#include <string>
 
 #include "cli.h"
 #include "server/logging.h"
@@ -8,14 +10,17 @@
 #include "server/server.h"
 #include "server/time_format.h"
 #include "server/views.h"
+#include "storage/open_store.h"
 #include "storage/store.h"
 
 namespace taskengine::cli {
 namespace {
 
-int RunServe(const GlobalFlags& flags) {
+int RunServe(const GlobalFlags& flags, const std::string& log_format) {
   auto config = ResolveConfig(flags);
   if (!config.ok()) return Fail(config.status());
+  if (log_format == "json") config->log_format = LogFormat::kJson;
+  if (log_format == "text") config->log_format = LogFormat::kText;
   ConfigureLogging(config->log_format, /*verbose=*/true);
   Status s = Serve(*config);
   if (!s.ok()) return Fail(s);
@@ -31,11 +36,13 @@ int RunMigrate(const GlobalFlags& flags) {
   auto version = (*engine)->store().SchemaVersion();
   if (!version.ok()) return Fail(version.status());
   if (flags.json) {
-    PrintJson({{"database", config->database_path},
+    PrintJson({{"database", config->database_url.empty() ? config->database_path
+                                                         : RedactUrl(config->database_url)},
+               {"backend", config->database_url.empty() ? "sqlite" : "postgresql"},
                {"schema_version", *version},
                {"jobs_seeded", config->jobs.size()}});
   } else {
-    std::cout << "database " << config->database_path << " is at schema version " << *version
+    std::cout << "database " << DescribeDatabase(*config) << " is at schema version " << *version
               << "; seeded " << config->jobs.size() << " job definition"
               << (config->jobs.size() == 1 ? "" : "s") << " from "
               << (config->source.empty() ? "(no config file)" : config->source) << std::endl;
@@ -79,7 +86,12 @@ void AddServerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* 
       "Run the engine: worker pool, lease sweeper and cron scheduler. Logs to stderr. Stops gracefully on "
       "SIGTERM or SIGINT (running jobs get shutdown_grace_ms to finish; a second signal exits "
       "at once).");
-  verbs->push_back({serve, [&flags] { return RunServe(flags); }});
+  auto log_format = std::make_shared<std::string>();
+  serve->add_option("--log-format", *log_format,
+                    "text or json (one JSON object per line, with an access log of HTTP requests); "
+                    "overrides [log] format and TASKENGINE_LOG_FORMAT")
+      ->check(CLI::IsMember({"text", "json"}));
+  verbs->push_back({serve, [&flags, log_format] { return RunServe(flags, *log_format); }});
 
   CLI::App* migrate = AddVerb(
       app, "migrate",

@@ -39,6 +39,8 @@ int main(int argc, char** argv) {
   AddOperatorVerbs(app, flags, &verbs);
   AddEffectVerbs(app, flags, &verbs);
   AddSchedulerVerbs(app, flags, &verbs);
+  AddSecurityVerbs(app, flags, &verbs);
+  AddWorkerVerbs(app, flags, &verbs);
 
   try {
     app.parse(argc, argv);

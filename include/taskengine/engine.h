@@ -9,6 +9,7 @@
 //   engine.value()->Stop();
 #pragma once
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -23,6 +24,8 @@
 namespace taskengine {
 
 class Store;
+struct FinishRequest;
+struct FinishReply;
 
 // Decides whether a principal may still act for a tenant. A replay rechecks
 // the original requester of the execution with it (R1). Thread-safe.
@@ -41,11 +44,20 @@ struct QueueConfig {
 
 struct EngineOptions {
   // SQLite database file; ":memory:" is not supported (readers need the file).
+  // Ignored when database_url is set.
   std::string database_path = "data/taskengine.db";
+  // PostgreSQL (D2): a postgres:// or postgresql:// URL (libpq syntax) selects
+  // the PostgreSQL backend; several engines on one database share the work.
+  // Empty = SQLite at database_path.
+  std::string database_url;
+  // PostgreSQL: the schema holding the engine's tables. Empty = "taskengine".
+  std::string database_schema;
   SyncMode sync = SyncMode::kFull;
   // Apply schema migrations on Open. Default: true.
   bool migrate = true;
-  // Not owned; default: the system clock / a randomly seeded source.
+  // Not owned; default: the system clock for SQLite, the database's clock
+  // (a DatabaseClock owned by the engine) for PostgreSQL / a randomly seeded
+  // source.
   Clock* clock = nullptr;
   RandomSource* random = nullptr;
   // Worker threads running in-process handlers. Default: 4. 0 = dispatch only.
@@ -115,14 +127,44 @@ struct DispatchResult {
   ExecutionStatus status = ExecutionStatus::kQueued;
 };
 
-// Counters of this engine's worker pool since Start().
+// Counters of this engine since Start(): its worker pool, its sweeper and its
+// cancels. Monotonic (never reset while the engine lives); a snapshot.
 struct EngineStats {
   std::int64_t claimed = 0;    // executions claimed
   std::int64_t succeeded = 0;  // handler runs that returned success
   std::int64_t failed = 0;     // handler runs that returned a failure of any class
+  // Of `failed`, by the class the pool reported. A payload whose schema
+  // version the job does not accept (Q1) counts as unsupported_schema only
+  // (it is published as a permanent failure).
+  std::int64_t failed_retryable = 0;
+  std::int64_t failed_permanent = 0;
+  std::int64_t failed_ambiguous = 0;
+  std::int64_t failed_unsupported_schema = 0;
   std::int64_t released = 0;   // leases given back (shutdown)
   std::int64_t stale = 0;      // outcomes or heartbeats rejected because the claim was stale
   std::int64_t published = 0;  // outcomes durably recorded by the store
+  // Effect reservations of in-process handlers answered already_done (E1):
+  // a side effect that was not done twice.
+  std::int64_t effect_duplicates = 0;
+  // Expired leases this engine's sweeper recovered (L4), whatever became of
+  // the execution (requeued, failed or quarantined).
+  std::int64_t lease_expirations = 0;
+
+  // Cancel latency: for each Cancel() of this engine, the time by this
+  // engine's clock from the request to the terminal status of the execution
+  // as this engine observed it: at once when the cancel itself ended the
+  // execution; else when this engine published its outcome (its own worker
+  // pool or PublishOutcomes, i.e. remote workers through this node's API), or
+  // when its sweep loop found it terminal (ended elsewhere, e.g. another
+  // node). Cancels still pending after 24 h are dropped unobserved.
+  // Upper bounds of the histogram's buckets, in milliseconds.
+  static constexpr std::array<Millis, 10> kCancelLatencyBoundsMs = {
+      10, 50, 100, 250, 500, 1'000, 2'500, 5'000, 10'000, 30'000};
+  // Observations per bucket, NOT cumulative: [i] counts latencies in
+  // (bound[i-1], bound[i]]; the last element counts those above every bound.
+  std::array<std::int64_t, kCancelLatencyBoundsMs.size() + 1> cancel_latency_buckets{};
+  std::int64_t cancel_latency_count = 0;
+  Millis cancel_latency_sum_ms = 0;
 };
 
 // Default payload limit (A1).
@@ -177,10 +219,25 @@ class Engine {
   // remote workers' long polls. Called on the committing thread: it must be
   // cheap and must not block. Listeners live as long as the engine.
   virtual void AddWorkListener(std::function<void()> listener) = 0;
-  // Worker-pool counters (zero before Start or without workers). Thread-safe.
+  // Publishes outcomes that workers outside this engine reported (the HTTP
+  // worker protocol, W4) in one transaction: Store::FinishBatch, so each one
+  // is fenced by its claim version (kStale, kNotFound change nothing). Then,
+  // as after the in-process pool's own outcomes, wakes this engine's workers
+  // and work listeners when any was published, because an outcome may make
+  // work due (a release requeues at once; a finished lane head lets its lane
+  // move on). Replies are in request order, each independent. The default
+  // implementation publishes without waking anyone. Thread-safe.
+  virtual std::vector<Result<FinishReply>> PublishOutcomes(
+      const std::vector<FinishRequest>& requests);
+  // Counters (see EngineStats; zero before Start). Thread-safe.
   virtual EngineStats stats() const = 0;
   // The storage behind this engine, for reads and tools. Owned by the engine.
   virtual Store& store() = 0;
+  // The clock this engine and its store decide time by (leases, backoff,
+  // schedules): EngineOptions::clock, else the default described there. Lives
+  // as long as the engine; give it to anything sharing the store (e.g. the
+  // Scheduler). The default implementation answers the system clock.
+  virtual Clock* clock();
 };
 
 }  // namespace taskengine

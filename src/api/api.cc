@@ -10,6 +10,7 @@ Api::Api(Engine* engine, Authenticator* authenticator, ApiOptions options)
   TE_CHECK(engine != nullptr && authenticator != nullptr);
   context_->engine = engine;
   context_->store = &engine->store();
+  context_->authenticator = authenticator;
   context_->clock = options.clock != nullptr ? options.clock : SystemClock::Get();
   context_->options = options;
   RegisterSystemRoutes(*context_, *router_);
@@ -17,9 +18,16 @@ Api::Api(Engine* engine, Authenticator* authenticator, ApiOptions options)
   RegisterDispatchRoutes(*context_, *router_);
   RegisterExecutionRoutes(*context_, *router_);
   RegisterOverviewRoutes(*context_, *router_);
+  RegisterAuthRoutes(*context_, *router_);
+  RegisterWorkerRoutes(*context_, *router_);
+  RegisterTenantRoutes(*context_, *router_);
 }
 
 Api::~Api() = default;
+
+void Api::StopLongPolls() {
+  if (context_->lease_broker) context_->lease_broker->Stop();
+}
 
 const Principal& PrincipalOf(const RouteRequest& request) {
   TE_CHECK(request.principal.has_value());

@@ -14,11 +14,14 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "api/auth.h"
 #include "api/http_types.h"
+#include "api/metrics.h"
 #include "api/router.h"
 #include "taskengine/clock.h"
 #include "taskengine/engine.h"
@@ -37,6 +40,15 @@ struct ApiOptions {
   int detail_audit_limit = 100;
   // Items in one bulk dispatch. Default: 1000.
   std::size_t max_bulk_items = 1000;
+  // The counters of the worker-protocol routes (remote workers), shown by
+  // /metrics; shared so the owner may read them too. Default (null): the Api
+  // makes its own.
+  std::shared_ptr<ApiMetrics> worker_metrics;
+  // Appends more families to /metrics (Prometheus text, e.g. with
+  // MetricsWriter): the composition root adds the scheduler's, which the API
+  // does not know. Called on request threads, possibly concurrently: must be
+  // thread-safe and cheap. Default: none.
+  std::function<void(std::string* out)> extra_metrics;
 };
 
 struct ApiContext;
@@ -55,6 +67,10 @@ class Api {
   Router& router() { return *router_; }
   // The handler to give HttpServer. Valid while the Api lives.
   RequestHandler handler() const { return router_->AsRequestHandler(); }
+  // Answers every parked long poll of the worker protocol with an empty list
+  // and makes later polls answer at once: call before stopping the server so
+  // shutdown does not wait for polls. Idempotent.
+  void StopLongPolls();
 
  private:
   std::unique_ptr<ApiContext> context_;

@@ -116,7 +116,45 @@ Result<std::optional<Principal>> StaticTokenAuthenticator::Authenticate(const Ht
     if (sodium_memcmp(e.digest, digest, sizeof(digest)) == 0) match = &e;
   }
   if (match == nullptr) return std::optional<Principal>();
-  return std::optional<Principal>(match->principal);
+  Principal p = match->principal;
+  p.method = AuthMethod::kToken;
+  return std::optional<Principal>(std::move(p));
+}
+
+Result<std::optional<LoginResult>> Authenticator::Login(std::string_view, std::string_view) {
+  return std::optional<LoginResult>();
+}
+
+Status Authenticator::Logout(const HttpRequest&) { return Status::Ok(); }
+
+Result<std::optional<Principal>> AnonymousAuthenticator::Authenticate(const HttpRequest&) {
+  Principal p = Principal::Make("anonymous", {Scope::kAdmin, Scope::kWorker}, true);
+  p.credential_id = "anonymous";
+  return std::optional<Principal>(std::move(p));
+}
+
+std::optional<std::string> CookieValue(const HttpRequest& request, std::string_view name) {
+  for (const auto& [header, value] : request.headers) {
+    if (header != "cookie") continue;
+    std::string_view rest(value);
+    while (!rest.empty()) {
+      std::size_t semi = rest.find(';');
+      std::string_view pair = rest.substr(0, semi);
+      rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
+      while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+      std::size_t eq = pair.find('=');
+      if (eq == std::string_view::npos) continue;
+      std::string_view key = pair.substr(0, eq);
+      while (!key.empty() && key.back() == ' ') key.remove_suffix(1);
+      if (key != name) continue;
+      std::string_view v = pair.substr(eq + 1);
+      while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+      while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+      if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+      return std::string(v);
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace taskengine::api

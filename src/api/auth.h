@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "api/http_types.h"
+#include "taskengine/clock.h"
 #include "taskengine/status.h"
 #include "taskengine/types.h"
 
@@ -36,6 +37,14 @@ enum class Scope : std::uint8_t {
 std::string_view ToString(Scope scope);
 std::optional<Scope> ParseScope(std::string_view name);
 
+// How a principal proved who it is. Sessions (the dashboard) need a CSRF
+// token and a same-origin Origin on every mutation; bearer tokens do not.
+enum class AuthMethod : std::uint8_t {
+  kNone = 0,     // no credentials checked (auth disabled, or a test principal)
+  kToken = 1,    // Authorization: Bearer
+  kSession = 2,  // the te_session cookie
+};
+
 // An authenticated caller. Immutable value.
 //
 // Scope implication (HasScope): admin implies operate, dispatch and read;
@@ -47,6 +56,12 @@ struct Principal {
   std::uint8_t scopes = 0;     // bit set of Scope values as held (before implication)
   bool all_tenants = false;    // global: every tenant and global executions
   std::set<std::string> tenants;  // when !all_tenants
+  AuthMethod method = AuthMethod::kNone;
+  // Stable id of the credential (e.g. "token:12", "user:alice"): the key of
+  // per-principal rate limits. Empty: the name is used.
+  std::string credential_id;
+  // kSession only: the CSRF token bound to the session.
+  std::string csrf_token;
 
   static Principal Make(std::string name, std::initializer_list<Scope> scopes, bool all_tenants,
                         std::set<std::string> tenants = {});
@@ -58,6 +73,16 @@ struct Principal {
   bool MayAccessTenant(std::string_view tenant) const;
 };
 
+// A dashboard session just opened by Authenticator::Login.
+struct LoginResult {
+  Principal principal;
+  std::string session_id;  // the cookie value; shown to the client once, stored hashed
+  std::string csrf_token;  // echoed by the client in X-CSRF-Token on mutations
+  Millis expires_at = 0;   // absolute timeout
+  Millis idle_timeout_ms = 0;
+  bool secure_cookie = false;  // set the cookie's Secure attribute
+};
+
 // Thread-safe.
 class Authenticator {
  public:
@@ -67,7 +92,30 @@ class Authenticator {
   // status when the credentials could not be checked (e.g. kUnavailable ->
   // 503); never an error for bad credentials.
   virtual Result<std::optional<Principal>> Authenticate(const HttpRequest& request) = 0;
+
+  // Checks a user name and password and opens a new session. nullopt for
+  // wrong credentials, unknown or disabled users alike (no enumeration); an
+  // error status only when the check could not be made. Default: no users,
+  // so always nullopt.
+  virtual Result<std::optional<LoginResult>> Login(std::string_view user,
+                                                   std::string_view password);
+  // Ends the session of the request's cookie server-side (idempotent; ok when
+  // there is none). Default: ok.
+  virtual Status Logout(const HttpRequest& request);
+  // Whether session cookies carry the Secure attribute. Default: false.
+  virtual bool SecureCookies() const { return false; }
 };
+
+// Authentication disabled (`[http] auth = false`, loopback only): every
+// request acts as the global principal "anonymous" with the admin and worker
+// scopes. Thread-safe.
+class AnonymousAuthenticator final : public Authenticator {
+ public:
+  Result<std::optional<Principal>> Authenticate(const HttpRequest& request) override;
+};
+
+// The value of cookie `name` in the request's Cookie headers; nullopt when absent.
+std::optional<std::string> CookieValue(const HttpRequest& request, std::string_view name);
 
 // The bearer token of an `Authorization: Bearer <token>` header (scheme
 // case-insensitive); nullopt when absent or another scheme.

@@ -1,5 +1,7 @@
 #include "api/dto.h"
 
+#include <algorithm>
+
 #include "api/json_util.h"
 
 namespace taskengine::api {
@@ -179,6 +181,62 @@ Json DispatchResultToJson(const DispatchResult& r) {
       {"status", std::string(ToString(r.status))},
       {"created", r.created},
       {"status_url", ExecutionUrl(r.id)},
+  };
+}
+
+Json TenantToJson(const Tenant& tenant) {
+  return {
+      {"id", tenant.id.value},
+      {"name", tenant.name},
+      {"active", tenant.active},
+      {"created_at", TimeOrNull(tenant.created_at)},
+  };
+}
+
+Json WorkerToJson(const WorkerInfo& w, const WorkerDetails* details) {
+  Json current = Json::array();
+  if (details != nullptr) {
+    for (ExecutionId id : details->current) current.push_back(std::to_string(id.value));
+  } else if (w.current.value != 0) {
+    current.push_back(std::to_string(w.current.value));
+  }
+  const Millis last_seen =
+      std::max(w.last_heartbeat_at, details != nullptr ? details->last_seen_at : Millis{0});
+  return {
+      {"id", w.id.value},
+      {"name", details != nullptr ? StringOrNull(details->name) : Json(nullptr)},
+      {"host", StringOrNull(w.hostname)},
+      {"pid", w.pid == 0 ? Json(nullptr) : Json(w.pid)},
+      {"version", details != nullptr ? StringOrNull(details->version) : Json(nullptr)},
+      {"queues", details != nullptr ? Json(details->queues) : Json::array()},
+      {"concurrency", details != nullptr && details->concurrency > 0 ? Json(details->concurrency)
+                                                                     : Json(nullptr)},
+      {"state", std::string(ToString(w.state))},
+      {"started_at", TimeOrNull(w.started_at)},
+      {"last_seen_at", TimeOrNull(last_seen)},
+      {"processed", w.processed},
+      {"failed", w.failed},
+      {"current", std::move(current)},
+  };
+}
+
+Json LeaseToJson(const Lease& lease, const JobDefinition* job) {
+  return {
+      {"id", std::to_string(lease.id.value)},
+      {"claim_version", lease.version.value},
+      {"job", lease.job.value},
+      {"tenant", StringOrNull(lease.tenant.value)},
+      {"queue", lease.queue},
+      {"attempt", lease.attempt},
+      {"payload", lease.payload_json.empty() ? Json::object() : JsonText(lease.payload_json)},
+      {"idempotency_key", StringOrNull(lease.idempotency_key)},
+      {"effect_key_prefix", std::to_string(lease.id.value) + ":"},
+      {"lease_ms", lease.lease_ms},
+      {"lease_expires_at", TimeOrNull(lease.lease_expires_at)},
+      {"handler", job != nullptr ? Json(job->handler) : Json(nullptr)},
+      {"handler_config",
+       job == nullptr ? Json(nullptr)
+                      : (job->config_json.empty() ? Json::object() : JsonText(job->config_json))},
   };
 }
 

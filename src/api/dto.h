@@ -42,4 +42,33 @@ Json LaneToJson(const LaneStatus& lane);
 // {"id", "status", "created", "status_url"}
 Json DispatchResultToJson(const DispatchResult& r);
 
+// --- tenants and workers ---
+
+// {"id", "name", "active", "created_at"}
+Json TenantToJson(const Tenant& tenant);
+
+// What this API process learned about a remote worker from the worker
+// protocol beyond the store's row (registration fields, leases in hand).
+struct WorkerDetails {
+  std::string name;                  // empty = not given
+  std::string version;               // empty = not given
+  std::vector<std::string> queues;   // as in its last lease request
+  int concurrency = 0;               // 0 = not given
+  std::vector<ExecutionId> current;  // executions it holds, by id
+  Millis last_seen_at = 0;
+};
+
+// {"id", "name", "host", "pid", "version", "queues", "concurrency", "state",
+//  "started_at", "last_seen_at", "processed", "failed", "current": ["42", ...]}
+// Without `details` (a worker of another process or node), name, version and
+// concurrency are null, queues empty and current from the store's row.
+Json WorkerToJson(const WorkerInfo& worker, const WorkerDetails* details);
+
+// A lease as the worker protocol hands it out (ids as decimal strings):
+// {"id", "claim_version", "job", "tenant", "queue", "attempt", "payload",
+//  "idempotency_key", "effect_key_prefix", "lease_ms", "lease_expires_at",
+//  "handler", "handler_config"}. `job` is the execution's definition; null
+// (handler and handler_config null) when it is gone.
+Json LeaseToJson(const Lease& lease, const JobDefinition* job);
+
 }  // namespace taskengine::api

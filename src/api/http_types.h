@@ -49,6 +49,9 @@ struct HttpResponse {
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;  // extra fields
   std::string body;
+  // Not sent: the authenticated principal's name, set by the router for the
+  // access log. Empty for public routes and refused credentials.
+  std::string principal;
 };
 
 namespace internal {

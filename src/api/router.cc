@@ -1,5 +1,6 @@
 #include "api/router.h"
 
+#include <sodium.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -27,12 +28,82 @@ void AnswerFromException(const Responder& respond, const char* what) {
   respond.Send(ErrorResponse(500, "internal", "unexpected error while handling the request"));
 }
 
+// "host[:port]" of an absolute URL ("https://h:1/x" -> "h:1"), lower-cased;
+// empty when `url` has no scheme.
+std::string Authority(std::string_view url) {
+  std::size_t scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) return "";
+  std::string_view rest = url.substr(scheme_end + 3);
+  rest = rest.substr(0, rest.find_first_of("/?#"));
+  std::string out(rest);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string Lowered(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Constant-time comparison of two secrets (the length may leak, the content not).
+bool SecretEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size() || a.empty()) return false;
+  return sodium_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+// Empty when the request may proceed, else the reason it may not ("csrf" or
+// "origin"): session mutations need the session's CSRF token and the same
+// origin; mutations without credentials (auth disabled) coming from a browser
+// need the same origin; bearer tokens are not ambient, so need neither.
+std::string CsrfProblem(const HttpRequest& request, const Principal& principal) {
+  if (!IsMutating(request.method) || principal.method == AuthMethod::kToken) return "";
+  if (principal.method == AuthMethod::kNone) {
+    // Auth disabled: a browser on another site must not drive the local admin.
+    // Browsers send Origin (or Referer) cross-site; scripts and CLIs send neither.
+    const bool from_browser =
+        request.Header("origin") != nullptr || request.Header("referer") != nullptr;
+    return from_browser && !IsSameOrigin(request) ? "origin" : "";
+  }
+  const std::string* token = request.Header("x-csrf-token");
+  if (token == nullptr || !SecretEquals(*token, principal.csrf_token)) return "csrf";
+  if (!IsSameOrigin(request)) return "origin";
+  return "";
+}
+
+std::string RateKey(const Principal& p) {
+  return p.credential_id.empty() ? "principal:" + p.name : p.credential_id;
+}
+
 }  // namespace
+
+bool IsMutating(HttpMethod method) {
+  return method != HttpMethod::kGet && method != HttpMethod::kHead &&
+         method != HttpMethod::kOptions;
+}
+
+bool IsSameOrigin(const HttpRequest& request) {
+  const std::string* host = request.Header("host");
+  if (host == nullptr || host->empty()) return false;
+  const std::string* origin = request.Header("origin");
+  std::string authority;
+  if (origin != nullptr) {
+    if (*origin == "null") return false;
+    authority = Authority(*origin);
+  } else if (const std::string* referer = request.Header("referer")) {
+    authority = Authority(*referer);
+  } else {
+    return false;
+  }
+  return !authority.empty() && authority == Lowered(*host);
+}
 
 std::string RouteAccess::Describe() const {
   switch (kind) {
     case Kind::kPublic:
       return "public";
+    case Kind::kLogin:
+      return "login";
     case Kind::kAuthenticated:
       return "authenticated";
     case Kind::kScope:
@@ -161,8 +232,20 @@ void Router::Handle(HttpRequest request, Responder respond) const {
       return;
     }
 
+    const RateClass rate_class = rate_limiter_ != nullptr
+                                     ? RateLimiter::ClassOf(best->method, best->pattern)
+                                     : RateClass::kNone;
+    if (rate_class == RateClass::kLogin) {
+      Millis wait = rate_limiter_->Acquire(rate_class, "ip:" + ClientIp(request.remote_address));
+      if (wait > 0) {
+        respond.Send(RateLimiter::TooManyRequests(rate_class, wait));
+        return;
+      }
+    }
+
     RouteRequest route_request;
-    if (best->access.kind != RouteAccess::Kind::kPublic) {
+    if (best->access.kind != RouteAccess::Kind::kPublic &&
+        best->access.kind != RouteAccess::Kind::kLogin) {
       Result<std::optional<Principal>> auth = authenticator_->Authenticate(request);
       if (!auth.ok()) {
         respond.Send(StatusResponse(auth.status()));
@@ -171,7 +254,7 @@ void Router::Handle(HttpRequest request, Responder respond) const {
       if (!auth->has_value()) {
         HttpResponse r = ErrorResponse(401, "unauthenticated",
                                        "missing or invalid credentials: send "
-                                       "'Authorization: Bearer <token>'");
+                                       "'Authorization: Bearer <token>' or log in");
         r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"taskengine\"");
         respond.Send(std::move(r));
         return;
@@ -184,6 +267,28 @@ void Router::Handle(HttpRequest request, Responder respond) const {
                                    {{"required_scope", std::string(ToString(best->access.scope))}}));
         return;
       }
+      const std::string csrf = CsrfProblem(request, **auth);
+      if (!csrf.empty()) {
+        respond.Send(ErrorResponse(
+            403, "forbidden",
+            csrf == "csrf"
+                ? "a mutation in a dashboard session needs the session's X-CSRF-Token header"
+                : "a mutation must come from the same origin",
+            {{"reason", csrf}}));
+        return;
+      }
+      if (rate_class != RateClass::kNone && rate_class != RateClass::kLogin) {
+        Millis wait = rate_limiter_->Acquire(rate_class, RateKey(**auth));
+        if (wait > 0) {
+          respond.Send(RateLimiter::TooManyRequests(rate_class, wait));
+          return;
+        }
+      }
+      // The access log names who asked (never their credentials).
+      respond = Responder([inner = respond, name = (*auth)->name](HttpResponse r) {
+        r.principal = name;
+        inner.Send(std::move(r));
+      });
       route_request.principal = std::move(**auth);
     }
     for (std::size_t i = 0; i < best->segments.size(); ++i) {

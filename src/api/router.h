@@ -12,7 +12,13 @@
 //   404 not_found           no pattern matches the path
 //   405 method_not_allowed  a pattern matches but not for this method (Allow lists those that do)
 //   401 unauthenticated     a non-public route without valid credentials
-//   403 forbidden           the principal lacks the route's scope
+//   403 forbidden           the principal lacks the route's scope, or a
+//                           session-authenticated mutation (not GET, HEAD or
+//                           OPTIONS) without the session's X-CSRF-Token or
+//                           from another origin (details.reason "csrf" / "origin");
+//                           with auth disabled (AuthMethod::kNone), a mutation
+//                           whose Origin/Referer names another origin
+//   429 rate_limited        over a rate limit (SetRateLimiter), with Retry-After
 //   500 internal            the handler threw (nothing a client sends may crash the server)
 #pragma once
 
@@ -25,12 +31,13 @@
 
 #include "api/auth.h"
 #include "api/http_types.h"
+#include "api/rate_limit.h"
 
 namespace taskengine::api {
 
 // Who may call a route.
 struct RouteAccess {
-  enum class Kind { kPublic, kAuthenticated, kScope };
+  enum class Kind { kPublic, kAuthenticated, kScope, kLogin };
   Kind kind = Kind::kScope;
   Scope scope = Scope::kRead;  // kScope only
 
@@ -39,7 +46,10 @@ struct RouteAccess {
   // Any valid credentials, whatever their scopes.
   static RouteAccess Authenticated() { return {Kind::kAuthenticated, Scope::kRead}; }
   static RouteAccess Requires(Scope scope) { return {Kind::kScope, scope}; }
-  // "public", "authenticated", or the scope name.
+  // The login route: no prior credentials, the body carries them; the handler
+  // answers 401 unless they are valid. The router authenticates nobody.
+  static RouteAccess Login() { return {Kind::kLogin, Scope::kRead}; }
+  // "public", "authenticated", "login", or the scope name.
   std::string Describe() const;
 };
 
@@ -73,6 +83,10 @@ class Router {
   void AddAsync(HttpMethod method, std::string pattern, RouteAccess access,
                 AsyncRouteHandler handler);
 
+  // Applies `limiter` (not owned; must outlive the router) to the routes
+  // RateLimiter::ClassOf names. REQUIRES: before the first Handle.
+  void SetRateLimiter(RateLimiter* limiter) { rate_limiter_ = limiter; }
+
   // The RequestHandler of the server.
   void Handle(HttpRequest request, Responder respond) const;
   RequestHandler AsRequestHandler() const {
@@ -100,8 +114,17 @@ class Router {
   };
 
   Authenticator* const authenticator_;
+  RateLimiter* rate_limiter_ = nullptr;
   std::vector<Route> routes_;
 };
+
+// True when the request's Origin header (or, without one, its Referer) names
+// the same host[:port] as its Host header. False when both are absent, when
+// Origin is "null", or when there is no Host.
+bool IsSameOrigin(const HttpRequest& request);
+
+// True for methods that may change state (everything but GET, HEAD, OPTIONS).
+bool IsMutating(HttpMethod method);
 
 // Splits a percent-encoded path into decoded segments ("/a/b%2Fc" -> {"a", "b/c"}).
 // nullopt for a path that does not start with '/' or holds bad percent-encoding.

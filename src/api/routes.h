@@ -12,6 +12,7 @@
 #include "api/dto.h"
 #include "api/errors.h"
 #include "api/json_util.h"
+#include "api/lease_broker.h"
 #include "api/router.h"
 #include "storage/store.h"
 #include "taskengine/engine.h"
@@ -22,11 +23,17 @@ namespace taskengine::api {
 struct ApiContext {
   Engine* engine = nullptr;  // not owned
   Store* store = nullptr;    // engine->store()
+  Authenticator* authenticator = nullptr;  // not owned
   Clock* clock = nullptr;    // options.clock or the system clock
   ApiOptions options;
   // Serializes job edits in this process (read, modify, write, audit): the
   // store has no conditional update of a definition yet.
   std::mutex job_edit_mu;
+  // The worker protocol's long polls; set by RegisterWorkerRoutes. Declared
+  // last so it is destroyed first: its destruction answers parked polls
+  // (empty lists). Owners of the server call lease_broker->Stop() before
+  // HttpServer::Stop so that parked polls do not wait out the grace period.
+  std::unique_ptr<LeaseBroker> lease_broker;
 };
 
 void RegisterJobRoutes(ApiContext& ctx, Router& router);
@@ -34,6 +41,9 @@ void RegisterDispatchRoutes(ApiContext& ctx, Router& router);
 void RegisterExecutionRoutes(ApiContext& ctx, Router& router);
 void RegisterOverviewRoutes(ApiContext& ctx, Router& router);  // stats, queues, lanes, audit
 void RegisterSystemRoutes(ApiContext& ctx, Router& router);    // health, metrics, openapi
+void RegisterAuthRoutes(ApiContext& ctx, Router& router);      // login, logout, session
+void RegisterWorkerRoutes(ApiContext& ctx, Router& router);    // worker protocol, workers list
+void RegisterTenantRoutes(ApiContext& ctx, Router& router);    // tenants
 
 // The principal of an authenticated route. REQUIRES: a non-public route.
 const Principal& PrincipalOf(const RouteRequest& request);

@@ -1,50 +1,11 @@
 // Health, readiness, Prometheus metrics (I5) and the OpenAPI document (I1).
 #include <cstdio>
 
+#include "api/metrics.h"
 #include "api/routes.h"
 
 namespace taskengine::api {
 namespace {
-
-// A Prometheus label value: backslash, double quote and newline escaped.
-std::string LabelValue(std::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  for (char c : v) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-void Family(std::string* out, std::string_view name, std::string_view type, std::string_view help) {
-  *out += "# HELP ";
-  *out += name;
-  *out += ' ';
-  *out += help;
-  *out += "\n# TYPE ";
-  *out += name;
-  *out += ' ';
-  *out += type;
-  *out += '\n';
-}
-
-void Sample(std::string* out, std::string_view name, std::string_view labels, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", value);
-  *out += name;
-  *out += labels;
-  *out += ' ';
-  *out += buf;
-  *out += '\n';
-}
 
 // GET /healthz -> 200 {"status": "ok"} while the process serves HTTP.
 HttpResponse Healthz(const RouteRequest&) { return JsonResponse(200, Json{{"status", "ok"}}); }
@@ -54,14 +15,16 @@ HttpResponse Healthz(const RouteRequest&) { return JsonResponse(200, Json{{"stat
 HttpResponse Readyz(ApiContext& ctx, const RouteRequest&) {
   auto version = ctx.store->SchemaVersion();
   if (!version.ok()) {
-    return StatusResponse(Status(ErrorCode::kUnavailable,
-                                 "store not reachable: " + version.status().message()));
+    return StatusResponse(
+        Status(ErrorCode::kUnavailable, "store not reachable: " + version.status().message()));
   }
   return JsonResponse(200, Json{{"status", "ready"}, {"schema_version", *version}});
 }
 
 // GET /metrics -> Prometheus text format 0.0.4. From the store's counters
-// (cost independent of history) and this engine's worker-pool counters.
+// (cost independent of history), this engine's counters (EngineStats), the
+// worker routes' counters (ApiMetrics) and ApiOptions::extra_metrics. Every
+// family is listed in docs/operations.md.
 HttpResponse Metrics(ApiContext& ctx, const RouteRequest& req) {
   if (req.principal && !req.principal->all_tenants) return NeedsAllTenants("metrics");
   const Millis now = ctx.clock->NowMillis();
@@ -70,59 +33,116 @@ HttpResponse Metrics(ApiContext& ctx, const RouteRequest& req) {
   constexpr int kQueued = static_cast<int>(ExecutionStatus::kQueued);
   constexpr int kRunning = static_cast<int>(ExecutionStatus::kRunning);
   std::string out;
-  out.reserve(4096);
-  Family(&out, "taskengine_queue_depth", "gauge", "Queued executions per queue, due or not.");
+  out.reserve(8192);
+  MetricsWriter gauges(&out);
+  gauges.Family("taskengine_queue_depth", "gauge", "Queued executions per queue, due or not.");
   for (const QueueStats& q : stats->queues) {
-    Sample(&out, "taskengine_queue_depth", "{queue=\"" + LabelValue(q.queue) + "\"}",
-           static_cast<double>(q.by_status[kQueued]));
+    gauges.Sample("taskengine_queue_depth", "{queue=\"" + LabelValue(q.queue) + "\"}",
+                  static_cast<double>(q.by_status[kQueued]));
   }
-  Family(&out, "taskengine_queue_running", "gauge", "Running executions per queue.");
+  gauges.Family("taskengine_queue_running", "gauge", "Running executions per queue.");
   for (const QueueStats& q : stats->queues) {
-    Sample(&out, "taskengine_queue_running", "{queue=\"" + LabelValue(q.queue) + "\"}",
-           static_cast<double>(q.by_status[kRunning]));
+    gauges.Sample("taskengine_queue_running", "{queue=\"" + LabelValue(q.queue) + "\"}",
+                  static_cast<double>(q.by_status[kRunning]));
   }
-  Family(&out, "taskengine_queue_oldest_age_seconds", "gauge",
-         "Per queue, how long the oldest due queued execution has waited past its run-at "
-         "(0 when none is due).");
+  gauges.Family("taskengine_queue_oldest_age_seconds", "gauge",
+                "Per queue, how long the oldest due queued execution has waited past its run-at "
+                "(0 when none is due).");
   for (const QueueStats& q : stats->queues) {
     double age = q.oldest_due_at == 0 ? 0.0 : std::max<Millis>(0, now - q.oldest_due_at) / 1000.0;
-    Sample(&out, "taskengine_queue_oldest_age_seconds",
-           "{queue=\"" + LabelValue(q.queue) + "\"}", age);
+    gauges.Sample("taskengine_queue_oldest_age_seconds", "{queue=\"" + LabelValue(q.queue) + "\"}",
+                  age);
   }
-  Family(&out, "taskengine_executions", "gauge", "Executions stored, by status.");
+  gauges.Family("taskengine_executions", "gauge", "Executions stored, by status.");
   for (int i = 0; i < kExecutionStatusCount; ++i) {
-    Sample(&out, "taskengine_executions",
-           "{status=\"" + std::string(ToString(static_cast<ExecutionStatus>(i))) + "\"}",
-           static_cast<double>(stats->totals[i]));
+    gauges.Sample("taskengine_executions",
+                  "{status=\"" + std::string(ToString(static_cast<ExecutionStatus>(i))) + "\"}",
+                  static_cast<double>(stats->totals[i]));
   }
-  Family(&out, "taskengine_executions_ended_24h", "gauge",
-         "Executions that ended in the last 24 hours, by final status.");
+  gauges.Family("taskengine_executions_ended_24h", "gauge",
+                "Executions that ended in the last 24 hours, by final status.");
   for (int i = 0; i < kExecutionStatusCount; ++i) {
     auto status = static_cast<ExecutionStatus>(i);
     if (!IsTerminal(status)) continue;
-    Sample(&out, "taskengine_executions_ended_24h",
-           "{status=\"" + std::string(ToString(status)) + "\"}",
-           static_cast<double>(stats->ended_last_24h[i]));
+    gauges.Sample("taskengine_executions_ended_24h",
+                  "{status=\"" + std::string(ToString(status)) + "\"}",
+                  static_cast<double>(stats->ended_last_24h[i]));
   }
   const EngineStats s = ctx.engine->stats();
+  const ApiMetrics& remote = *ctx.options.worker_metrics;
+  MetricsWriter w(&out);
+  const auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  w.Single("taskengine_claims_total", "counter",
+           "Executions claimed through this node: by its in-process worker pool plus leases "
+           "handed to remote workers by its API.",
+           d(s.claimed + remote.claims.load()));
+  w.Single("taskengine_handler_successes_total", "counter",
+           "In-process handler runs that returned success.", d(s.succeeded));
+  w.Single("taskengine_handler_failures_total", "counter",
+           "In-process handler runs that returned a failure of any class.", d(s.failed));
+  w.Family("taskengine_completions_total", "counter",
+           "Successful outcomes, by source: in_process (this node's handlers, when reported) or "
+           "remote (complete calls of remote workers recorded by this node's API).");
+  w.Sample("taskengine_completions_total", "{source=\"in_process\"}", d(s.succeeded));
+  w.Sample("taskengine_completions_total", "{source=\"remote\"}", d(remote.completions.load()));
+  w.Family("taskengine_failures_total", "counter",
+           "Failed attempts by class and source: retryable, permanent, ambiguous and "
+           "unsupported_schema (payload schema version not accepted) from in_process handlers "
+           "or remote workers' fail outcomes; lease_expiry (source sweeper) for expired leases "
+           "recovered by this node's sweeper.");
   const struct {
-    const char* name;
-    const char* help;
-    std::int64_t value;
-  } counters[] = {
-      {"taskengine_claims_total", "Executions claimed by this engine's workers.", s.claimed},
-      {"taskengine_handler_successes_total", "Handler runs that returned success.", s.succeeded},
-      {"taskengine_handler_failures_total", "Handler runs that returned a failure.", s.failed},
-      {"taskengine_leases_released_total", "Leases given back unrun (shutdown).", s.released},
-      {"taskengine_stale_rejections_total",
-       "Outcomes or heartbeats rejected because the claim was stale.", s.stale},
-      {"taskengine_outcomes_published_total", "Outcomes durably recorded by the store.",
-       s.published},
+    const char* cls;
+    std::int64_t in_process;
+    std::int64_t remote;
+  } classes[] = {
+      {"retryable", s.failed_retryable, remote.failed_retryable.load()},
+      {"permanent", s.failed_permanent, remote.failed_permanent.load()},
+      {"ambiguous", s.failed_ambiguous, remote.failed_ambiguous.load()},
+      {"unsupported_schema", s.failed_unsupported_schema, remote.failed_unsupported_schema.load()},
   };
-  for (const auto& c : counters) {
-    Family(&out, c.name, "counter", c.help);
-    Sample(&out, c.name, "", static_cast<double>(c.value));
+  for (const auto& c : classes) {
+    const std::string cls = std::string("{class=\"") + c.cls + "\",source=";
+    w.Sample("taskengine_failures_total", cls + "\"in_process\"}", d(c.in_process));
+    w.Sample("taskengine_failures_total", cls + "\"remote\"}", d(c.remote));
   }
+  w.Sample("taskengine_failures_total", "{class=\"lease_expiry\",source=\"sweeper\"}",
+           d(s.lease_expirations));
+  w.Single("taskengine_lease_expirations_total", "counter",
+           "Expired leases recovered by this node's sweeper (requeued, failed or quarantined).",
+           d(s.lease_expirations));
+  w.Single("taskengine_stale_rejections_total", "counter",
+           "Calls refused because the claim version was no longer current: in-process outcomes "
+           "and heartbeats, plus remote worker calls answered 409 stale and batch items "
+           "answered stale.",
+           d(s.stale + remote.stale_rejections.load()));
+  w.Family("taskengine_effect_duplicates_prevented_total", "counter",
+           "Effect reservations answered already_done (the effect was committed before, so it "
+           "was not done twice), by source: in_process handlers or remote workers.");
+  w.Sample("taskengine_effect_duplicates_prevented_total", "{source=\"in_process\"}",
+           d(s.effect_duplicates));
+  w.Sample("taskengine_effect_duplicates_prevented_total", "{source=\"remote\"}",
+           d(remote.effect_duplicates.load()));
+  w.Single("taskengine_leases_released_total", "counter",
+           "Leases the in-process pool gave back unrun (shutdown).", d(s.released));
+  w.Single("taskengine_outcomes_published_total", "counter",
+           "In-process outcomes durably recorded by the store.", d(s.published));
+  w.Family("taskengine_cancel_latency_seconds", "histogram",
+           "Per cancel request handled by this node: seconds by the engine's clock from the "
+           "request to the execution's terminal status as this node observed it (at once when "
+           "the cancel ended it; else when this node recorded its outcome, or its sweep loop "
+           "found it ended elsewhere).");
+  std::int64_t cumulative = 0;
+  for (std::size_t i = 0; i < EngineStats::kCancelLatencyBoundsMs.size(); ++i) {
+    cumulative += s.cancel_latency_buckets[i];
+    char le[32];
+    std::snprintf(le, sizeof(le), "%g", EngineStats::kCancelLatencyBoundsMs[i] / 1000.0);
+    w.Sample("taskengine_cancel_latency_seconds_bucket", std::string("{le=\"") + le + "\"}",
+             d(cumulative));
+  }
+  w.Sample("taskengine_cancel_latency_seconds_bucket", "{le=\"+Inf\"}", d(s.cancel_latency_count));
+  w.Sample("taskengine_cancel_latency_seconds_sum", "", s.cancel_latency_sum_ms / 1000.0);
+  w.Sample("taskengine_cancel_latency_seconds_count", "", d(s.cancel_latency_count));
+  if (ctx.options.extra_metrics) ctx.options.extra_metrics(&out);
   HttpResponse response;
   response.status = 200;
   response.content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -141,6 +161,7 @@ HttpResponse OpenApi(const RouteRequest&) {
 }  // namespace
 
 void RegisterSystemRoutes(ApiContext& ctx, Router& router) {
+  if (!ctx.options.worker_metrics) ctx.options.worker_metrics = std::make_shared<ApiMetrics>();
   router.Add(HttpMethod::kGet, "/healthz", RouteAccess::Public(), Healthz);
   router.Add(HttpMethod::kGet, "/readyz", RouteAccess::Public(),
              [&ctx](const RouteRequest& r) { return Readyz(ctx, r); });

@@ -4,15 +4,17 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
-#include <filesystem>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #include "engine/dispatcher.h"
 #include "engine/worker_pool.h"
-#include "storage/sqlite/sqlite_store.h"
+#include "storage/open_store.h"
 
 namespace taskengine {
 namespace {
@@ -40,18 +42,107 @@ class GrantsAuthorizer final : public Authorizer {
   Store* const store_;
 };
 
+// Cancel latency (EngineStats): the cancels of running executions not yet
+// seen ending, and the histogram. Thread-safe.
+class CancelLatency {
+ public:
+  // Pending cancels older than this are dropped unobserved.
+  static constexpr Millis kMaxPendingMs = 24 * 3'600'000;
+  // Pending cancels kept at most (the oldest are dropped beyond).
+  static constexpr std::size_t kMaxPending = 100'000;
+
+  void Observe(Millis latency_ms) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ObserveLocked(latency_ms);
+  }
+
+  // A cancel of a running execution, requested at `at`.
+  void Requested(ExecutionId id, Millis at) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pending_.size() >= kMaxPending) {
+      auto oldest =
+          std::min_element(pending_.begin(), pending_.end(),
+                           [](const auto& a, const auto& b) { return a.second < b.second; });
+      pending_.erase(oldest);
+    }
+    pending_.emplace(id.value, at);  // a repeated cancel keeps the first request time
+  }
+
+  // This engine saw `id` reach `status` at `now`.
+  void Observed(ExecutionId id, ExecutionStatus status, Millis now) {
+    if (!IsTerminal(status)) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(id.value);
+    if (it == pending_.end()) return;
+    ObserveLocked(std::max<Millis>(0, now - it->second));
+    pending_.erase(it);
+  }
+
+  void Forget(ExecutionId id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.erase(id.value);
+  }
+
+  // Up to `max` pending ids to recheck; drops those older than kMaxPendingMs.
+  std::vector<ExecutionId> Pending(std::size_t max, Millis now) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<ExecutionId> ids;
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (now - it->second > kMaxPendingMs) {
+        it = pending_.erase(it);
+        continue;
+      }
+      if (ids.size() < max) ids.push_back(ExecutionId(it->first));
+      ++it;
+    }
+    return ids;
+  }
+
+  void Fill(EngineStats* s) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    s->cancel_latency_buckets = buckets_;
+    s->cancel_latency_count = count_;
+    s->cancel_latency_sum_ms = sum_ms_;
+  }
+
+ private:
+  void ObserveLocked(Millis latency_ms) {
+    const auto& bounds = EngineStats::kCancelLatencyBoundsMs;
+    std::size_t i = 0;
+    while (i < bounds.size() && latency_ms > bounds[i]) ++i;
+    ++buckets_[i];
+    ++count_;
+    sum_ms_ += latency_ms;
+  }
+
+  mutable std::mutex mu_;
+  // Protected by mu_.
+  std::unordered_map<std::int64_t, Millis> pending_;  // execution id -> requested at
+  std::array<std::int64_t, EngineStats::kCancelLatencyBoundsMs.size() + 1> buckets_{};
+  std::int64_t count_ = 0;
+  Millis sum_ms_ = 0;
+};
+
 class EngineImpl final : public Engine {
  public:
-  EngineImpl(EngineOptions options, std::unique_ptr<Store> store,
+  EngineImpl(EngineOptions options, std::unique_ptr<Clock> owned_clock, std::unique_ptr<Store> store,
              std::unique_ptr<RandomSource> owned_random)
       : options_(std::move(options)),
+        owned_clock_(std::move(owned_clock)),
         owned_random_(std::move(owned_random)),
         store_(std::move(store)),
         dispatcher_(store_.get(), options_.clock, [this] { WakeWorkers(); }),
         grants_(store_.get()),
-        authorizer_(options_.authorizer != nullptr ? options_.authorizer : &grants_) {}
+        authorizer_(options_.authorizer != nullptr ? options_.authorizer : &grants_) {
+    // A3: work made due by another node wakes the workers at once.
+    store_->SetWorkListener([this] { WakeWorkers(); });
+  }
 
-  ~EngineImpl() override { Stop(); }
+  // The store's listener goes first: it must not call into a half-destroyed engine.
+  ~EngineImpl() override {
+    store_->SetWorkListener(nullptr);
+    Stop();
+  }
 
   Status DefineJob(const JobDefinition& job) override { return store_->UpsertJob(job); }
 
@@ -83,6 +174,9 @@ class EngineImpl final : public Engine {
       po.poll_interval_ms = options_.poll_interval_ms;
       po.shutdown_grace_ms = options_.shutdown_grace_ms;
       po.worker_id = options_.worker_id;
+      po.on_published = [this](ExecutionId id, ExecutionStatus status) {
+        cancel_latency_.Observed(id, status, options_.clock->NowMillis());
+      };
       pool_ = std::make_unique<WorkerPool>(store_.get(), options_.clock, &handlers_, po);
       TE_RETURN_IF_ERROR(pool_->Start());
       pool_ptr_.store(pool_.get(), std::memory_order_release);
@@ -108,8 +202,14 @@ class EngineImpl final : public Engine {
 
   Result<ExecutionStatus> Cancel(ExecutionId id, const std::string& actor,
                                  const std::string& reason) override {
+    const Millis requested_at = options_.clock->NowMillis();
     TE_ASSIGN_OR_RETURN(ExecutionStatus status,
                         store_->RequestCancel(id, OperatorAction{actor, reason}));
+    if (IsTerminal(status)) {
+      cancel_latency_.Observe(std::max<Millis>(0, options_.clock->NowMillis() - requested_at));
+    } else if (status == ExecutionStatus::kRunning) {
+      cancel_latency_.Requested(id, requested_at);
+    }
     // Durably requested: a handler running it in this process learns now.
     WorkerPool* pool = pool_ptr_.load(std::memory_order_acquire);
     if (pool != nullptr && status == ExecutionStatus::kRunning) pool->NotifyCancel(id);
@@ -142,6 +242,7 @@ class EngineImpl final : public Engine {
     while (true) {
       TE_ASSIGN_OR_RETURN(SweepReport report, store_->SweepExpired(options_.sweep_batch));
       total += report.recovered;
+      lease_expirations_ += report.recovered;
       if (report.recovered > 0) {
         spdlog::info("sweeper recovered {} expired leases ({} requeued, {} failed, {} quarantined)",
                      report.recovered, report.requeued, report.failed, report.quarantined);
@@ -153,10 +254,28 @@ class EngineImpl final : public Engine {
   }
 
   Result<Execution> GetExecution(ExecutionId id) override { return store_->GetExecution(id); }
+
+  std::vector<Result<FinishReply>> PublishOutcomes(
+      const std::vector<FinishRequest>& requests) override {
+    std::vector<Result<FinishReply>> replies = store_->FinishBatch(requests);
+    bool any_published = false;
+    const Millis now = options_.clock->NowMillis();
+    for (std::size_t i = 0; i < replies.size(); ++i) {
+      if (!replies[i].ok()) continue;
+      any_published = true;
+      cancel_latency_.Observed(requests[i].lease.id, replies[i]->status, now);
+    }
+    if (any_published) WakeWorkers();
+    return replies;
+  }
   Store& store() override { return *store_; }
+  Clock* clock() override { return options_.clock; }
   EngineStats stats() const override {
     WorkerPool* pool = pool_ptr_.load(std::memory_order_acquire);
-    return pool != nullptr ? pool->stats() : EngineStats{};
+    EngineStats s = pool != nullptr ? pool->stats() : EngineStats{};
+    s.lease_expirations = lease_expirations_.load();
+    cancel_latency_.Fill(&s);
+    return s;
   }
 
  private:
@@ -186,12 +305,27 @@ class EngineImpl final : public Engine {
     for (const auto& listener : listeners_) listener();
   }
 
+  // Cancel latency of executions that ended without this engine publishing
+  // their outcome (another node, its sweeper): a bounded read per pass.
+  void RecheckPendingCancels() {
+    constexpr std::size_t kMaxRechecks = 100;
+    for (ExecutionId id : cancel_latency_.Pending(kMaxRechecks, options_.clock->NowMillis())) {
+      auto e = store_->GetExecution(id);
+      if (e.ok()) {
+        cancel_latency_.Observed(id, e->status, options_.clock->NowMillis());
+      } else if (e.status().code() == ErrorCode::kNotFound) {
+        cancel_latency_.Forget(id);  // purged: nothing to observe
+      }
+    }
+  }
+
   void SweepLoop() {
     std::unique_lock<std::mutex> lock(sweep_mu_);
     while (!stop_sweeper_) {
       lock.unlock();
       auto swept = SweepOnce();
       if (!swept.ok()) spdlog::warn("sweep failed: {}", swept.status().ToString());
+      RecheckPendingCancels();
       lock.lock();
       sweep_cv_.wait_for(lock, std::chrono::milliseconds(options_.sweep_interval_ms),
                          [&] { return stop_sweeper_; });
@@ -201,6 +335,9 @@ class EngineImpl final : public Engine {
  private:
   // Constant after construction.
   const EngineOptions options_;
+  // The DatabaseClock OpenStore made (PostgreSQL without an injected clock);
+  // options_.clock points at it. Outlives everything that reads the clock.
+  const std::unique_ptr<Clock> owned_clock_;
   const std::unique_ptr<RandomSource> owned_random_;
   const std::unique_ptr<Store> store_;
   Dispatcher dispatcher_;
@@ -214,6 +351,9 @@ class EngineImpl final : public Engine {
   bool started_ = false;
   bool stopped_ = false;
 
+  CancelLatency cancel_latency_;
+  std::atomic<std::int64_t> lease_expirations_{0};
+
   std::mutex listeners_mu_;
   std::vector<std::function<void()>> listeners_;  // protected by listeners_mu_
 
@@ -225,13 +365,22 @@ class EngineImpl final : public Engine {
 
 }  // namespace
 
+Clock* Engine::clock() { return SystemClock::Get(); }
+
+std::vector<Result<FinishReply>> Engine::PublishOutcomes(
+    const std::vector<FinishRequest>& requests) {
+  return store().FinishBatch(requests);
+}
+
 Result<std::unique_ptr<Engine>> Engine::Open(EngineOptions options) {
-  if (options.database_path.empty()) return InvalidArgument("engine needs a database path");
-  if (options.clock == nullptr) options.clock = SystemClock::Get();
+  if (options.database_path.empty() && options.database_url.empty()) {
+    return InvalidArgument("engine needs a database path or url");
+  }
   std::unique_ptr<RandomSource> owned_random;
   if (options.random == nullptr) {
+    const Clock* seed_clock = options.clock != nullptr ? options.clock : SystemClock::Get();
     owned_random = std::make_unique<SeededRandom>(
-        static_cast<std::uint64_t>(options.clock->NowMillis()) ^ static_cast<std::uint64_t>(getpid()));
+        static_cast<std::uint64_t>(seed_clock->NowMillis()) ^ static_cast<std::uint64_t>(getpid()));
     options.random = owned_random.get();
   }
   if (options.worker_id.empty()) options.worker_id = DefaultWorkerId();
@@ -239,23 +388,24 @@ Result<std::unique_ptr<Engine>> Engine::Open(EngineOptions options) {
       options.claim_batch < 1 || options.worker_threads < 0 || options.prefetch < 0) {
     return InvalidArgument("engine options: intervals, batches must be >= 1, counts >= 0");
   }
-  std::error_code ec;
-  auto dir = std::filesystem::path(options.database_path).parent_path();
-  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-  SqliteStoreOptions so;
-  so.path = options.database_path;
-  so.sync = options.sync;
-  so.clock = options.clock;
-  so.random = options.random;
-  TE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenSqliteStore(so));
+  StoreLocation location;
+  location.path = options.database_path;
+  location.sync = options.sync;
+  location.url = options.database_url;
+  if (!options.database_schema.empty()) location.schema = options.database_schema;
+  // With PostgreSQL and no injected clock, OpenStore makes a DatabaseClock:
+  // every node then judges leases, backoff and schedules by one clock.
+  TE_ASSIGN_OR_RETURN(OpenedStore opened, OpenStore(location, options.clock, options.random));
+  options.clock = opened.clock;
+  std::unique_ptr<Store> store = std::move(opened.store);
   if (options.migrate) {
     TE_RETURN_IF_ERROR(store->Migrate());
   } else {
     TE_ASSIGN_OR_RETURN(int version, store->SchemaVersion());
     if (version == 0) return Unavailable("database is not initialized: run `taskengine migrate`");
   }
-  auto engine = std::make_unique<EngineImpl>(std::move(options), std::move(store),
-                                             std::move(owned_random));
+  auto engine = std::make_unique<EngineImpl>(std::move(options), std::move(opened.owned_clock),
+                                             std::move(store), std::move(owned_random));
   return std::unique_ptr<Engine>(std::move(engine));
 }
 

@@ -190,6 +190,38 @@ const Result<std::optional<Schedule>>& Scheduler::ParsedSchedule(const JobDefini
 
 Result<CycleReport> Scheduler::RunCycle() {
   std::lock_guard<std::mutex> lock(cycle_mu_);
+  const auto start = SteadyClock::now();
+  const Millis started_at = clock_->NowMillis();
+  std::map<std::string, std::int64_t> skipped_by_job;
+  Result<CycleReport> result = RunCycleLocked(&skipped_by_job);
+  std::lock_guard<std::mutex> totals_lock(totals_mu_);
+  if (!result.ok()) {
+    ++totals_.cycles_failed;
+  } else if (!result->leader) {
+    ++totals_.cycles_not_leader;
+  } else {
+    const CycleReport& r = *result;
+    ++totals_.cycles;
+    totals_.fires += r.fires;
+    totals_.executions_created += r.executions_created;
+    totals_.coalesced += r.coalesced;
+    totals_.skipped += r.skipped;
+    for (const auto& [job, n] : skipped_by_job) totals_.skipped_by_job[job] += n;
+    totals_.last_cycle_at = r.now;
+    const Millis interval = options_.cycle_interval_ms;
+    totals_.last_lag_ms = started_at - FloorDiv(started_at, interval) * interval;
+    totals_.last_duration = Since(start);
+  }
+  return result;
+}
+
+SchedulerTotals Scheduler::totals() const {
+  std::lock_guard<std::mutex> lock(totals_mu_);
+  return totals_;
+}
+
+Result<CycleReport> Scheduler::RunCycleLocked(
+    std::map<std::string, std::int64_t>* skipped_by_job) {
   TE_ASSIGN_OR_RETURN(bool leader,
                       store_->AcquireLock(kSchedulerLockName, options_.node_id, lock_ttl_ms_));
   if (!leader) {
@@ -200,6 +232,9 @@ Result<CycleReport> Scheduler::RunCycle() {
   }
   TE_ASSIGN_OR_RETURN(CyclePlan plan, EvaluateLocked());
   plan.report.leader = true;
+  for (const ScheduleUpdate& u : plan.updates) {
+    if (u.skipped > 0) (*skipped_by_job)[u.job.value] += u.skipped;
+  }
   return CommitLocked(std::move(plan));
 }
 
@@ -507,6 +542,101 @@ void Scheduler::Loop(std::function<void(const Result<CycleReport>&)> on_cycle) {
     lock.lock();
     next = next_after(clock_->NowMillis());
   }
+}
+
+namespace {
+
+void MetricFamily(std::string* out, std::string_view name, std::string_view type,
+                  std::string_view help) {
+  *out += "# HELP ";
+  *out += name;
+  *out += ' ';
+  *out += help;
+  *out += "\n# TYPE ";
+  *out += name;
+  *out += ' ';
+  *out += type;
+  *out += '\n';
+}
+
+void MetricSample(std::string* out, std::string_view name, std::string_view labels, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.15g", value);
+  *out += name;
+  *out += labels;
+  *out += ' ';
+  *out += buf;
+  *out += '\n';
+}
+
+// A label value: backslash, double quote and newline escaped.
+std::string EscapeLabel(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void AppendSchedulerMetrics(const SchedulerTotals& t, std::string* out) {
+  const auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  MetricFamily(out, "taskengine_scheduler_cycles_total", "counter",
+               "Scheduler cycles of this node by result: leader (ran and committed), "
+               "not_leader (another node holds the leader lock), failed.");
+  MetricSample(out, "taskengine_scheduler_cycles_total", "{result=\"leader\"}", d(t.cycles));
+  MetricSample(out, "taskengine_scheduler_cycles_total", "{result=\"not_leader\"}",
+               d(t.cycles_not_leader));
+  MetricSample(out, "taskengine_scheduler_cycles_total", "{result=\"failed\"}",
+               d(t.cycles_failed));
+  const struct {
+    const char* name;
+    const char* help;
+    std::int64_t value;
+  } counters[] = {
+      {"taskengine_scheduler_fires_total",
+       "Fire times decided by this node's leader cycles (admitted, coalesced or skipped).",
+       t.fires},
+      {"taskengine_scheduler_executions_created_total",
+       "Executions created by this node's scheduler cycles.", t.executions_created},
+      {"taskengine_scheduler_coalesced_fires_total",
+       "Missed fires folded into a later one by this node's cycles.", t.coalesced},
+      {"taskengine_scheduler_skipped_fires_total",
+       "Fires skipped by this node's cycles (stale, or missed under misfire policy none).",
+       t.skipped},
+  };
+  for (const auto& c : counters) {
+    MetricFamily(out, c.name, "counter", c.help);
+    MetricSample(out, c.name, "", d(c.value));
+  }
+  MetricFamily(out, "taskengine_scheduler_job_skipped_fires_total", "counter",
+               "Of taskengine_scheduler_skipped_fires_total, per job (jobs with a skip only).");
+  for (const auto& [job, n] : t.skipped_by_job) {
+    MetricSample(out, "taskengine_scheduler_job_skipped_fires_total",
+                 "{job=\"" + EscapeLabel(job) + "\"}", d(n));
+  }
+  MetricFamily(out, "taskengine_scheduler_lag_seconds", "gauge",
+               "How late the last leader cycle of this node ran relative to the fire time it "
+               "served: its start minus the latest cycle boundary (minute) at or before it. On "
+               "time is about the loop offset (1 s); 0 before the first cycle.");
+  MetricSample(out, "taskengine_scheduler_lag_seconds", "", t.last_lag_ms / 1000.0);
+  MetricFamily(out, "taskengine_scheduler_cycle_duration_seconds", "gauge",
+               "Wall-clock duration of the last leader cycle of this node (lock, evaluation, "
+               "commit).");
+  MetricSample(out, "taskengine_scheduler_cycle_duration_seconds", "",
+               static_cast<double>(t.last_duration.count()) / 1e6);
+  MetricFamily(out, "taskengine_scheduler_last_cycle_timestamp_seconds", "gauge",
+               "Unix time the last leader cycle of this node decided up to; 0 before the first.");
+  MetricSample(out, "taskengine_scheduler_last_cycle_timestamp_seconds", "",
+               t.last_cycle_at / 1000.0);
 }
 
 }  // namespace taskengine

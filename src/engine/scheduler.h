@@ -65,6 +65,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -151,6 +152,41 @@ struct CyclePlan {
   CycleReport report;  // everything but the commit outcome
 };
 
+// What the cycles of one Scheduler (RunCycle, also from its loop) did since it
+// was constructed: for /metrics (I5). Cycles run through Evaluate/Commit
+// directly are not counted. A snapshot.
+struct SchedulerTotals {
+  std::int64_t cycles = 0;             // cycles run as the leader that committed
+  std::int64_t cycles_not_leader = 0;  // cycles that found another node holding the lock
+  std::int64_t cycles_failed = 0;      // cycles that ended in an error
+  std::int64_t fires = 0;
+  std::int64_t executions_created = 0;
+  std::int64_t coalesced = 0;
+  std::int64_t skipped = 0;  // a lower bound when a cycle's count was capped
+  // Of `skipped`, per job name (only jobs that skipped at least one fire).
+  std::map<std::string, std::int64_t> skipped_by_job;
+  // The last committed leader cycle; all 0 before the first.
+  Millis last_cycle_at = 0;  // its CycleReport::now
+  // Lag: how late that cycle ran relative to the fire time it served, i.e.
+  // its start (by the scheduler's Clock) minus the latest multiple of
+  // cycle_interval_ms at or before it, which is the latest fire time it
+  // decided. A loop on time shows about loop_offset_ms (1 s).
+  Millis last_lag_ms = 0;
+  // Its wall-clock duration (lock, evaluation and commit), steady clock.
+  std::chrono::microseconds last_duration{0};
+};
+
+// Appends the scheduler families of /metrics (Prometheus text format 0.0.4,
+// HELP and TYPE lines; listed in docs/operations.md) for `totals`:
+// taskengine_scheduler_cycles_total{result}, taskengine_scheduler_fires_total,
+// taskengine_scheduler_executions_created_total,
+// taskengine_scheduler_coalesced_fires_total,
+// taskengine_scheduler_skipped_fires_total,
+// taskengine_scheduler_job_skipped_fires_total{job},
+// taskengine_scheduler_lag_seconds, taskengine_scheduler_cycle_duration_seconds
+// and taskengine_scheduler_last_cycle_timestamp_seconds.
+void AppendSchedulerMetrics(const SchedulerTotals& totals, std::string* out);
+
 // At most this many stale fires of one job are counted one by one in a cycle
 // (about two years of a per-minute job).
 inline constexpr std::int64_t kMaxCountedFires = 1'000'000;
@@ -213,6 +249,9 @@ class Scheduler {
   // Idempotent; a no-op when never started.
   void Stop();
 
+  // Totals of RunCycle calls so far. Thread-safe; does not wait for a cycle.
+  SchedulerTotals totals() const;
+
   const SchedulerOptions& options() const { return options_; }
   Millis lock_ttl_ms() const { return lock_ttl_ms_; }
 
@@ -230,6 +269,7 @@ class Scheduler {
   const Result<std::optional<Schedule>>& ParsedSchedule(const JobDefinition& job);
   Result<CyclePlan> EvaluateLocked();
   Result<CycleReport> CommitLocked(CyclePlan plan);
+  Result<CycleReport> RunCycleLocked(std::map<std::string, std::int64_t>* skipped_by_job);
   void Loop(std::function<void(const Result<CycleReport>&)> on_cycle);
 
   // Constant after construction.
@@ -241,6 +281,9 @@ class Scheduler {
   // Held for a whole cycle: cycles of this instance run one at a time.
   std::mutex cycle_mu_;
   std::unordered_map<std::string, CachedSchedule> cache_;  // protected by cycle_mu_
+
+  mutable std::mutex totals_mu_;
+  SchedulerTotals totals_;  // protected by totals_mu_
 
   // The loop.
   std::mutex loop_mu_;

@@ -30,8 +30,10 @@ const Handler* HandlerRegistry::Find(const std::string& name) const {
 // What the handler sees. Thread-safe where job.h says so.
 class WorkerPool::Context final : public JobContext {
  public:
-  Context(Store* store, const Lease& lease, std::shared_ptr<const JobDefinition> def)
-      : store_(store), lease_(lease), def_(std::move(def)) {}
+  // `effect_duplicates` (not owned) counts reservations answered already_done.
+  Context(Store* store, const Lease& lease, std::shared_ptr<const JobDefinition> def,
+          std::atomic<std::int64_t>* effect_duplicates)
+      : store_(store), lease_(lease), def_(std::move(def)), effect_duplicates_(effect_duplicates) {}
 
   ExecutionId execution_id() const override { return lease_.id; }
   const JobName& job() const override { return lease_.job; }
@@ -69,6 +71,7 @@ class WorkerPool::Context final : public JobContext {
     TE_ASSIGN_OR_RETURN(EffectReply reply, store_->ReserveEffect(Ref(), name));
     if (reply.answer == EffectAnswer::kStale) MarkLost();
     if (reply.answer == EffectAnswer::kCanceled) MarkCancelRequested();
+    if (reply.answer == EffectAnswer::kAlreadyDone) ++*effect_duplicates_;
     EffectResult r;
     r.answer = reply.answer;
     r.key = std::move(reply.key);
@@ -114,6 +117,7 @@ class WorkerPool::Context final : public JobContext {
   Store* const store_;
   const Lease lease_;
   const std::shared_ptr<const JobDefinition> def_;
+  std::atomic<std::int64_t>* const effect_duplicates_;
   std::atomic<int> progress_{0};
   std::atomic<bool> progress_dirty_{false};
   std::atomic<int> state_{static_cast<int>(LeaseState::kActive)};
@@ -218,6 +222,11 @@ EngineStats WorkerPool::stats() const {
   s.stale = stale_.load();
   s.released = released_.load();
   s.published = published_.load();
+  s.failed_retryable = failed_retryable_.load();
+  s.failed_permanent = failed_permanent_.load();
+  s.failed_ambiguous = failed_ambiguous_.load();
+  s.failed_unsupported_schema = failed_unsupported_schema_.load();
+  s.effect_duplicates = effect_duplicates_.load();
   return s;
 }
 
@@ -347,7 +356,7 @@ void WorkerPool::RunTask(const std::shared_ptr<Task>& task) {
     Finish(task, std::move(finish));
     return;
   }
-  auto context = std::make_shared<Context>(store_, task->lease, *def);
+  auto context = std::make_shared<Context>(store_, task->lease, *def, &effect_duplicates_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     task->context = context;
@@ -403,7 +412,18 @@ void WorkerPool::Finish(const std::shared_ptr<Task>& task, FinishRequest request
     task->finished = true;
   }
   if (request.kind == FinishRequest::Kind::kComplete) ++succeeded_;
-  if (request.kind == FinishRequest::Kind::kFail) ++failed_;
+  if (request.kind == FinishRequest::Kind::kFail) {
+    ++failed_;
+    if (request.unsupported_schema) {
+      ++failed_unsupported_schema_;
+    } else if (request.failure_class == FailureClass::kRetryable) {
+      ++failed_retryable_;
+    } else if (request.failure_class == FailureClass::kAmbiguous) {
+      ++failed_ambiguous_;
+    } else {
+      ++failed_permanent_;
+    }
+  }
   if (request.kind == FinishRequest::Kind::kRelease) ++released_;
   {
     std::lock_guard<std::mutex> lock(finish_mu_);
@@ -427,6 +447,7 @@ void WorkerPool::CompleteLoop() {
       for (std::size_t i = 0; i < replies.size(); ++i) {
         if (replies[i].ok()) {
           ++published_;
+          if (options_.on_published) options_.on_published(batch[i].lease.id, replies[i]->status);
           continue;
         }
         const Status& s = replies[i].status();

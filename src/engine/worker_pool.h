@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -40,6 +41,10 @@ struct WorkerPoolOptions {
   Millis poll_interval_ms = 1000;
   Millis shutdown_grace_ms = 10'000;
   std::string worker_id;
+  // Called on the completer thread after each outcome the store recorded,
+  // with the status it left the execution in (e.g. the engine observes
+  // cancel latency). Must be cheap and must not block. May be empty.
+  std::function<void(ExecutionId, ExecutionStatus)> on_published;
 };
 
 // Thread-safe.
@@ -115,6 +120,9 @@ class WorkerPool {
 
   std::atomic<std::int64_t> claimed_{0}, succeeded_{0}, failed_{0}, stale_{0}, released_{0},
       published_{0};
+  // Of failed_, by class; reservations answered already_done (EngineStats).
+  std::atomic<std::int64_t> failed_retryable_{0}, failed_permanent_{0}, failed_ambiguous_{0},
+      failed_unsupported_schema_{0}, effect_duplicates_{0};
 
   std::thread claimer_;
   std::thread completer_;

@@ -14,9 +14,21 @@
 #include <sstream>
 
 #include "engine/scheduler.h"
+#include "storage/open_store.h"
 
 namespace taskengine {
 namespace {
+
+// The PostgreSQL schema names the store accepts.
+bool IsSchemaName(std::string_view name) {
+  if (name.empty() || name.size() > 63) return false;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char ch = name[i];
+    const bool ok = (ch >= 'a' && ch <= 'z') || ch == '_' || (i > 0 && ch >= '0' && ch <= '9');
+    if (!ok) return false;
+  }
+  return true;
+}
 
 constexpr std::int64_t kDay = 86'400'000;
 constexpr int kMaxWorkerThreads = 256;
@@ -280,6 +292,32 @@ Status ReadJob(TableReader& r, const toml::table& table, std::string_view file,
 }
 
 Status ApplyEnv(const EnvLookup& env, ServerConfig* c) {
+  for (const char* name : {"DATABASE_URL", "TASKENGINE_DATABASE_URL"}) {
+    // Later wins: TASKENGINE_DATABASE_URL over DATABASE_URL over the file.
+    auto url = env(name);
+    if (!url || url->empty()) continue;  // set but empty: as if unset
+    if (!IsPostgresUrl(*url)) {
+      return InvalidArgument(std::string(name) + " must start with postgres:// or postgresql:// (is '" +
+                             RedactUrl(*url) + "')");
+    }
+    c->database_url = *url;
+  }
+  if (auto schema = env("TASKENGINE_DATABASE_SCHEMA")) {
+    if (!IsSchemaName(*schema)) {
+      return InvalidArgument("TASKENGINE_DATABASE_SCHEMA='" + *schema +
+                             "' must match [a-z_][a-z0-9_]* (at most 63 characters)");
+    }
+    c->database_schema = *schema;
+  }
+  if (auto format = env("TASKENGINE_LOG_FORMAT")) {
+    if (*format == "text") {
+      c->log_format = LogFormat::kText;
+    } else if (*format == "json") {
+      c->log_format = LogFormat::kJson;
+    } else {
+      return InvalidArgument("TASKENGINE_LOG_FORMAT='" + *format + "' must be text or json");
+    }
+  }
   if (auto db = env("TASKENGINE_DB")) {
     if (db->empty()) return InvalidArgument("TASKENGINE_DB is set but empty");
     c->database_path = *db;
@@ -301,6 +339,31 @@ Status ApplyEnv(const EnvLookup& env, ServerConfig* c) {
     }
     c->worker_threads = static_cast<int>(v);
   }
+  if (auto host = env("TASKENGINE_HTTP_HOST")) {
+    if (host->empty() || host->size() > 255) {
+      return InvalidArgument("TASKENGINE_HTTP_HOST='" + *host + "' must be a host name or address");
+    }
+    c->http.host = *host;
+  }
+  if (auto port = env("TASKENGINE_HTTP_PORT")) {
+    char* end = nullptr;
+    errno = 0;
+    long v = std::strtol(port->c_str(), &end, 10);
+    if (port->empty() || *end != '\0' || errno != 0 || v < 0 || v > 65535) {
+      return InvalidArgument("TASKENGINE_HTTP_PORT='" + *port +
+                             "' must be an integer from 0 to 65535");
+    }
+    c->http.port = static_cast<int>(v);
+  }
+  if (auto auth = env("TASKENGINE_HTTP_AUTH")) {
+    if (*auth == "true" || *auth == "1") {
+      c->http.auth = true;
+    } else if (*auth == "false" || *auth == "0") {
+      c->http.auth = false;
+    } else {
+      return InvalidArgument("TASKENGINE_HTTP_AUTH='" + *auth + "' must be true or false");
+    }
+  }
   return Status::Ok();
 }
 
@@ -310,6 +373,15 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
   TE_RETURN_IF_ERROR(WithTable(root, "database", file, [&](TableReader& t) -> Status {
     TE_RETURN_IF_ERROR(t.String("path", 4096, &c.database_path));
     if (c.database_path.empty()) return t.Error(*t.Get("path"), "path", "must not be empty");
+    TE_RETURN_IF_ERROR(t.String("url", 4096, &c.database_url));
+    if (t.Get("url") != nullptr && !IsPostgresUrl(c.database_url)) {
+      return t.Error(*t.Get("url"), "url", "must start with postgres:// or postgresql://");
+    }
+    TE_RETURN_IF_ERROR(t.String("schema", 63, &c.database_schema));
+    if (t.Get("schema") != nullptr && !IsSchemaName(c.database_schema)) {
+      return t.Error(*t.Get("schema"), "schema",
+                     "must match [a-z_][a-z0-9_]* (at most 63 characters)");
+    }
     std::string sync = "full";
     TE_RETURN_IF_ERROR(t.String("sync", 16, &sync));
     auto mode = ParseSync(sync);
@@ -323,6 +395,23 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
     TE_RETURN_IF_ERROR(t.Int("sweep_interval_ms", 1, 3'600'000, &c.sweep_interval_ms));
     TE_RETURN_IF_ERROR(t.Int("shutdown_grace_ms", 0, 3'600'000, &c.shutdown_grace_ms));
     TE_RETURN_IF_ERROR(t.Bool("replay_requires_approval", &c.replay_requires_approval));
+    return Status::Ok();
+  }));
+  TE_RETURN_IF_ERROR(WithTable(root, "http", file, [&](TableReader& t) -> Status {
+    TE_RETURN_IF_ERROR(t.String("host", 255, &c.http.host));
+    if (c.http.host.empty()) return t.Error(*t.Get("host"), "host", "must not be empty");
+    TE_RETURN_IF_ERROR(t.Int("port", 0, 65535, &c.http.port));
+    TE_RETURN_IF_ERROR(t.Bool("auth", &c.http.auth));
+    std::int64_t idle_minutes = c.http.session_idle_ms / 60'000;
+    TE_RETURN_IF_ERROR(t.Int("session_idle_minutes", 1, 7 * 24 * 60, &idle_minutes));
+    c.http.session_idle_ms = idle_minutes * 60'000;
+    std::int64_t absolute_hours = c.http.session_absolute_ms / 3'600'000;
+    TE_RETURN_IF_ERROR(t.Int("session_absolute_hours", 1, 30 * 24, &absolute_hours));
+    c.http.session_absolute_ms = absolute_hours * 3'600'000;
+    TE_RETURN_IF_ERROR(t.Bool("secure_cookies", &c.http.secure_cookies));
+    TE_RETURN_IF_ERROR(t.Int("login_per_minute", 0, 100'000, &c.http.login_per_minute));
+    TE_RETURN_IF_ERROR(t.Int("dispatch_per_second", 0, 1'000'000, &c.http.dispatch_per_second));
+    TE_RETURN_IF_ERROR(t.Int("lease_per_second", 0, 1'000'000, &c.http.lease_per_second));
     return Status::Ok();
   }));
   TE_RETURN_IF_ERROR(WithTable(root, "log", file, [&](TableReader& t) -> Status {
@@ -427,6 +516,35 @@ Result<ServerConfig> LoadConfig(const std::string& path, const EnvLookup& env) {
   text << in.rdbuf();
   if (in.bad()) return InvalidArgument("cannot read config file " + path);
   return ParseConfig(text.str(), path, env);
+}
+
+std::string DescribeDatabase(const ServerConfig& config) {
+  if (!config.database_url.empty()) {
+    return "postgresql " + RedactUrl(config.database_url) + " (schema " + config.database_schema +
+           ")";
+  }
+  return "sqlite " + config.database_path + " (sync " + std::string(SyncModeName(config.sync)) +
+         ")";
+}
+
+bool IsLoopbackHost(std::string_view host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  // 127.0.0.0/8 in dotted-quad form only.
+  if (host.rfind("127.", 0) != 0) return false;
+  int dots = 0;
+  int digits = 0;
+  for (char ch : host) {
+    if (ch == '.') {
+      if (digits == 0) return false;
+      ++dots;
+      digits = 0;
+    } else if (ch >= '0' && ch <= '9' && digits < 3) {
+      ++digits;
+    } else {
+      return false;
+    }
+  }
+  return dots == 3 && digits > 0;
 }
 
 std::string_view LogFormatName(LogFormat f) { return f == LogFormat::kJson ? "json" : "text"; }

@@ -5,6 +5,12 @@
 //   [database]
 //   path = "./data/taskengine.db"    # TASKENGINE_DB overrides
 //   sync = "full"                    # full | normal; TASKENGINE_SYNC overrides
+//   url = "postgres://user:pw@host:5432/db"  # PostgreSQL (D2); when set, path and sync
+//                                    # are not used. TASKENGINE_DATABASE_URL, else
+//                                    # DATABASE_URL, overrides. Logged with the password
+//                                    # redacted.
+//   schema = "taskengine"            # PostgreSQL schema of the tables;
+//                                    # TASKENGINE_DATABASE_SCHEMA overrides
 //
 //   [engine]
 //   worker_threads = 4               # TASKENGINE_WORKERS overrides; 0 = dispatch only
@@ -14,8 +20,20 @@
 //   replay_requires_approval = false # four-eyes (R1): `execution:replay` only records a
 //                                    # pending replay; another operator runs `execution:approve`
 //
+//   [http]                           # the REST API of `serve` (I1, X1)
+//   host = "127.0.0.1"               # TASKENGINE_HTTP_HOST overrides
+//   port = 8080                      # 0 = ephemeral (logged); TASKENGINE_HTTP_PORT overrides
+//   auth = true                      # false only on loopback; TASKENGINE_HTTP_AUTH overrides
+//   session_idle_minutes = 30        # dashboard session idle timeout
+//   session_absolute_hours = 12      # dashboard session absolute timeout
+//   secure_cookies = false           # Secure session cookie (behind TLS)
+//   login_per_minute = 10            # per client IP; 0 = unlimited
+//   dispatch_per_second = 50         # per token or user (burst 2x); 0 = unlimited
+//   lease_per_second = 20            # worker lease polls per token (burst 2x); 0 = unlimited
+//
 //   [log]
-//   format = "text"                  # text | json (one JSON object per line, on stderr)
+//   format = "text"                  # text | json (one JSON object per line, on stderr);
+//                                    # TASKENGINE_LOG_FORMAT overrides
 //
 //   [[queue]]                        # none = one queue named "default"
 //   name = "default"
@@ -52,6 +70,22 @@ namespace taskengine {
 
 enum class LogFormat { kText, kJson };
 
+// [http]: the REST API served by `serve`.
+struct HttpConfig {
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0 = ephemeral
+  bool auth = true;
+  Millis session_idle_ms = 30 * 60'000;
+  Millis session_absolute_ms = 12 * 3'600'000;
+  bool secure_cookies = false;
+  int login_per_minute = 10;     // 0 = unlimited
+  int dispatch_per_second = 50;  // 0 = unlimited
+  int lease_per_second = 20;     // 0 = unlimited
+};
+
+// True for "localhost", 127.0.0.0/8 and ::1 (the hosts `auth = false` may use).
+bool IsLoopbackHost(std::string_view host);
+
 struct ServerConfig {
   // The file this was read from; empty when only defaults and the
   // environment were used.
@@ -60,6 +94,11 @@ struct ServerConfig {
   std::string database_path = "./data/taskengine.db";
   // Default: full (survives power loss); normal survives process crashes only.
   SyncMode sync = SyncMode::kFull;
+  // PostgreSQL: a postgres:// or postgresql:// URL. When set it wins over
+  // database_path (which is then unused). Default: empty (SQLite).
+  std::string database_url;
+  // PostgreSQL schema holding the tables: [a-z_][a-z0-9_]{0,62}. Default: taskengine.
+  std::string database_schema = "taskengine";
   // In-process handler threads of `serve`. Default: 4.
   int worker_threads = 4;
   // Never empty after LoadConfig/ParseConfig. Default: {"default", 0, 0}.
@@ -71,6 +110,7 @@ struct ServerConfig {
   // (`execution:replay` reads it from the config). Default: false.
   bool replay_requires_approval = false;
   LogFormat log_format = LogFormat::kText;
+  HttpConfig http;
   // Seeds, in file order; names are unique and every queue is declared.
   std::vector<JobDefinition> jobs;
 };
@@ -83,9 +123,12 @@ EnvLookup ProcessEnv();
 
 // Parses TOML text (`source_name` is used in messages as "<name>:<line>:<col>"),
 // applies the overrides found through `env` (TASKENGINE_DB, TASKENGINE_SYNC,
-// TASKENGINE_WORKERS) and validates the result. kInvalidArgument on a syntax
-// error, an unknown key (named with its location), a value of the wrong type
-// or out of range, or a bad override (named with its variable).
+// TASKENGINE_DATABASE_URL (else DATABASE_URL), TASKENGINE_DATABASE_SCHEMA,
+// TASKENGINE_WORKERS, TASKENGINE_HTTP_HOST, TASKENGINE_HTTP_PORT,
+// TASKENGINE_HTTP_AUTH, TASKENGINE_LOG_FORMAT) and validates the result.
+// kInvalidArgument on a syntax error, an unknown key (named with its
+// location), a value of the wrong type or out of range, or a bad override
+// (named with its variable).
 Result<ServerConfig> ParseConfig(std::string_view toml_text, std::string_view source_name,
                                  const EnvLookup& env);
 
@@ -96,5 +139,9 @@ Result<ServerConfig> LoadConfig(const std::string& path, const EnvLookup& env = 
 // "text" / "json" and "full" / "normal", as written in the file.
 std::string_view LogFormatName(LogFormat f);
 std::string_view SyncModeName(SyncMode m);
+
+// "postgresql <url with the password redacted> (schema S)" or "sqlite <path>
+// (sync M)": the backend `config` selects, for logs and `migrate`.
+std::string DescribeDatabase(const ServerConfig& config);
 
 }  // namespace taskengine

@@ -4,14 +4,23 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
-#include <nlohmann/json.hpp>
+#include <string>
 
 #include "server/time_format.h"
 
 namespace taskengine {
 namespace {
+
+// Marks a payload made by LogEvent in JSON format: the marker, then one JSON
+// object holding "msg" and the fields. The record separator cannot start an
+// ordinary message worth logging.
+constexpr char kFieldsMarker = '\x1e';
+
+// Set once by ConfigureLogging (before threads log); read by LogEvent.
+std::atomic<LogFormat> g_format{LogFormat::kText};
 
 // One JSON object per record; the message is escaped properly (invalid UTF-8
 // is replaced, never emitted raw).
@@ -21,11 +30,28 @@ class JsonFormatter final : public spdlog::formatter {
     const auto ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch()).count();
     const auto level = spdlog::level::to_string_view(msg.level);
-    nlohmann::json j = {
-        {"time", FormatIso8601(ms)},
-        {"level", std::string(level.data(), level.size())},
-        {"msg", std::string(msg.payload.data(), msg.payload.size())},
-    };
+    const std::string ts = FormatIso8601(ms);
+    // Ordered: ts, time, level, msg first, then the fields as given.
+    nlohmann::ordered_json j;
+    j["ts"] = ts;
+    j["time"] = ts;
+    j["level"] = std::string(level.data(), level.size());
+    j["msg"] = nullptr;
+    std::string_view payload(msg.payload.data(), msg.payload.size());
+    nlohmann::ordered_json fields;
+    if (!payload.empty() && payload.front() == kFieldsMarker) {
+      fields = nlohmann::ordered_json::parse(payload.substr(1), nullptr,
+                                             /*allow_exceptions=*/false);
+    }
+    if (fields.is_object()) {
+      j["msg"] = fields.contains("msg") && fields["msg"].is_string() ? fields["msg"]
+                                                                     : nlohmann::ordered_json("");
+      for (auto& [key, value] : fields.items()) {
+        if (!j.contains(key)) j[key] = value;
+      }
+    } else {
+      j["msg"] = std::string(payload);
+    }
     if (msg.logger_name.size() > 0) {
       j["logger"] = std::string(msg.logger_name.data(), msg.logger_name.size());
     }
@@ -38,9 +64,22 @@ class JsonFormatter final : public spdlog::formatter {
   }
 };
 
+// A text `value` of key=value: bare when it is a plain token, else JSON.
+std::string TextValue(const nlohmann::ordered_json& value) {
+  if (!value.is_string())
+    return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string& s = value.get_ref<const std::string&>();
+  bool plain = !s.empty();
+  for (unsigned char c : s) {
+    if (c <= ' ' || c == '"' || c == '\\' || c == '=' || c >= 0x7f) plain = false;
+  }
+  return plain ? s : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace
 
 void ConfigureLogging(LogFormat format, bool verbose) {
+  g_format.store(format);
   auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
   if (format == LogFormat::kJson) {
     sink->set_formatter(std::make_unique<JsonFormatter>());
@@ -52,6 +91,36 @@ void ConfigureLogging(LogFormat format, bool verbose) {
   logger->set_level(verbose ? spdlog::level::info : spdlog::level::warn);
   logger->flush_on(spdlog::level::info);
   spdlog::set_default_logger(std::move(logger));
+}
+
+LogFormat CurrentLogFormat() { return g_format.load(); }
+
+void LogEvent(spdlog::level::level_enum level, std::string_view msg,
+              const nlohmann::ordered_json& fields) {
+  if (!spdlog::should_log(level)) return;
+  if (g_format.load() == LogFormat::kJson) {
+    nlohmann::ordered_json record;
+    record["msg"] = std::string(msg);
+    if (fields.is_object()) {
+      for (const auto& [key, value] : fields.items()) {
+        if (key != "msg") record[key] = value;
+      }
+    }
+    std::string payload(1, kFieldsMarker);
+    payload += record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    spdlog::log(level, "{}", payload);
+    return;
+  }
+  std::string line(msg);
+  if (fields.is_object()) {
+    for (const auto& [key, value] : fields.items()) {
+      line += ' ';
+      line += key;
+      line += '=';
+      line += TextValue(value);
+    }
+  }
+  spdlog::log(level, "{}", line);
 }
 
 }  // namespace taskengine

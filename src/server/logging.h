@@ -2,15 +2,34 @@
 // stays free for command output (tables, --json documents).
 #pragma once
 
+#include <spdlog/common.h>
+
+#include <nlohmann/json.hpp>
+#include <string_view>
+
 #include "server/config.h"
 
 namespace taskengine {
 
 // Replaces spdlog's default logger with one writing to stderr.
 // kText: "2026-01-01T00:00:00.000Z info message" (UTC).
-// kJson: one object per line: {"time": RFC 3339 UTC, "level", "msg"}.
+// kJson: one object per line: {"ts": RFC 3339 UTC with milliseconds, "time"
+// (the same; kept for older readers), "level", "msg"} plus the fields of
+// LogEvent records. Strings are escaped as JSON requires; invalid UTF-8 is
+// replaced, never emitted raw.
 // `verbose` = info and above; otherwise warnings and errors only.
 // Not thread-safe: call once at startup, before any thread logs.
 void ConfigureLogging(LogFormat format, bool verbose);
+
+// The format ConfigureLogging chose (kText before it was called).
+LogFormat CurrentLogFormat();
+
+// Logs `msg` with structured `fields` (a JSON object of scalars, in order): in JSON
+// format they become top-level members of the record (never overriding ts,
+// time, level or msg); in text format they follow the message as
+// `key=value` pairs (strings JSON-quoted when they contain spaces, quotes or
+// control characters). Thread-safe.
+void LogEvent(spdlog::level::level_enum level, std::string_view msg,
+              const nlohmann::ordered_json& fields);
 
 }  // namespace taskengine

@@ -8,13 +8,20 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <ctime>
 #include <string>
 #include <thread>
 
+#include "api/api.h"
+#include "api/http_server.h"
+#include "api/rate_limit.h"
+#include "api/store_authenticator.h"
+#include "server/logging.h"
 #include "server/server.h"
 
 namespace taskengine {
@@ -50,9 +57,73 @@ std::string SchedulerNodeId() {
   return std::string(host) + ":" + std::to_string(getpid());
 }
 
+// "http://127.0.0.1:8080", "http://[::1]:8080".
+std::string BaseUrl(const std::string& host, int port) {
+  const bool v6 = host.find(':') != std::string::npos && host.front() != '[';
+  return "http://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+api::RateLimit PerSecond(double per_second, double burst) { return {per_second, burst}; }
+
+// Logs how to create the first admin when nobody can log in yet (X1).
+void HintFirstAdmin(Store& store) {
+  auto users = store.ListUsers();
+  auto tokens = store.ListTokens();
+  if (!users.ok() || !tokens.ok() || !users->empty() || !tokens->empty()) return;
+  spdlog::warn(
+      "no users and no API tokens yet: create the first admin with `taskengine user:add admin "
+      "--role=admin` (prints a random password once), or an API token with `taskengine "
+      "token:create --name=admin --scopes=admin` (prints the secret once)");
+}
+
+// Wraps `inner` with the access log: one record per request after its
+// response was handed to the server, with method, path (without the query
+// string, which may carry secrets), status, duration and peer. Info level in
+// JSON log format, debug in text format. The bearer token and cookies are
+// never logged; the principal's name is (HttpResponse::principal).
+api::RequestHandler WithAccessLog(api::RequestHandler inner) {
+  const auto level =
+      CurrentLogFormat() == LogFormat::kJson ? spdlog::level::info : spdlog::level::debug;
+  return [inner = std::move(inner), level](api::HttpRequest request, api::Responder respond) {
+    if (!spdlog::should_log(level)) {
+      inner(std::move(request), std::move(respond));
+      return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    api::Responder logged(
+        [respond, start, level, method = request.method_name, path = request.path,
+         peer = request.remote_address](api::HttpResponse response) {
+          const int status = response.status;
+          std::string principal = response.principal;
+          respond.Send(std::move(response));
+          const double ms = std::chrono::duration<double, std::milli>(
+                                std::chrono::steady_clock::now() - start)
+                                .count();
+          LogEvent(level, "http request",
+                   {{"method", method},
+                    {"path", path.substr(0, 512)},
+                    {"status", status},
+                    {"duration_ms", static_cast<double>(static_cast<std::int64_t>(ms * 10)) / 10},
+                    {"remote", peer},
+                    {"principal", principal}});
+        });
+    inner(std::move(request), std::move(logged));
+  };
+}
+
 }  // namespace
 
+Status CheckHttpConfig(const HttpConfig& http) {
+  if (!http.auth && !IsLoopbackHost(http.host)) {
+    return InvalidArgument(
+        "[http] auth = false is only allowed on a loopback host (127.0.0.1, ::1, localhost), "
+        "not '" + http.host + "': enable auth or listen on loopback");
+  }
+  return Status::Ok();
+}
+
 Status Serve(const ServerConfig& config) {
+  TE_RETURN_IF_ERROR(CheckHttpConfig(config.http));
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
@@ -61,7 +132,7 @@ Status Serve(const ServerConfig& config) {
 
   spdlog::info("taskengine serve: config {}",
                config.source.empty() ? "(none: defaults)" : config.source);
-  spdlog::info("database {} (sync {})", config.database_path, SyncModeName(config.sync));
+  spdlog::info("database {}", DescribeDatabase(config));
   spdlog::info("{} worker threads; queues: {}", config.worker_threads, Describe(config.queues));
   auto opened = OpenEngine(config, EngineMode::kServe);
   if (!opened.ok()) return opened.status();
@@ -73,7 +144,9 @@ Status Serve(const ServerConfig& config) {
   // makes it safe to run on every node.
   SchedulerOptions scheduler_options;
   scheduler_options.node_id = SchedulerNodeId();
-  Scheduler scheduler(&engine->store(), SystemClock::Get(), scheduler_options);
+  // The engine's clock: with PostgreSQL the database's, so fire times, the
+  // leader lock's expiry and the leases all follow one clock across nodes.
+  Scheduler scheduler(&engine->store(), engine->clock(), scheduler_options);
   TE_RETURN_IF_ERROR(scheduler.Start([](const Result<CycleReport>& report) {
     if (!report.ok()) {
       spdlog::warn("scheduler cycle failed: {}", report.status().ToString());
@@ -85,6 +158,47 @@ Status Serve(const ServerConfig& config) {
     }
   }));
   spdlog::info("scheduler running as {}", scheduler_options.node_id);
+
+  // The REST API (I1) behind authentication (X1), unless turned off on loopback.
+  std::unique_ptr<api::Authenticator> authenticator;
+  if (config.http.auth) {
+    api::StoreAuthenticatorOptions ao;
+    ao.session_idle_ms = config.http.session_idle_ms;
+    ao.session_absolute_ms = config.http.session_absolute_ms;
+    ao.secure_cookies = config.http.secure_cookies;
+    ao.clock = engine->clock();  // session expiry by the same clock on every node
+    authenticator = std::make_unique<api::StoreAuthenticator>(&engine->store(), ao);
+    HintFirstAdmin(engine->store());
+  } else {
+    authenticator = std::make_unique<api::AnonymousAuthenticator>();
+    spdlog::warn("[http] auth = false: every request acts as the global admin 'anonymous' "
+                 "(loopback only)");
+  }
+  api::RateLimiterOptions ro;
+  ro.login = PerSecond(config.http.login_per_minute / 60.0, config.http.login_per_minute);
+  ro.dispatch = PerSecond(config.http.dispatch_per_second, 2.0 * config.http.dispatch_per_second);
+  ro.lease = PerSecond(config.http.lease_per_second, 2.0 * config.http.lease_per_second);
+  api::RateLimiter limiter(ro);
+  api::ApiOptions api_options;
+  api_options.clock = engine->clock();
+  // /metrics shows the scheduler's totals too (I5); the API does not know it.
+  api_options.extra_metrics = [&scheduler](std::string* out) {
+    AppendSchedulerMetrics(scheduler.totals(), out);
+  };
+  api::Api rest(engine.get(), authenticator.get(), api_options);
+  rest.router().SetRateLimiter(&limiter);
+  api::HttpServerOptions ho;
+  ho.host = config.http.host;
+  ho.port = config.http.port;
+  api::HttpServer http(ho, WithAccessLog(rest.handler()));
+  Status listening = http.Start();
+  if (!listening.ok()) {
+    scheduler.Stop();
+    engine->Stop();
+    return Status(listening.code(), "cannot serve HTTP on " + BaseUrl(ho.host, ho.port) + ": " +
+                                        listening.message());
+  }
+  spdlog::info("listening on {}", BaseUrl(ho.host, http.port()));
   spdlog::info("serving (poll {} ms, sweep {} ms); SIGTERM or SIGINT stops",
                config.poll_interval_ms, config.sweep_interval_ms);
 
@@ -109,6 +223,8 @@ Status Serve(const ServerConfig& config) {
       }
     }
   });
+  rest.StopLongPolls();
+  http.Stop(std::min<Millis>(config.shutdown_grace_ms, 5'000));
   scheduler.Stop();
   engine->Stop();
   engine.reset();

@@ -17,7 +17,16 @@ namespace taskengine {
 // Returns ok after a graceful stop; the OpenEngine error otherwise (nothing
 // keeps running then). SIGTERM and SIGINT stay blocked on return, so a late
 // signal cannot kill the process while it exits.
+// The REST API listens on config.http (logged as "listening on
+// http://HOST:PORT" with the bound port, so port 0 can be discovered) behind
+// the store's users, tokens and sessions, or as "anonymous" when auth is off.
+// The HTTP server stops first on shutdown (in-flight requests may finish).
+// kInvalidArgument before anything starts when auth is off on a non-loopback
+// host; kUnavailable when the address cannot be bound.
 // REQUIRES: no other thread of the process is running yet.
 Status Serve(const ServerConfig& config);
+
+// kInvalidArgument when `http` turns auth off on a non-loopback host.
+Status CheckHttpConfig(const HttpConfig& http);
 
 }  // namespace taskengine

@@ -4,11 +4,13 @@
 #include <nlohmann/json.hpp>
 
 #include "handlers/command_handler.h"
+#include "handlers/http_handler.h"
 
 namespace taskengine {
 namespace {
 
 constexpr const char* kCommandHandler = "command";
+constexpr const char* kHttpHandler = "http";
 
 Status CheckCommandConfig(const JobDefinition& job) {
   auto bad = [&](const std::string& why) {
@@ -37,6 +39,8 @@ EngineOptions ToEngineOptions(const ServerConfig& config, EngineMode mode) {
   EngineOptions o;
   o.database_path = config.database_path;
   o.sync = config.sync;
+  o.database_url = config.database_url;
+  o.database_schema = config.database_schema;
   o.migrate = mode != EngineMode::kClient;
   o.worker_threads = mode == EngineMode::kServe ? config.worker_threads : 0;
   o.run_sweeper = mode == EngineMode::kServe;
@@ -54,6 +58,11 @@ std::map<std::string, std::string> CommandEnvironment(const ServerConfig& config
   std::filesystem::path db = std::filesystem::absolute(config.database_path, ec);
   env["TASKENGINE_DB"] = ec ? config.database_path : db.lexically_normal().string();
   env["TASKENGINE_SYNC"] = std::string(SyncModeName(config.sync));
+  if (!config.database_url.empty()) {
+    // The same database for `taskengine` verbs a command runs (PostgreSQL wins).
+    env["TASKENGINE_DATABASE_URL"] = config.database_url;
+    env["TASKENGINE_DATABASE_SCHEMA"] = config.database_schema;
+  }
   std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   // After an upgrade replaced the file, the link reads "<path> (deleted)": the
   // binary now at <path> is the one to call.
@@ -63,7 +72,7 @@ std::map<std::string, std::string> CommandEnvironment(const ServerConfig& config
   return env;
 }
 
-std::vector<std::string> BuiltinHandlerNames() { return {kCommandHandler}; }
+std::vector<std::string> BuiltinHandlerNames() { return {kCommandHandler, kHttpHandler}; }
 
 Status CheckJobsAgainstHandlers(const ServerConfig& config) {
   const std::vector<std::string> known = BuiltinHandlerNames();
@@ -77,6 +86,13 @@ Status CheckJobsAgainstHandlers(const ServerConfig& config) {
                              "', which this server does not have (known: " + list + ")");
     }
     if (job.handler == kCommandHandler) TE_RETURN_IF_ERROR(CheckCommandConfig(job));
+    if (job.handler == kHttpHandler) {
+      auto http = ParseHttpHandlerConfig(job.config_json);
+      if (!http.ok()) {
+        return InvalidArgument("job '" + job.name.value + "' (handler http): " +
+                               http.status().message());
+      }
+    }
   }
   return Status::Ok();
 }
@@ -85,7 +101,8 @@ Result<std::unique_ptr<Engine>> OpenEngine(const ServerConfig& config, EngineMod
   const bool seed = mode != EngineMode::kClient;
   if (seed) TE_RETURN_IF_ERROR(CheckJobsAgainstHandlers(config));
   const std::string& path = config.database_path;
-  if (mode == EngineMode::kClient) {
+  const std::string where = config.database_url.empty() ? path : DescribeDatabase(config);
+  if (mode == EngineMode::kClient && config.database_url.empty()) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) {
       return Unavailable("database " + path +
@@ -96,13 +113,14 @@ Result<std::unique_ptr<Engine>> OpenEngine(const ServerConfig& config, EngineMod
   if (!opened.ok()) {
     const Status& s = opened.status();
     if (s.code() == ErrorCode::kInvalidArgument) return s;
-    return Unavailable("cannot open database " + path + ": " + s.message());
+    return Unavailable("cannot open database " + where + ": " + s.message());
   }
   std::unique_ptr<Engine> engine = std::move(opened).value();
   CommandHandlerOptions command_options;
   command_options.server_env = CommandEnvironment(config);
   TE_RETURN_IF_ERROR(
       engine->RegisterHandler(kCommandHandler, MakeCommandHandler(std::move(command_options))));
+  TE_RETURN_IF_ERROR(engine->RegisterHandler(kHttpHandler, MakeHttpHandler()));
   if (seed) {
     for (const JobDefinition& job : config.jobs) {
       Status s = engine->DefineJob(job);

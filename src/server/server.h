@@ -41,7 +41,7 @@ EngineOptions ToEngineOptions(const ServerConfig& config, EngineMode mode);
 //                    without a " (deleted)" suffix; omitted when unreadable)
 std::map<std::string, std::string> CommandEnvironment(const ServerConfig& config);
 
-// The names of the handlers OpenEngine registers, sorted: {"command"}.
+// The names of the handlers OpenEngine registers, sorted: {"command", "http"}.
 std::vector<std::string> BuiltinHandlerNames();
 
 // Checks what LoadConfig cannot: every seeded job names a built-in handler,

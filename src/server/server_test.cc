@@ -110,11 +110,11 @@ TEST(OpenEngineTest, UnopenableDatabaseIsUnavailable) {
 TEST(OpenEngineTest, SeedsAreCheckedAgainstTheHandlers) {
   TempDir dir;
   ServerConfig c = ConfigWithHello(dir);
-  c.jobs[0].handler = "http";
+  c.jobs[0].handler = "smtp";
   auto r = OpenEngine(c, EngineMode::kMigrate);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("handler 'http'"));
+  EXPECT_THAT(r.status().message(), HasSubstr("handler 'smtp'"));
   EXPECT_FALSE(std::filesystem::exists(c.database_path)) << "a bad seed opens nothing";
 
   c.jobs[0].handler = "command";
@@ -126,6 +126,17 @@ TEST(OpenEngineTest, SeedsAreCheckedAgainstTheHandlers) {
     EXPECT_THAT(s.message(), HasSubstr("job 'hello'")) << config;
   }
   c.jobs[0].config_json = R"({"argv":["/bin/sh","-c","echo hi"]})";
+  EXPECT_OK(CheckJobsAgainstHandlers(c));
+
+  // An http job's config is checked too (url scheme, allow_hosts).
+  c.jobs[0].handler = "http";
+  c.jobs[0].config_json =
+      R"({"url":"http://hooks.example.com/in","allow_hosts":["hooks.example.com"]})";
+  Status s = CheckJobsAgainstHandlers(c);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("job 'hello' (handler http)"));
+  c.jobs[0].config_json =
+      R"({"url":"https://hooks.example.com/in","allow_hosts":["hooks.example.com"]})";
   EXPECT_OK(CheckJobsAgainstHandlers(c));
 }
 

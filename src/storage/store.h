@@ -17,6 +17,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -400,6 +401,17 @@ class Store {
   virtual Status ReportWorker(const WorkerInfo& worker) = 0;
   // Workers seen within `seen_within_ms` (0 = all), by id.
   virtual Result<std::vector<WorkerInfo>> ListWorkers(Millis seen_within_ms) = 0;
+
+  // --- wakeups (A3) ---
+  // Registers `listener` (replacing any earlier one; empty = none) to be
+  // called when another process or node may have made work due (admitted,
+  // requeued, scheduled), so the engine can claim at once instead of at its
+  // next poll. Best effort: it is called on a store thread, may fire when
+  // nothing is due, and may miss work (a miss only delays pickup until the
+  // engine's bounded poll). When this returns, no call of an earlier listener
+  // is in progress or will start. The default (SQLite: one process) never
+  // calls it.
+  virtual void SetWorkListener(std::function<void()> listener) { (void)listener; }
 
   // --- reads ---
   virtual Result<Execution> GetExecution(ExecutionId id) = 0;

@@ -28,6 +28,7 @@
 #include "api/api.h"
 #include "api/auth.h"
 #include "api/http_server.h"
+#include "storage/store.h"
 #include "taskengine/engine.h"
 #include "test_client.h"
 #include "testing_support/test_util.h"
@@ -85,6 +86,10 @@ class FaultEngine final : public Engine {
   }
   void AddWorkListener(std::function<void()> listener) override {
     inner_->AddWorkListener(std::move(listener));
+  }
+  std::vector<Result<FinishReply>> PublishOutcomes(
+      const std::vector<FinishRequest>& requests) override {
+    return inner_->PublishOutcomes(requests);
   }
   EngineStats stats() const override { return inner_->stats(); }
   Store& store() override { return inner_->store(); }

@@ -1,0 +1,347 @@
+// taskengine-http-bench: the HTTP benchmarks of quality.md §1.
+//
+//   taskengine-http-bench [p3|p4|p8|all] [--runs N] [--requests N] [--clients N]
+//                         [--jobs N] [--workers N] [--executions N] [--dir PATH]
+//
+// P3  HTTP dispatch: keep-alive clients, single-job requests, each answered
+//     only after its commit.
+// P4  remote worker protocol: workers lease batches of up to 100 over HTTP
+//     and complete every execution, with the batch finish route and with one
+//     complete call per execution.
+// P8  GET /api/v1/stats latency with many executions stored vs few.
+//
+// Server and clients share the process and the machine's cores; each figure
+// says how many threads each side used.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/api.h"
+#include "api/auth.h"
+#include "api/http_server.h"
+#include "http_load.h"
+#include "storage/store.h"
+#include "taskengine/engine.h"
+
+namespace te = taskengine;
+using json = nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr const char* kDispatchToken = "bench-dispatch";
+constexpr const char* kWorkerToken = "bench-worker";
+constexpr const char* kReadToken = "bench-read";
+
+struct Args {
+  std::string which = "all";
+  int runs = 3;
+  long requests = 30'000;  // P3 requests per run
+  int clients = 32;        // P3 connections
+  long jobs = 100'000;     // P4 executions per run
+  int workers = 4;         // P4 remote workers
+  long executions = 5'000'000;  // P8 executions stored
+  std::string dir;
+};
+
+void Check(const te::Status& s, const char* what) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", what, s.ToString().c_str());
+    std::exit(1);
+  }
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  std::size_t i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+// An engine, the API and the HTTP server on a fresh database. In-process
+// workers serve only queue "default"; jobs "parked" and "remote" use queues
+// no in-process worker takes.
+class Server {
+ public:
+  Server(const Args& args, const std::string& name) {
+    std::filesystem::path dir = std::filesystem::path(args.dir) / name;
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    dir_ = dir.string();
+    te::EngineOptions o;
+    o.database_path = (dir / "bench.db").string();
+    o.worker_threads = 1;
+    o.queues = {{"default", 0, 0}};
+    auto e = te::Engine::Open(o);
+    if (!e.ok()) Check(e.status(), "open");
+    engine_ = std::move(e).value();
+    for (const char* job : {"parked", "remote"}) {
+      te::JobDefinition j;
+      j.name = te::JobName(job);
+      j.handler = "noop";
+      j.queue = job;
+      j.lease_ms = 60'000;
+      Check(engine_->DefineJob(j), "define");
+    }
+    Check(engine_->RegisterHandler("noop", [](te::JobContext&) { return te::HandlerResult::Success(); }),
+          "register");
+    for (const char* principal : {"bench-dispatcher", "bench-worker", "bench-reader"}) {
+      Check(engine_->store().Grant(principal, "*"), "grant");
+    }
+    Check(engine_->Start(), "start");
+    auth_.Add(kDispatchToken,
+              te::api::Principal::Make("bench-dispatcher", {te::api::Scope::kDispatch}, true));
+    auth_.Add(kWorkerToken, te::api::Principal::Make("bench-worker", {te::api::Scope::kWorker}, true));
+    auth_.Add(kReadToken, te::api::Principal::Make("bench-reader", {te::api::Scope::kRead}, true));
+    api_ = std::make_unique<te::api::Api>(engine_.get(), &auth_, te::api::ApiOptions{});
+    http_ = std::make_unique<te::api::HttpServer>(te::api::HttpServerOptions{}, api_->handler());
+    Check(http_->Start(), "http start");
+  }
+  ~Server() {
+    http_->Stop(2000);
+    engine_->Stop();
+    api_.reset();
+    engine_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  int port() const { return http_->port(); }
+  te::Engine& engine() { return *engine_; }
+
+  // Admits `n` executions of `job` in batches of 1,000 (not timed).
+  void Fill(const std::string& job, long n) {
+    std::vector<te::DispatchRequest> batch;
+    for (long i = 0; i < n;) {
+      batch.clear();
+      for (int k = 0; k < 1000 && i < n; ++k, ++i) {
+        te::DispatchRequest r;
+        r.job = te::JobName(job);
+        r.payload_json = "{\"i\":" + std::to_string(i) + "}";
+        batch.push_back(std::move(r));
+      }
+      auto res = engine_->DispatchBatch(batch);
+      if (!res.ok()) Check(res.status(), "fill");
+    }
+  }
+
+ private:
+  std::string dir_;
+  std::unique_ptr<te::Engine> engine_;
+  te::api::StaticTokenAuthenticator auth_;
+  std::unique_ptr<te::api::Api> api_;
+  std::unique_ptr<te::api::HttpServer> http_;
+};
+
+void RunP3(const Args& args) {
+  std::vector<double> rates;
+  for (int run = 0; run < args.runs; ++run) {
+    Server server(args, "p3");
+    std::atomic<long> accepted{0};
+    double seconds = te::bench::RunClosedLoop(
+        server.port(), args.clients, args.requests,
+        [](std::int64_t i) {
+          return te::bench::RawRequest("POST", "/api/v1/jobs/parked/dispatch", kDispatchToken,
+                                       "{\"payload\":{\"i\":" + std::to_string(i) + "}}");
+        },
+        [&](std::int64_t, int status, const std::string&) {
+          if (status == 202) accepted.fetch_add(1, std::memory_order_relaxed);
+        });
+    if (seconds < 0 || accepted != args.requests) {
+      std::fprintf(stderr, "P3: %ld of %ld dispatches accepted\n", accepted.load(), args.requests);
+      std::exit(1);
+    }
+    rates.push_back(static_cast<double>(args.requests) / seconds);
+    std::printf("  P3 run %d: %ld dispatches in %.2f s = %.0f req/s\n", run + 1, args.requests,
+                seconds, rates.back());
+  }
+  std::printf("P3 HTTP dispatch: median %.0f req/s (target >= 15,000). %d keep-alive connections "
+              "driven by 1 client thread (epoll), one request in flight each; server 2 I/O + 32 "
+              "handler threads; every 202 after its commit (WAL, synchronous=FULL)\n",
+              Median(rates), args.clients);
+}
+
+// One remote worker: lease up to 100, complete them (one batch call or one
+// call each), until `remaining` reaches zero.
+void RemoteWorker(int port, int index, bool batch_finish, std::atomic<long>& remaining,
+                  std::atomic<long>& completed, std::atomic<bool>& failed) {
+  te::bench::BlockingConnection conn(port);
+  const std::string worker_id = "bench-worker-" + std::to_string(index);
+  const std::string lease_body =
+      json{{"worker_id", worker_id}, {"queues", {"remote"}}, {"max", 100}, {"wait_ms", 200}}.dump();
+  while (remaining.load() > 0 && !failed) {
+    te::bench::HttpReply lease = conn.Request("POST", "/api/v1/worker/lease", kWorkerToken, lease_body);
+    if (lease.status != 200) {
+      std::fprintf(stderr, "lease: %d %s\n", lease.status, lease.body.c_str());
+      failed = true;
+      return;
+    }
+    json leases = json::parse(lease.body)["leases"];
+    if (leases.empty()) continue;
+    if (batch_finish) {
+      json items = json::array();
+      for (const json& l : leases) {
+        items.push_back({{"id", l["id"]}, {"claim_version", l["claim_version"]}, {"kind", "complete"}});
+      }
+      te::bench::HttpReply fin = conn.Request("POST", "/api/v1/worker/finish", kWorkerToken,
+                                              json{{"items", items}}.dump());
+      if (fin.status != 200) {
+        std::fprintf(stderr, "finish: %d %s\n", fin.status, fin.body.c_str());
+        failed = true;
+        return;
+      }
+    } else {
+      for (const json& l : leases) {
+        te::bench::HttpReply fin = conn.Request(
+            "POST", "/api/v1/worker/executions/" + l["id"].get<std::string>() + "/complete",
+            kWorkerToken, json{{"claim_version", l["claim_version"]}}.dump());
+        if (fin.status != 200) {
+          std::fprintf(stderr, "complete: %d %s\n", fin.status, fin.body.c_str());
+          failed = true;
+          return;
+        }
+      }
+    }
+    completed += static_cast<long>(leases.size());
+    remaining -= static_cast<long>(leases.size());
+  }
+}
+
+void RunP4(const Args& args) {
+  for (bool batch_finish : {true, false}) {
+    std::vector<double> rates;
+    for (int run = 0; run < args.runs; ++run) {
+      Server server(args, "p4");
+      server.Fill("remote", args.jobs);
+      std::atomic<long> remaining{args.jobs};
+      std::atomic<long> completed{0};
+      std::atomic<bool> failed{false};
+      auto t0 = SteadyClock::now();
+      std::vector<std::thread> workers;
+      for (int w = 0; w < args.workers; ++w) {
+        workers.emplace_back(RemoteWorker, server.port(), w, batch_finish, std::ref(remaining),
+                             std::ref(completed), std::ref(failed));
+      }
+      for (auto& t : workers) t.join();
+      double seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+      if (failed || completed != args.jobs) {
+        std::fprintf(stderr, "P4: completed %ld of %ld\n", completed.load(), args.jobs);
+        std::exit(1);
+      }
+      rates.push_back(static_cast<double>(args.jobs) / seconds);
+      std::printf("  P4 (%s) run %d: %ld executions in %.2f s = %.0f jobs/s\n",
+                  batch_finish ? "batch finish" : "complete each", run + 1, args.jobs, seconds,
+                  rates.back());
+    }
+    std::printf("P4 remote workers, %s: median %.0f jobs/s (target >= 20,000). %d worker threads, "
+                "one keep-alive connection each, leases of up to 100; server 2 I/O + 32 handler "
+                "threads\n",
+                batch_finish ? "one finish call per leased batch" : "one complete call per execution",
+                Median(rates), args.workers);
+  }
+}
+
+// Latencies of `samples` GET /api/v1/stats, in milliseconds.
+std::vector<double> StatsLatencies(int port, int samples) {
+  te::bench::BlockingConnection conn(port);
+  std::vector<double> ms;
+  for (int i = 0; i < samples; ++i) {
+    auto t0 = SteadyClock::now();
+    te::bench::HttpReply r = conn.Request("GET", "/api/v1/stats", kReadToken);
+    ms.push_back(std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count());
+    if (r.status != 200) {
+      std::fprintf(stderr, "stats: %d %s\n", r.status, r.body.c_str());
+      std::exit(1);
+    }
+  }
+  return ms;
+}
+
+void RunP8(const Args& args) {
+  const int kSamples = 1000;
+  std::vector<double> small;
+  std::vector<double> large;
+  {
+    Server server(args, "p8-small");
+    server.Fill("parked", 1000);
+    small = StatsLatencies(server.port(), kSamples);
+  }
+  {
+    Server server(args, "p8-large");
+    auto t0 = SteadyClock::now();
+    server.Fill("parked", args.executions);
+    std::printf("  P8: stored %ld executions in %.1f s\n", args.executions,
+                std::chrono::duration<double>(SteadyClock::now() - t0).count());
+    large = StatsLatencies(server.port(), kSamples);
+  }
+  std::printf("P8 GET /api/v1/stats, %d samples over one keep-alive connection: with %ld "
+              "executions p50 %.3f ms, p99 %.3f ms (target p99 < 50 ms); with 1,000 executions "
+              "p50 %.3f ms, p99 %.3f ms; ratio of p99s %.2f\n",
+              kSamples, args.executions, Percentile(large, 0.5), Percentile(large, 0.99),
+              Percentile(small, 0.5), Percentile(small, 0.99),
+              Percentile(large, 0.99) / std::max(1e-9, Percentile(small, 0.99)));
+}
+
+Args Parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", s.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (s == "--runs") {
+      a.runs = std::max(1, std::stoi(value()));
+    } else if (s == "--requests") {
+      a.requests = std::max(1L, std::stol(value()));
+    } else if (s == "--clients") {
+      a.clients = std::max(1, std::stoi(value()));
+    } else if (s == "--jobs") {
+      a.jobs = std::max(1L, std::stol(value()));
+    } else if (s == "--workers") {
+      a.workers = std::max(1, std::stoi(value()));
+    } else if (s == "--executions") {
+      a.executions = std::max(1L, std::stol(value()));
+    } else if (s == "--dir") {
+      a.dir = value();
+    } else if (s == "p3" || s == "p4" || s == "p8" || s == "all") {
+      a.which = s;
+    } else {
+      std::fprintf(stderr,
+                   "usage: taskengine-http-bench [p3|p4|p8|all] [--runs N] [--requests N] "
+                   "[--clients N] [--jobs N] [--workers N] [--executions N] [--dir PATH]\n");
+      std::exit(2);
+    }
+  }
+  if (a.dir.empty()) a.dir = (std::filesystem::temp_directory_path() / "taskengine-http-bench").string();
+  return a;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spdlog::set_level(spdlog::level::warn);
+  Args args = Parse(argc, argv);
+  std::printf("taskengine-http-bench: %u hardware threads; runs per figure: %d\n",
+              std::thread::hardware_concurrency(), args.runs);
+  if (args.which == "p3" || args.which == "all") RunP3(args);
+  if (args.which == "p4" || args.which == "all") RunP4(args);
+  if (args.which == "p8" || args.which == "all") RunP8(args);
+  return 0;
+}

@@ -1,0 +1,203 @@
+#include "http_load.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <strings.h>
+
+namespace taskengine::bench {
+namespace {
+
+int OpenSocket(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
+// Parses one complete response at the start of `buf`. Returns the bytes it
+// took (0 when incomplete) and fills status and body.
+std::size_t ParseResponse(const std::string& buf, int* status, std::string* body) {
+  std::size_t head_end = buf.find("\r\n\r\n");
+  if (head_end == std::string::npos) return 0;
+  if (buf.size() < 12) return 0;
+  *status = std::atoi(buf.c_str() + 9);
+  std::size_t length = 0;
+  std::size_t pos = buf.find("\r\n") + 2;
+  while (pos < head_end) {
+    std::size_t eol = buf.find("\r\n", pos);
+    if (eol - pos > 15 && strncasecmp(buf.c_str() + pos, "content-length:", 15) == 0) {
+      length = static_cast<std::size_t>(std::strtoull(buf.c_str() + pos + 15, nullptr, 10));
+    }
+    pos = eol + 2;
+  }
+  std::size_t total = head_end + 4 + length;
+  if (buf.size() < total) return 0;
+  body->assign(buf, head_end + 4, length);
+  return total;
+}
+
+}  // namespace
+
+std::string RawRequest(const std::string& method, const std::string& target,
+                       const std::string& token, const std::string& body) {
+  std::string r = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  if (!token.empty()) r += "Authorization: Bearer " + token + "\r\n";
+  if (!body.empty() || method == "POST") {
+    r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  }
+  r += "\r\n";
+  r += body;
+  return r;
+}
+
+BlockingConnection::BlockingConnection(int port) : port_(port) {}
+
+BlockingConnection::~BlockingConnection() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool BlockingConnection::Connect() {
+  if (fd_ >= 0) return true;
+  fd_ = OpenSocket(port_);
+  buffer_.clear();
+  return fd_ >= 0;
+}
+
+HttpReply BlockingConnection::Request(const std::string& method, const std::string& target,
+                                      const std::string& token, const std::string& body) {
+  HttpReply reply;
+  if (!Connect()) return reply;
+  std::string raw = RawRequest(method, target, token, body);
+  std::size_t sent = 0;
+  while (sent < raw.size()) {
+    ssize_t n = ::send(fd_, raw.data() + sent, raw.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) {
+      ::close(fd_);
+      fd_ = -1;
+      return reply;
+    }
+    sent += static_cast<std::size_t>(n);
+  }
+  char chunk[65536];
+  for (;;) {
+    int status = 0;
+    std::string parsed_body;
+    std::size_t used = ParseResponse(buffer_, &status, &parsed_body);
+    if (used > 0) {
+      buffer_.erase(0, used);
+      reply.status = status;
+      reply.body = std::move(parsed_body);
+      return reply;
+    }
+    ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
+    if (n <= 0) {
+      ::close(fd_);
+      fd_ = -1;
+      return reply;
+    }
+    buffer_.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+double RunClosedLoop(int port, int connections, std::int64_t total,
+                     const std::function<std::string(std::int64_t)>& make_request,
+                     const std::function<void(std::int64_t, int, const std::string&)>& on_reply) {
+  struct Conn {
+    int fd = -1;
+    std::string out;
+    std::string in;
+    std::int64_t request = -1;
+  };
+  std::vector<Conn> conns(static_cast<std::size_t>(connections));
+  int ep = ::epoll_create1(EPOLL_CLOEXEC);
+  for (int c = 0; c < connections; ++c) {
+    conns[c].fd = OpenSocket(port);
+    if (conns[c].fd < 0) return -1;
+    ::fcntl(conns[c].fd, F_SETFL, O_NONBLOCK);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u32 = static_cast<std::uint32_t>(c);
+    ::epoll_ctl(ep, EPOLL_CTL_ADD, conns[c].fd, &ev);
+  }
+  std::int64_t next = 0;
+  std::int64_t done = 0;
+  // Requests are small: send them whole (waiting briefly when the socket
+  // buffer is full), then wait for the response with epoll.
+  auto start_next = [&](Conn& conn) {
+    if (next >= total) {
+      conn.request = -1;
+      return true;
+    }
+    conn.request = next++;
+    conn.out = make_request(conn.request);
+    std::size_t sent = 0;
+    while (sent < conn.out.size()) {
+      ssize_t w = ::send(conn.fd, conn.out.data() + sent, conn.out.size() - sent, MSG_NOSIGNAL);
+      if (w > 0) {
+        sent += static_cast<std::size_t>(w);
+      } else if (w < 0 && errno == EAGAIN) {
+        ::usleep(50);
+      } else {
+        return false;
+      }
+    }
+    return true;
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  bool failed = false;
+  for (Conn& conn : conns) failed = failed || !start_next(conn);
+  std::vector<epoll_event> events(static_cast<std::size_t>(connections));
+  char chunk[65536];
+  while (done < total && !failed) {
+    int n = ::epoll_wait(ep, events.data(), connections, 10'000);
+    if (n <= 0) {
+      failed = true;
+      break;
+    }
+    for (int e = 0; e < n; ++e) {
+      Conn& conn = conns[events[e].data.u32];
+      if (conn.request < 0) continue;
+      for (;;) {
+        ssize_t r = ::recv(conn.fd, chunk, sizeof(chunk), 0);
+        if (r == 0) failed = true;
+        if (r <= 0) break;
+        conn.in.append(chunk, static_cast<std::size_t>(r));
+      }
+      int status = 0;
+      std::string body;
+      std::size_t used = ParseResponse(conn.in, &status, &body);
+      if (used > 0) {
+        conn.in.erase(0, used);
+        on_reply(conn.request, status, body);
+        ++done;
+        if (!start_next(conn)) failed = true;
+      }
+    }
+  }
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (Conn& conn : conns) ::close(conn.fd);
+  ::close(ep);
+  return failed ? -1 : seconds;
+}
+
+}  // namespace taskengine::bench

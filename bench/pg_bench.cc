@@ -1,0 +1,179 @@
+// taskengine-pg-bench: P5 (quality.md §1), PostgreSQL end to end, and the
+// SQLite P1 figure from the same run for the ratio.
+//
+//   taskengine-pg-bench --database-url=postgres://... [--jobs N] [--workers N]
+//                       [--runs N] [--dir PATH]
+//
+// P5: bulk-dispatch N no-op jobs (batches of 1,000) into a fresh schema, then
+// drain them with TWO engine nodes (two Engine objects in this process, each
+// with its own connection pool, worker pool and sweeper, sharing the work
+// through the database exactly as two processes would). The server keeps its
+// durable defaults (synchronous_commit=on, fsync on: scripts/pg_cluster.sh).
+// P1 (same run): the same N on SQLite (WAL, synchronous=FULL) with one engine
+// of 2x the workers. Prints medians and the PostgreSQL/SQLite ratio. The
+// client threads share the machine's cores with the server.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+#include <algorithm>
+
+#include "taskengine/engine.h"
+
+namespace te = taskengine;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+struct Args {
+  std::string url;
+  long jobs = 100'000;
+  int workers = 4;  // per node
+  int runs = 3;
+  std::string dir = "/tmp/taskengine-pg-bench";
+};
+
+double Seconds(SteadyClock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+void Check(const te::Status& s, const char* what) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", what, s.ToString().c_str());
+    std::exit(1);
+  }
+}
+
+te::JobDefinition NoopJob() {
+  te::JobDefinition j;
+  j.name = te::JobName("noop");
+  j.handler = "noop";
+  j.queue = "default";
+  return j;
+}
+
+class Run {
+ public:
+  // Opens `nodes` engines on `options` (each with `workers` threads).
+  Run(te::EngineOptions options, int nodes, int workers) {
+    for (int i = 0; i < nodes; ++i) {
+      te::EngineOptions o = options;
+      o.worker_threads = workers;
+      o.claim_batch = 512;
+      o.worker_id = "bench-node-" + std::to_string(i);
+      auto e = te::Engine::Open(o);
+      Check(e.status(), "open");
+      auto engine = std::move(e).value();
+      Check(engine->DefineJob(NoopJob()), "define");
+      Check(engine->RegisterHandler("noop", [this](te::JobContext&) {
+        done_.fetch_add(1, std::memory_order_relaxed);
+        return te::HandlerResult::Success();
+      }), "register");
+      engines_.push_back(std::move(engine));
+    }
+  }
+  ~Run() {
+    for (auto& e : engines_) e->Stop();
+  }
+
+  // {dispatch s, drain s}.
+  std::pair<double, double> Go(long n) {
+    auto t0 = SteadyClock::now();
+    std::vector<te::DispatchRequest> batch;
+    for (long i = 0; i < n;) {
+      batch.clear();
+      for (int k = 0; k < 1000 && i < n; ++k, ++i) {
+        te::DispatchRequest r;
+        r.job = te::JobName("noop");
+        r.payload_json = "{\"i\":" + std::to_string(i) + "}";
+        batch.push_back(std::move(r));
+      }
+      auto res = engines_[0]->DispatchBatch(batch);
+      Check(res.status(), "dispatch");
+    }
+    auto t1 = SteadyClock::now();
+    for (auto& e : engines_) Check(e->Start(), "start");
+    auto published = [&] {
+      long p = 0;
+      for (auto& e : engines_) p += static_cast<long>(e->stats().published);
+      return p;
+    };
+    while (done_.load(std::memory_order_relaxed) < n || published() < n) {
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+    return {Seconds(t1 - t0), Seconds(SteadyClock::now() - t1)};
+  }
+
+ private:
+  std::atomic<long> done_{0};
+  std::vector<std::unique_ptr<te::Engine>> engines_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    auto value = [&](const std::string& flag) -> const char* {
+      return s.rfind(flag + "=", 0) == 0 ? argv[i] + flag.size() + 1 : nullptr;
+    };
+    if (const char* v = value("--database-url")) a.url = v;
+    else if (const char* v = value("--jobs")) a.jobs = std::atol(v);
+    else if (const char* v = value("--workers")) a.workers = std::atoi(v);
+    else if (const char* v = value("--runs")) a.runs = std::atoi(v);
+    else if (const char* v = value("--dir")) a.dir = v;
+    else {
+      std::fprintf(stderr,
+                   "usage: taskengine-pg-bench --database-url=postgres://... [--jobs=N] "
+                   "[--workers=N per node] [--runs=N] [--dir=PATH]\n");
+      return 2;
+    }
+  }
+  if (a.url.empty()) {
+    std::fprintf(stderr, "--database-url is required (scripts/pg_cluster.sh start DIR prints one)\n");
+    return 2;
+  }
+  std::vector<double> pg, sqlite;
+  for (int r = 0; r < a.runs; ++r) {
+    {
+      te::EngineOptions o;
+      o.database_url = a.url;
+      o.database_schema = "p5_" + std::to_string(std::time(nullptr)) + "_" + std::to_string(r);
+      Run run(o, 2, a.workers);
+      auto [d, w] = run.Go(a.jobs);
+      pg.push_back(a.jobs / (d + w));
+      std::printf("  run %d PostgreSQL: dispatch %.0f/s, drain %.0f jobs/s, end to end %.0f jobs/s\n",
+                  r + 1, a.jobs / d, a.jobs / w, a.jobs / (d + w));
+    }
+    {
+      std::filesystem::path dir = std::filesystem::path(a.dir) / ("p1-" + std::to_string(r));
+      std::filesystem::remove_all(dir);
+      std::filesystem::create_directories(dir);
+      te::EngineOptions o;
+      o.database_path = (dir / "bench.db").string();
+      Run run(o, 1, 2 * a.workers);
+      auto [d, w] = run.Go(a.jobs);
+      sqlite.push_back(a.jobs / (d + w));
+      std::printf("  run %d SQLite:     dispatch %.0f/s, drain %.0f jobs/s, end to end %.0f jobs/s\n",
+                  r + 1, a.jobs / d, a.jobs / w, a.jobs / (d + w));
+      std::filesystem::remove_all(dir);
+    }
+  }
+  std::printf("P5 PostgreSQL end-to-end: bulk-dispatch %ld no-op jobs (batches of 1000), drain with 2 "
+              "engine nodes x %d worker threads; synchronous_commit=on.\n"
+              "   median of %d runs: %.0f jobs/s (target >= 20000)\n"
+              "P1 SQLite, same run (1 engine x %d threads, WAL, synchronous=FULL): %.0f jobs/s\n"
+              "   ratio PostgreSQL/SQLite: %.2f\n",
+              a.jobs, a.workers, a.runs, Median(pg), 2 * a.workers, Median(sqlite),
+              Median(sqlite) > 0 ? Median(pg) / Median(sqlite) : 0.0);
+  return 0;
+}

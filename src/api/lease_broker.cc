@@ -1,0 +1,224 @@
+#include "api/lease_broker.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <map>
+
+namespace taskengine::api {
+
+LeaseBroker::LeaseBroker(Store* store, LeaseBrokerOptions options)
+    : store_(store), options_(options), signal_(std::make_shared<Signal>()) {
+  TE_CHECK(store_ != nullptr);
+  thread_ = std::thread([this] { Loop(); });
+}
+
+LeaseBroker::~LeaseBroker() { Stop(); }
+
+void LeaseBroker::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(signal_->mu);
+    ++signal_->generation;
+  }
+  signal_->cv.notify_all();
+}
+
+std::function<void()> LeaseBroker::WakeCallback() const {
+  // The signal outlives the broker when a listener holds it; waking a stopped
+  // broker's signal only bumps a counter nobody reads.
+  std::shared_ptr<Signal> signal = signal_;
+  return [signal] {
+    {
+      std::lock_guard<std::mutex> lock(signal->mu);
+      ++signal->generation;
+    }
+    signal->cv.notify_all();
+  };
+}
+
+std::size_t LeaseBroker::parked() const {
+  std::lock_guard<std::mutex> lock(signal_->mu);
+  return parked_.size() + in_round_;
+}
+
+LeaseBroker::Claimed LeaseBroker::ClaimFor(const WorkerId& worker,
+                                           const std::vector<std::string>& queues, int max,
+                                           std::set<std::string>* drained) {
+  Claimed out;
+  for (const std::string& queue : queues) {
+    const int wanted = max - static_cast<int>(out.leases.size());
+    if (wanted <= 0) break;
+    if (drained->count(queue) > 0) continue;
+    ClaimRequest request;
+    request.worker = worker;
+    request.slots.push_back(QueueSlot{queue, wanted});
+    Result<std::vector<Lease>> got = store_->Claim(request);
+    if (!got.ok()) {
+      out.status = got.status();
+      break;
+    }
+    if (static_cast<int>(got->size()) < wanted) drained->insert(queue);
+    for (Lease& lease : *got) out.leases.push_back(std::move(lease));
+  }
+  return out;
+}
+
+Status LeaseBroker::Submit(LeasePoll poll) {
+  TE_CHECK(poll.deliver != nullptr);
+  std::uint64_t generation = 0;
+  bool stopping = false;
+  {
+    std::lock_guard<std::mutex> lock(signal_->mu);
+    stopping = stopping_;
+    generation = signal_->generation;
+  }
+  if (stopping) {
+    poll.deliver({});
+    return Status::Ok();
+  }
+  std::set<std::string> drained;
+  Claimed claimed = ClaimFor(poll.worker, poll.queues, poll.max, &drained);
+  if (!claimed.status.ok() && claimed.leases.empty()) return claimed.status;
+  if (!claimed.leases.empty() || poll.wait.count() <= 0) {
+    poll.deliver(std::move(claimed.leases));
+    return Status::Ok();
+  }
+  {
+    std::lock_guard<std::mutex> lock(signal_->mu);
+    if (!stopping_) {
+      if (parked_.size() + in_round_ >= options_.max_parked) {
+        return Unavailable("too many workers are waiting for leases (" +
+                           std::to_string(options_.max_parked) + "); retry later");
+      }
+      // A wake between our claim and now found nothing parked: serve at once.
+      if (signal_->generation != generation) round_due_ = true;
+      const auto deadline = std::chrono::steady_clock::now() + poll.wait;
+      parked_.push_back(Parked{std::move(poll), deadline});
+      signal_->cv.notify_all();
+      return Status::Ok();
+    }
+  }
+  poll.deliver({});
+  return Status::Ok();
+}
+
+std::vector<LeaseBroker::Parked> LeaseBroker::ServeRound(std::vector<Parked> batch) {
+  // Group the polls of one worker for the same queues (in FIFO order of
+  // their first member): one claim serves the whole group.
+  struct Group {
+    std::vector<std::size_t> members;  // indexes into batch, FIFO
+    int wanted = 0;
+  };
+  std::vector<Group> groups;
+  std::map<std::string, std::size_t> group_of;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const LeasePoll& p = batch[i].poll;
+    std::string key = p.worker.value;
+    for (const std::string& q : p.queues) key += '\0' + q;
+    auto [it, inserted] = group_of.emplace(std::move(key), groups.size());
+    if (inserted) groups.emplace_back();
+    Group& g = groups[it->second];
+    g.members.push_back(i);
+    g.wanted = std::min(options_.max_claim, g.wanted + p.max);
+  }
+  std::vector<bool> answered(batch.size(), false);
+  std::set<std::string> drained;
+  for (const Group& g : groups) {
+    const LeasePoll& first = batch[g.members.front()].poll;
+    bool all_drained = true;
+    for (const std::string& q : first.queues) all_drained = all_drained && drained.count(q) > 0;
+    if (all_drained) continue;
+    Claimed claimed = ClaimFor(first.worker, first.queues, g.wanted, &drained);
+    if (!claimed.status.ok()) {
+      spdlog::warn("lease broker: claim for worker {} failed: {}", first.worker.value,
+                   claimed.status.ToString());
+    }
+    std::size_t next = 0;
+    for (std::size_t m : g.members) {
+      if (next >= claimed.leases.size()) break;
+      const std::size_t n =
+          std::min(claimed.leases.size() - next, static_cast<std::size_t>(batch[m].poll.max));
+      std::vector<Lease> mine(std::make_move_iterator(claimed.leases.begin() + next),
+                              std::make_move_iterator(claimed.leases.begin() + next + n));
+      next += n;
+      answered[m] = true;
+      batch[m].poll.deliver(std::move(mine));
+    }
+  }
+  std::vector<Parked> waiting;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (!answered[i]) waiting.push_back(std::move(batch[i]));
+  }
+  return waiting;
+}
+
+void LeaseBroker::Loop() {
+  using Clock = std::chrono::steady_clock;
+  std::unique_lock<std::mutex> lock(signal_->mu);
+  std::uint64_t seen = signal_->generation;
+  Clock::time_point last_round = Clock::now();
+  while (!stopping_) {
+    if (parked_.empty()) {
+      signal_->cv.wait(lock, [&] { return stopping_ || !parked_.empty(); });
+      // Wakes while nothing was parked concern nobody: the new poll's own
+      // claim saw their work (Submit sets round_due_ for one it may have missed).
+      if (!round_due_) seen = signal_->generation;
+      last_round = Clock::now();
+      continue;
+    }
+    Clock::time_point until = last_round + options_.poll_interval;
+    for (const Parked& p : parked_) until = std::min(until, p.deadline);
+    signal_->cv.wait_until(lock, until, [&] {
+      return stopping_ || round_due_ || signal_->generation != seen;
+    });
+    if (stopping_) break;
+    Clock::time_point now = Clock::now();
+    const bool woken = round_due_ || signal_->generation != seen;
+    if (woken || now - last_round >= options_.poll_interval) {
+      seen = signal_->generation;
+      round_due_ = false;
+      last_round = now;
+      std::vector<Parked> batch(std::make_move_iterator(parked_.begin()),
+                                std::make_move_iterator(parked_.end()));
+      parked_.clear();
+      in_round_ = batch.size();
+      lock.unlock();
+      std::vector<Parked> waiting = ServeRound(std::move(batch));
+      lock.lock();
+      // The unanswered keep their place ahead of polls parked meanwhile.
+      for (auto it = waiting.rbegin(); it != waiting.rend(); ++it) parked_.push_front(std::move(*it));
+      in_round_ = 0;
+      now = Clock::now();
+    }
+    std::vector<Parked> expired;
+    for (auto it = parked_.begin(); it != parked_.end();) {
+      if (it->deadline <= now) {
+        expired.push_back(std::move(*it));
+        it = parked_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (!expired.empty()) {
+      lock.unlock();
+      for (Parked& p : expired) p.poll.deliver({});
+      lock.lock();
+    }
+  }
+  std::vector<Parked> rest(std::make_move_iterator(parked_.begin()),
+                           std::make_move_iterator(parked_.end()));
+  parked_.clear();
+  lock.unlock();
+  for (Parked& p : rest) p.poll.deliver({});
+}
+
+void LeaseBroker::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(signal_->mu);
+    stopping_ = true;
+  }
+  signal_->cv.notify_all();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+}  // namespace taskengine::api

@@ -1,0 +1,191 @@
+// Server side of the remote worker protocol's long poll (W4), and group
+// commit of concurrent worker calls.
+//
+// LeaseBroker: POST /api/v1/worker/lease claims at once on the handler
+// thread; when nothing is due and the worker may wait, the request's
+// Responder is parked here instead of holding a thread. One broker thread
+// serves the parked polls in FIFO order when
+//   - Wake() is called (the engine's work listener: an in-process admission,
+//     replay, sweep or published outcome may have made work due),
+//   - the bounded poll interval passes (other processes may admit), or
+//   - a poll's deadline passes (it is answered with an empty list).
+// Concurrent polls of the same worker for the same queues are merged into
+// one store Claim. Stop() answers every parked poll with an empty list.
+// The HTTP layer does not tell when a waiting client went away: its poll is
+// still served, and leases handed to it lapse and are recovered by the
+// sweeper like those of a crashed worker (L4).
+//
+// CallBatcher: callers that arrive while a store batch call runs are handed
+// to the next batch together (leader/follower group commit), so N concurrent
+// heartbeats or finishes cost about two store transactions instead of N.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "storage/store.h"
+#include "taskengine/status.h"
+#include "taskengine/types.h"
+
+namespace taskengine::api {
+
+struct LeaseBrokerOptions {
+  // Parked polls are served at least this often, woken or not, so work
+  // admitted by other processes is picked up. Default: 250 ms.
+  std::chrono::milliseconds poll_interval{250};
+  // Most polls parked at once; Submit answers kUnavailable beyond. Default: 10,000.
+  std::size_t max_parked = 10'000;
+  // Most executions one merged store claim may take. Default: 1,000.
+  int max_claim = 1'000;
+};
+
+// One lease request of a remote worker.
+struct LeasePoll {
+  WorkerId worker;
+  std::vector<std::string> queues;  // 1..n queue names, in priority order
+  int max = 1;                      // 1..max_claim executions at most
+  std::chrono::milliseconds wait{0};  // how long it may be parked; 0 = answer at once
+  // Receives the leases (possibly none) exactly once: on the submitting
+  // thread or on the broker thread. Must not block for long (it renders and
+  // sends a response). REQUIRES: set.
+  std::function<void(std::vector<Lease>)> deliver;
+};
+
+// Thread-safe. Owns one thread (started by the constructor, joined by Stop).
+class LeaseBroker {
+ public:
+  // `store` is not owned and must outlive the broker.
+  LeaseBroker(Store* store, LeaseBrokerOptions options);
+  ~LeaseBroker();  // Stop()
+  LeaseBroker(const LeaseBroker&) = delete;
+  LeaseBroker& operator=(const LeaseBroker&) = delete;
+
+  // Claims for `poll` on the calling thread. Delivers what it got when that
+  // is at least one lease or the poll may not wait; otherwise parks the poll.
+  // After Stop(), delivers an empty list at once without claiming.
+  // Errors (nothing delivered, nothing claimed): the store's error when the
+  // first claim failed; kUnavailable when max_parked polls are parked.
+  Status Submit(LeasePoll poll);
+
+  // Work may be due: serve the parked polls now. Cheap, never blocks on the
+  // store (safe as an Engine work listener).
+  void Wake();
+  // A callable that forwards to Wake() while the broker lives and is a no-op
+  // after, for listeners that may outlive the broker.
+  std::function<void()> WakeCallback() const;
+
+  // Answers every parked poll with an empty list, stops the broker thread and
+  // makes later Submits answer empty lists at once. Idempotent.
+  void Stop();
+
+  // Polls parked now (including those being served).
+  std::size_t parked() const;
+
+ private:
+  using SteadyTime = std::chrono::steady_clock::time_point;
+  struct Parked {
+    LeasePoll poll;
+    SteadyTime deadline;
+  };
+  // What wakes the broker thread; shared with WakeCallback()s.
+  struct Signal {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::uint64_t generation = 0;  // bumped by every Wake(); protected by mu
+  };
+  struct Claimed {
+    std::vector<Lease> leases;
+    Status status;  // the first claim error, if any (leases may still hold some)
+  };
+
+  // Claims up to `max` for `worker` from `queues` in order, one store claim
+  // per queue until `max` is reached. Skips queues in `*drained` and adds the
+  // ones a claim found drained.
+  Claimed ClaimFor(const WorkerId& worker, const std::vector<std::string>& queues, int max,
+                   std::set<std::string>* drained);
+  // Serves `batch` (FIFO); returns the polls that got nothing, in order.
+  std::vector<Parked> ServeRound(std::vector<Parked> batch);
+  void Loop();
+
+  // Constant after construction.
+  Store* const store_;
+  const LeaseBrokerOptions options_;
+  const std::shared_ptr<Signal> signal_;
+
+  // Protected by signal_->mu.
+  std::deque<Parked> parked_;
+  std::size_t in_round_ = 0;  // polls taken out of parked_ by the round being served
+  bool round_due_ = false;    // a poll parked after a wake it may have missed
+  bool stopping_ = false;
+
+  std::thread thread_;
+};
+
+// Group commit of concurrent calls into one batch call. `flush` receives the
+// requests of one batch (at most max_batch) and returns one reply per request,
+// in order; it runs on one of the calling threads (the leader) while the
+// others wait, and must not throw. Thread-safe.
+template <typename Request, typename Reply>
+class CallBatcher {
+ public:
+  using Flush = std::function<std::vector<Reply>(const std::vector<Request>&)>;
+
+  CallBatcher(Flush flush, std::size_t max_batch)
+      : flush_(std::move(flush)), max_batch_(max_batch < 1 ? 1 : max_batch) {}
+
+  // Blocks until the batch holding `request` has been flushed; returns its reply.
+  Reply Call(Request request) {
+    Slot slot{std::move(request), std::nullopt};
+    std::unique_lock<std::mutex> lock(mu_);
+    queue_.push_back(&slot);
+    while (true) {
+      cv_.wait(lock, [&] { return slot.reply.has_value() || !leader_active_; });
+      if (slot.reply.has_value()) return std::move(*slot.reply);
+      // No flush runs and ours is still queued: lead the next batch.
+      leader_active_ = true;
+      const std::size_t n = std::min(queue_.size(), max_batch_);
+      std::vector<Slot*> batch(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+      queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+      lock.unlock();
+      std::vector<Request> requests;
+      requests.reserve(batch.size());
+      for (Slot* s : batch) requests.push_back(std::move(s->request));
+      std::vector<Reply> replies = flush_(requests);
+      TE_CHECK(replies.size() == batch.size());
+      lock.lock();
+      for (std::size_t i = 0; i < batch.size(); ++i) batch[i]->reply.emplace(std::move(replies[i]));
+      leader_active_ = false;
+      cv_.notify_all();
+    }
+  }
+
+ private:
+  struct Slot {
+    Request request;
+    std::optional<Reply> reply;
+  };
+
+  // Constant after construction.
+  const Flush flush_;
+  const std::size_t max_batch_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Slot*> queue_;     // protected by mu_; slots live on their callers' stacks
+  bool leader_active_ = false;  // protected by mu_
+};
+
+}  // namespace taskengine::api

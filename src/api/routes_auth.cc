@@ -1,0 +1,131 @@
+// Dashboard sessions (X1; quality.md §3.2, §3.3):
+//   POST /api/v1/auth/login    {username, password} -> a new session cookie and its CSRF token
+//   POST /api/v1/auth/logout   ends the session server-side, clears the cookie
+//   GET  /api/v1/auth/session  who the caller is (token or session), with the CSRF token
+#include "api/routes.h"
+#include "api/store_authenticator.h"
+
+namespace taskengine::api {
+namespace {
+
+constexpr std::size_t kMaxUserField = 200;
+constexpr std::size_t kMaxPasswordField = 1024;
+
+HttpResponse Unauthenticated(std::string_view message) {
+  HttpResponse r = ErrorResponse(401, "unauthenticated", message);
+  r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"taskengine\"");
+  return r;
+}
+
+std::string CookieAttributes(bool secure) {
+  return std::string("; Path=/; HttpOnly; SameSite=Strict") + (secure ? "; Secure" : "");
+}
+
+Json ScopeNames(const Principal& p) {
+  Json out = Json::array();
+  for (Scope s : {Scope::kRead, Scope::kDispatch, Scope::kOperate, Scope::kAdmin, Scope::kWorker}) {
+    if (p.scopes & static_cast<std::uint8_t>(s)) out.push_back(std::string(ToString(s)));
+  }
+  return out;
+}
+
+Json TenantNames(const Principal& p) {
+  Json out = Json::array();
+  for (const std::string& t : p.tenants) out.push_back(t);
+  return out;
+}
+
+std::string_view MethodName(AuthMethod m) {
+  switch (m) {
+    case AuthMethod::kToken:
+      return "token";
+    case AuthMethod::kSession:
+      return "session";
+    case AuthMethod::kNone:
+      break;
+  }
+  return "none";
+}
+
+// POST /api/v1/auth/login. 401 for missing or wrong credentials (the same
+// answer for an unknown user), 403 for a cross-origin request, 400 for a
+// malformed body.
+HttpResponse Login(ApiContext& ctx, const RouteRequest& r) {
+  const HttpRequest& http = r.http;
+  if ((http.Header("origin") != nullptr || http.Header("referer") != nullptr) &&
+      !IsSameOrigin(http)) {
+    return ErrorResponse(403, "forbidden", "login must come from the same origin",
+                         {{"reason", "origin"}});
+  }
+  auto body = ParseJsonBody(http, /*allow_empty=*/true);
+  if (!body.ok()) return StatusResponse(body.status());
+  StrictObject in(*body, "request body");
+  std::optional<std::string> user = in.String("username", kMaxUserField);
+  std::optional<std::string> password = in.String("password", kMaxPasswordField);
+  Status parsed = in.Finish();
+  if (!parsed.ok()) return StatusResponse(parsed);
+  if (!user || !password || user->empty() || password->empty()) {
+    return Unauthenticated("send {\"username\": ..., \"password\": ...}");
+  }
+  Result<std::optional<LoginResult>> login = ctx.authenticator->Login(*user, *password);
+  if (!login.ok()) return StatusResponse(login.status());
+  if (!login->has_value()) return Unauthenticated("invalid username or password");
+  const LoginResult& s = **login;
+  // A session presented with the login is replaced, never reused (fixation).
+  Status old = ctx.authenticator->Logout(http);
+  (void)old;  // best effort: the old session still times out
+  const Millis now = ctx.clock->NowMillis();
+  const Millis max_age_s = std::max<Millis>(0, (s.expires_at - now) / 1000);
+  HttpResponse out = JsonResponse(200, Json{{"user", s.principal.name},
+                                            {"scopes", ScopeNames(s.principal)},
+                                            {"all_tenants", s.principal.all_tenants},
+                                            {"tenants", TenantNames(s.principal)},
+                                            {"csrf_token", s.csrf_token},
+                                            {"expires_at", FormatTime(s.expires_at)},
+                                            {"idle_timeout_seconds", s.idle_timeout_ms / 1000}});
+  out.headers.emplace_back("Set-Cookie", std::string(kSessionCookie) + "=" + s.session_id +
+                                             CookieAttributes(s.secure_cookie) +
+                                             "; Max-Age=" + std::to_string(max_age_s));
+  out.headers.emplace_back("Cache-Control", "no-store");
+  return out;
+}
+
+// POST /api/v1/auth/logout -> 204; the session is deleted server-side.
+HttpResponse Logout(ApiContext& ctx, const RouteRequest& r) {
+  Status s = ctx.authenticator->Logout(r.http);
+  if (!s.ok()) return StatusResponse(s);
+  HttpResponse out;
+  out.status = 204;
+  out.content_type.clear();
+  out.headers.emplace_back("Set-Cookie", std::string(kSessionCookie) + "=" +
+                                             CookieAttributes(ctx.authenticator->SecureCookies()) +
+                                             "; Max-Age=0");
+  out.headers.emplace_back("Cache-Control", "no-store");
+  return out;
+}
+
+// GET /api/v1/auth/session -> the caller.
+HttpResponse WhoAmI(const RouteRequest& r) {
+  const Principal& p = PrincipalOf(r);
+  Json body{{"name", p.name},
+            {"method", std::string(MethodName(p.method))},
+            {"scopes", ScopeNames(p)},
+            {"all_tenants", p.all_tenants},
+            {"tenants", TenantNames(p)}};
+  if (p.method == AuthMethod::kSession) body["csrf_token"] = p.csrf_token;
+  HttpResponse out = JsonResponse(200, body);
+  out.headers.emplace_back("Cache-Control", "no-store");
+  return out;
+}
+
+}  // namespace
+
+void RegisterAuthRoutes(ApiContext& ctx, Router& router) {
+  router.Add(HttpMethod::kPost, "/api/v1/auth/login", RouteAccess::Login(),
+             [&ctx](const RouteRequest& r) { return Login(ctx, r); });
+  router.Add(HttpMethod::kPost, "/api/v1/auth/logout", RouteAccess::Authenticated(),
+             [&ctx](const RouteRequest& r) { return Logout(ctx, r); });
+  router.Add(HttpMethod::kGet, "/api/v1/auth/session", RouteAccess::Authenticated(), WhoAmI);
+}
+
+}  // namespace taskengine::api

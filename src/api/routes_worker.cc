@@ -1,0 +1,866 @@
+// The remote worker protocol (W4; L1-L3, E1, C1 over HTTP) and the workers
+// list. Every call about a lease carries its claim version and the store
+// fences it: a claim that is not current answers 409 `stale` (details: id and
+// the claim version sent) and changes nothing; a missing execution answers
+// 404. Worker tokens must have access to every tenant (a worker runs whatever
+// its queues hold), so a tenant-bound worker token gets 403 on every route.
+//
+// Lease requests long-poll through the LeaseBroker (no thread is held while
+// a worker waits). Single heartbeats and single finishes of concurrent
+// requests are group-committed into the store's batch calls; the batch
+// routes are one store call each. Outcomes are published through the engine
+// (Engine::PublishOutcomes) so that work they make due wakes workers.
+//
+// Worker registration: lease and batch heartbeat requests register the worker
+// (Store::ReportWorker, at most once a second per worker unless its state
+// changes). The store keeps id, host, pid, state, one current execution and
+// counts; the rest of the registration (name, version, queues, concurrency,
+// every execution in hand) is kept in this process and merged into
+// GET /api/v1/workers.
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+
+#include "api/lease_broker.h"
+#include "api/metrics.h"
+#include "api/routes.h"
+
+namespace taskengine::api {
+namespace {
+
+constexpr std::int64_t kMaxLeaseBatch = 100;
+constexpr std::int64_t kMaxWaitMs = 30'000;
+constexpr std::size_t kMaxQueues = 32;
+constexpr std::size_t kMaxWorkerId = 200;
+constexpr std::size_t kMaxLabel = 255;  // name, host, version
+constexpr std::int64_t kMaxConcurrency = 100'000;
+constexpr std::size_t kMaxBatchItems = 1000;
+constexpr std::size_t kMaxLogBytes = 16 * 1024;  // longer lines are truncated
+constexpr std::size_t kMaxErrorBytes = 64 * 1024;
+constexpr std::size_t kMaxDetailBytes = 64 * 1024;
+constexpr std::int64_t kMaxRetryAfterMs = 7LL * 24 * 3600 * 1000;
+constexpr auto kJobCacheTtl = std::chrono::seconds(1);
+constexpr auto kReportInterval = std::chrono::seconds(1);
+constexpr auto kForgetWorkerAfter = std::chrono::hours(1);
+
+using SteadyClock = std::chrono::steady_clock;
+
+// Worker ids: 1..200 visible ASCII characters (e.g. "host-1:4242").
+bool IsValidWorkerId(std::string_view id) {
+  if (id.empty() || id.size() > kMaxWorkerId) return false;
+  for (char c : id) {
+    if (c < 0x21 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+std::string IdText(ExecutionId id) { return std::to_string(id.value); }
+
+// --- worker registry ------------------------------------------------------------
+
+// What this process knows about remote workers. Thread-safe.
+class WorkerRegistry {
+ public:
+  struct Registration {
+    WorkerId id;
+    std::optional<std::string> name, host, version;
+    std::optional<std::int64_t> pid;
+    std::optional<int> concurrency;
+    std::vector<std::string> queues;
+  };
+
+  // A lease request: updates the registration. Returns the row to report to
+  // the store when one is due.
+  std::optional<WorkerInfo> OnLease(const Registration& r, Millis now) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Forget(SteadyClock::now());
+    Entry& e = Touch(r.id, now);
+    if (r.name) e.details.name = *r.name;
+    if (r.host) e.host = *r.host;
+    if (r.version) e.details.version = *r.version;
+    if (r.pid) e.pid = *r.pid;
+    if (r.concurrency) e.details.concurrency = *r.concurrency;
+    e.details.queues = r.queues;
+    return ReportIfDue(r.id, e);
+  }
+
+  // Leases handed to `worker`.
+  void OnLeased(const WorkerId& worker, const std::vector<Lease>& leases) {
+    if (leases.empty()) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = workers_.find(worker.value);
+    if (it == workers_.end()) return;
+    for (const Lease& l : leases) {
+      it->second.current.insert(l.id.value);
+      owner_[l.id.value] = worker.value;
+    }
+  }
+
+  // A batch heartbeat: `in_hand` is the worker's own view of what it holds.
+  std::optional<WorkerInfo> OnHeartbeat(const WorkerId& worker,
+                                        const std::vector<ExecutionId>& in_hand,
+                                        std::optional<std::int64_t> processed,
+                                        std::optional<std::int64_t> failed, Millis now) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry& e = Touch(worker, now);
+    for (std::int64_t id : e.current) owner_.erase(id);
+    e.current.clear();
+    for (ExecutionId id : in_hand) {
+      e.current.insert(id.value);
+      owner_[id.value] = worker.value;
+    }
+    if (processed) e.processed = *processed;
+    if (failed) e.failed = *failed;
+    return ReportIfDue(worker, e);
+  }
+
+  // Executions whose outcome was published: no longer in anyone's hands.
+  void OnFinished(const std::vector<ExecutionId>& ids) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (ExecutionId id : ids) {
+      auto it = owner_.find(id.value);
+      if (it == owner_.end()) continue;
+      auto w = workers_.find(it->second);
+      if (w != workers_.end()) w->second.current.erase(id.value);
+      owner_.erase(it);
+    }
+  }
+
+  // The registration fields this process holds, by worker id; plus the rows
+  // of workers it knows that the store may lack.
+  void Snapshot(std::map<std::string, WorkerDetails>* details,
+                std::map<std::string, WorkerInfo>* rows) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, e] : workers_) {
+      WorkerDetails d = e.details;
+      d.current.clear();
+      for (std::int64_t x : e.current) d.current.push_back(ExecutionId(x));
+      (*details)[id] = std::move(d);
+      (*rows)[id] = Row(WorkerId(id), e);
+    }
+  }
+
+ private:
+  struct Entry {
+    WorkerDetails details;
+    std::string host;
+    std::int64_t pid = 0;
+    Millis started_at = 0;
+    std::int64_t processed = 0;
+    std::int64_t failed = 0;
+    std::set<std::int64_t> current;
+    SteadyClock::time_point last_seen;
+    SteadyClock::time_point last_report;
+    bool reported = false;
+    WorkerState reported_state = WorkerState::kIdle;
+  };
+
+  // REQUIRES: mu_ held.
+  Entry& Touch(const WorkerId& id, Millis now) {
+    auto [it, inserted] = workers_.try_emplace(id.value);
+    Entry& e = it->second;
+    if (inserted) e.started_at = now;
+    e.details.last_seen_at = now;
+    e.last_seen = SteadyClock::now();
+    return e;
+  }
+
+  static WorkerInfo Row(const WorkerId& id, const Entry& e) {
+    WorkerInfo w;
+    w.id = id;
+    w.hostname = e.host;
+    w.pid = e.pid;
+    w.state = e.current.empty() ? WorkerState::kIdle : WorkerState::kBusy;
+    w.current = e.current.empty() ? ExecutionId() : ExecutionId(*e.current.begin());
+    w.processed = e.processed;
+    w.failed = e.failed;
+    w.started_at = e.started_at;
+    w.last_heartbeat_at = e.details.last_seen_at;
+    return w;
+  }
+
+  // REQUIRES: mu_ held.
+  std::optional<WorkerInfo> ReportIfDue(const WorkerId& id, Entry& e) {
+    WorkerInfo row = Row(id, e);
+    const auto now = SteadyClock::now();
+    if (e.reported && row.state == e.reported_state && now - e.last_report < kReportInterval) {
+      return std::nullopt;
+    }
+    e.reported = true;
+    e.reported_state = row.state;
+    e.last_report = now;
+    return row;
+  }
+
+  // Drops workers not seen for a long time. REQUIRES: mu_ held.
+  void Forget(SteadyClock::time_point now) {
+    if (now - last_forget_ < std::chrono::minutes(1)) return;
+    last_forget_ = now;
+    for (auto it = workers_.begin(); it != workers_.end();) {
+      if (now - it->second.last_seen > kForgetWorkerAfter) {
+        for (std::int64_t id : it->second.current) owner_.erase(id);
+        it = workers_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  mutable std::mutex mu_;
+  std::map<std::string, Entry> workers_;         // protected by mu_
+  std::map<std::int64_t, std::string> owner_;    // execution -> worker; protected by mu_
+  SteadyClock::time_point last_forget_;          // protected by mu_
+};
+
+// Job definitions for lease answers (handler, config), cached briefly so a
+// burst of leases does not read each definition again. Thread-safe.
+class JobCache {
+ public:
+  explicit JobCache(Store* store) : store_(store) {}
+
+  // nullptr when the definition is gone or cannot be read now.
+  std::shared_ptr<const JobDefinition> Get(const JobName& job) {
+    const auto now = SteadyClock::now();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = jobs_.find(job.value);
+      if (it != jobs_.end() && now - it->second.fetched_at < kJobCacheTtl) return it->second.job;
+    }
+    Result<JobDefinition> def = store_->GetJob(job);
+    if (!def.ok()) return nullptr;
+    auto shared = std::make_shared<const JobDefinition>(std::move(def).value());
+    std::lock_guard<std::mutex> lock(mu_);
+    if (jobs_.size() > 10'000) jobs_.clear();
+    jobs_[job.value] = Cached{shared, now};
+    return shared;
+  }
+
+ private:
+  struct Cached {
+    std::shared_ptr<const JobDefinition> job;
+    SteadyClock::time_point fetched_at;
+  };
+  Store* const store_;
+  std::mutex mu_;
+  std::map<std::string, Cached> jobs_;  // protected by mu_
+};
+
+// The state the worker routes share. Thread-safe.
+struct WorkerProtocol {
+  explicit WorkerProtocol(ApiContext& context)
+      : ctx(context),
+        metrics(context.options.worker_metrics.get()),
+        jobs(context.store),
+        heartbeats(
+            [store = context.store](const std::vector<HeartbeatRequest>& batch) {
+              return store->HeartbeatBatch(batch);
+            },
+            kMaxBatchItems),
+        finishes(
+            [engine = context.engine](const std::vector<FinishRequest>& batch) {
+              return engine->PublishOutcomes(batch);
+            },
+            kMaxBatchItems) {}
+
+  // Registers the worker with the store when a report is due (best effort:
+  // a lost registration is harmless; the next report is due within a second).
+  void Report(const std::optional<WorkerInfo>& row) {
+    if (!row) return;
+    (void)ctx.store->ReportWorker(*row);
+  }
+
+  // Counts a recorded outcome of a remote worker (I5 metrics).
+  void CountOutcome(const FinishRequest& finish) {
+    if (finish.kind == FinishRequest::Kind::kComplete) {
+      ++metrics->completions;
+    } else if (finish.kind == FinishRequest::Kind::kFail) {
+      if (finish.unsupported_schema) {
+        ++metrics->failed_unsupported_schema;
+      } else if (finish.failure_class == FailureClass::kPermanent) {
+        ++metrics->failed_permanent;
+      } else if (finish.failure_class == FailureClass::kAmbiguous) {
+        ++metrics->failed_ambiguous;
+      } else {
+        ++metrics->failed_retryable;
+      }
+    }
+  }
+
+  ApiContext& ctx;
+  ApiMetrics* const metrics;  // ctx.options.worker_metrics; lives as long as ctx
+  WorkerRegistry workers;
+  JobCache jobs;
+  CallBatcher<HeartbeatRequest, Result<HeartbeatReply>> heartbeats;
+  CallBatcher<FinishRequest, Result<FinishReply>> finishes;
+};
+
+using ProtocolPtr = std::shared_ptr<WorkerProtocol>;
+
+// --- request helpers ---------------------------------------------------------------
+
+// 403 for a worker token bound to tenants (worker tokens must be global).
+std::optional<HttpResponse> RequireGlobalWorker(const RouteRequest& req) {
+  if (PrincipalOf(req).all_tenants) return std::nullopt;
+  return ErrorResponse(403, "forbidden",
+                       "the worker protocol needs a worker token with access to every tenant");
+}
+
+// An execution id in a body: a string of decimal digits (an integer is
+// accepted too).
+std::optional<ExecutionId> ReadId(StrictObject& in, std::string_view field) {
+  const nlohmann::json* v = in.Value(field);
+  if (!in.ok()) return std::nullopt;
+  if (v == nullptr || v->is_null()) {
+    in.Fail(field, "is required");
+    return std::nullopt;
+  }
+  if (v->is_number_integer() || v->is_number_unsigned()) {
+    std::int64_t n = in.Int(field, 1, std::numeric_limits<std::int64_t>::max()).value_or(0);
+    if (n > 0) return ExecutionId(n);
+    return std::nullopt;
+  }
+  if (!v->is_string()) {
+    in.Fail(field, "must be an execution id (a string of decimal digits)");
+    return std::nullopt;
+  }
+  auto n = ParseInteger(v->get_ref<const std::string&>(), 1,
+                        std::numeric_limits<std::int64_t>::max(), "id");
+  if (!n.ok()) {
+    in.Fail(field, "must be an execution id (a string of decimal digits)");
+    return std::nullopt;
+  }
+  return ExecutionId(*n);
+}
+
+std::optional<ClaimVersion> ReadClaimVersion(StrictObject& in) {
+  in.Require("claim_version");
+  auto v = in.Int("claim_version", 0, std::numeric_limits<std::int64_t>::max());
+  if (!v) return std::nullopt;
+  return ClaimVersion(*v);
+}
+
+Result<ExecutionId> PathId(const RouteRequest& req) {
+  auto id = ParseInteger(req.Param("id"), 1, std::numeric_limits<std::int64_t>::max(),
+                         "execution id");
+  if (!id.ok()) return id.status();
+  return ExecutionId(*id);
+}
+
+// The answer to a failed call about `ref`: 409 stale names the execution and
+// the claim version sent; other errors by the one mapping.
+HttpResponse LeaseError(const Status& status, const LeaseRef& ref) {
+  if (status.code() == ErrorCode::kStale) {
+    return StatusResponse(status, {{"id", IdText(ref.id)}, {"claim_version", ref.version.value}});
+  }
+  return StatusResponse(status);
+}
+
+// {"code", "message"} of a failed batch item.
+Json ItemError(const Status& status) {
+  return {{"code", std::string(HttpErrorFor(status.code()).code)}, {"message", status.message()}};
+}
+
+HttpResponse NoContent() {
+  HttpResponse r;
+  r.status = 204;
+  return r;
+}
+
+// Reads a finish (complete, fail, release) of kind `kind` from `in`; the
+// fields that do not belong to the kind are refused.
+void ReadFinishFields(StrictObject& in, FinishRequest::Kind kind, FinishRequest* out) {
+  out->kind = kind;
+  if (kind == FinishRequest::Kind::kComplete) {
+    const nlohmann::json* result = in.Value("result");
+    if (result != nullptr && !result->is_null()) out->result_json = DumpJson(*result);
+    return;
+  }
+  if (kind == FinishRequest::Kind::kFail) {
+    std::optional<std::string> cls = in.String("class", 20);
+    std::optional<std::string> error = in.String("error", kMaxErrorBytes);
+    std::optional<std::int64_t> retry_after = in.Int("retry_after_ms", 0, kMaxRetryAfterMs);
+    std::optional<bool> unsupported = in.Bool("unsupported_schema");
+    out->failure_class = FailureClass::kRetryable;
+    if (cls) {
+      if (*cls == "retryable") {
+        out->failure_class = FailureClass::kRetryable;
+      } else if (*cls == "permanent") {
+        out->failure_class = FailureClass::kPermanent;
+      } else if (*cls == "ambiguous") {
+        out->failure_class = FailureClass::kAmbiguous;
+      } else {
+        in.Fail("class", "must be one of retryable, permanent, ambiguous");
+      }
+    }
+    out->error = error.value_or("");
+    out->retry_after_ms = retry_after.value_or(0);
+    out->unsupported_schema = unsupported.value_or(false);
+    if (out->unsupported_schema && out->failure_class != FailureClass::kPermanent) {
+      in.Fail("unsupported_schema", "needs class permanent");
+    }
+  }
+}
+
+std::optional<FinishRequest::Kind> ParseKind(std::string_view kind) {
+  if (kind == "complete") return FinishRequest::Kind::kComplete;
+  if (kind == "fail") return FinishRequest::Kind::kFail;
+  if (kind == "release") return FinishRequest::Kind::kRelease;
+  return std::nullopt;
+}
+
+// --- lease -------------------------------------------------------------------------------
+
+// POST /api/v1/worker/lease
+//   {"worker_id": "host-1:123", "queues": ["default"], "max": 1..100 (1),
+//    "wait_ms": 0..30000 (0), "name", "host", "pid", "version", "concurrency"}
+// -> 200 {"leases": [Lease...]}: as soon as at least one execution is leased,
+//    else an empty list once wait_ms has passed (or the server stops).
+//    503 when too many polls are parked.
+void LeaseRoute(const ProtocolPtr& wp, const RouteRequest& req, const Responder& respond) {
+  if (auto forbidden = RequireGlobalWorker(req)) {
+    respond.Send(*forbidden);
+    return;
+  }
+  auto body = ParseJsonBody(req.http, /*allow_empty=*/false);
+  if (!body.ok()) {
+    respond.Send(StatusResponse(body.status()));
+    return;
+  }
+  StrictObject in(*body, "request body");
+  in.Require("worker_id");
+  in.Require("queues");
+  std::optional<std::string> worker_id = in.String("worker_id", kMaxWorkerId);
+  const nlohmann::json* queues = in.Value("queues");
+  std::optional<std::int64_t> max = in.Int("max", 1, kMaxLeaseBatch);
+  std::optional<std::int64_t> wait_ms = in.Int("wait_ms", 0, kMaxWaitMs);
+  WorkerRegistry::Registration reg;
+  reg.name = in.String("name", kMaxLabel);
+  reg.host = in.String("host", kMaxLabel);
+  reg.version = in.String("version", kMaxLabel);
+  reg.pid = in.Int("pid", 0, std::numeric_limits<std::int32_t>::max());
+  if (auto c = in.Int("concurrency", 1, kMaxConcurrency)) reg.concurrency = static_cast<int>(*c);
+  if (worker_id && !IsValidWorkerId(*worker_id)) {
+    in.Fail("worker_id", "must be 1..200 visible ASCII characters");
+  }
+  if (in.ok() && queues != nullptr) {
+    if (!queues->is_array() || queues->empty() || queues->size() > kMaxQueues) {
+      in.Fail("queues", "must be an array of 1..32 queue names");
+    } else {
+      for (const nlohmann::json& q : *queues) {
+        if (!q.is_string() || !IsValidQueueName(q.get_ref<const std::string&>())) {
+          in.Fail("queues", "holds an invalid queue name (must match [a-z0-9][a-z0-9._-]{0,99})");
+          break;
+        }
+        const std::string& name = q.get_ref<const std::string&>();
+        if (std::find(reg.queues.begin(), reg.queues.end(), name) != reg.queues.end()) {
+          in.Fail("queues", "names queue '" + name + "' twice");
+          break;
+        }
+        reg.queues.push_back(name);
+      }
+    }
+  }
+  if (Status s = in.Finish(); !s.ok()) {
+    respond.Send(StatusResponse(s));
+    return;
+  }
+  reg.id = WorkerId(*worker_id);
+  wp->Report(wp->workers.OnLease(reg, wp->ctx.clock->NowMillis()));
+
+  LeasePoll poll;
+  poll.worker = reg.id;
+  poll.queues = reg.queues;
+  poll.max = static_cast<int>(max.value_or(1));
+  poll.wait = std::chrono::milliseconds(wait_ms.value_or(0));
+  poll.deliver = [wp, respond, worker = reg.id](std::vector<Lease> leases) {
+    wp->workers.OnLeased(worker, leases);
+    wp->metrics->claims += static_cast<std::int64_t>(leases.size());
+    Json items = Json::array();
+    for (const Lease& lease : leases) {
+      std::shared_ptr<const JobDefinition> job = wp->jobs.Get(lease.job);
+      Json item = LeaseToJson(lease, job.get());
+      item["timeout_ms"] = job != nullptr ? Json(job->timeout_ms) : Json(nullptr);
+      items.push_back(std::move(item));
+    }
+    respond.Send(JsonResponse(200, Json{{"leases", std::move(items)}}));
+  };
+  if (Status s = wp->ctx.lease_broker->Submit(std::move(poll)); !s.ok()) {
+    respond.Send(StatusResponse(s));
+  }
+}
+
+// --- heartbeats ----------------------------------------------------------------------------
+
+// POST /api/v1/worker/executions/{id}/heartbeat   {"claim_version": 3, "progress": 0..100}
+// -> 200 {"cancel_requested", "lease_expires_at", "lease_expires_at_ms"}
+HttpResponse HeartbeatRoute(WorkerProtocol& wp, const RouteRequest& req) {
+  if (auto forbidden = RequireGlobalWorker(req)) return *forbidden;
+  auto id = PathId(req);
+  if (!id.ok()) return StatusResponse(id.status());
+  auto body = ParseJsonBody(req.http, /*allow_empty=*/false);
+  if (!body.ok()) return StatusResponse(body.status());
+  StrictObject in(*body, "request body");
+  std::optional<ClaimVersion> version = ReadClaimVersion(in);
+  std::optional<std::int64_t> progress = in.Int("progress", 0, 100);
+  if (Status s = in.Finish(); !s.ok()) return StatusResponse(s);
+  HeartbeatRequest h;
+  h.lease = LeaseRef{*id, *version};
+  if (progress) h.progress = static_cast<int>(*progress);
+  Result<HeartbeatReply> reply = wp.heartbeats.Call(h);
+  if (!reply.ok()) return LeaseError(reply.status(), h.lease);
+  return JsonResponse(200, Json{{"cancel_requested", reply->cancel_requested},
+                                {"lease_expires_at", TimeOrNull(reply->lease_expires_at)},
+                                {"lease_expires_at_ms", reply->lease_expires_at}});
+}
+
+// POST /api/v1/worker/heartbeats
+//   {"worker_id": "...", "items": [{"id": "42", "claim_version": 3, "progress": 10}],
+//    "processed": N, "failed": M}
+// -> 200 {"items": [{"id", "ok": true, "cancel_requested", "lease_expires_at_ms"} |
+//                   {"id", "ok": false, "error": {"code", "message"}}]}
+// One store transaction; also refreshes the worker's registration (items may
+// be empty: a worker heartbeat only).
+HttpResponse HeartbeatsRoute(WorkerProtocol& wp, const RouteRequest& req) {
+  if (auto forbidden = RequireGlobalWorker(req)) return *forbidden;
+  auto body = ParseJsonBody(req.http, /*allow_empty=*/false);
+  if (!body.ok()) return StatusResponse(body.status());
+  StrictObject in(*body, "request body");
+  in.Require("worker_id");
+  std::optional<std::string> worker_id = in.String("worker_id", kMaxWorkerId);
+  const nlohmann::json* items = in.Value("items");
+  std::optional<std::int64_t> processed =
+      in.Int("processed", 0, std::numeric_limits<std::int64_t>::max());
+  std::optional<std::int64_t> failed = in.Int("failed", 0, std::numeric_limits<std::int64_t>::max());
+  if (worker_id && !IsValidWorkerId(*worker_id)) {
+    in.Fail("worker_id", "must be 1..200 visible ASCII characters");
+  }
+  std::vector<HeartbeatRequest> requests;
+  if (in.ok() && items != nullptr && !items->is_null()) {
+    if (!items->is_array() || items->size() > kMaxBatchItems) {
+      in.Fail("items", "must be an array of at most 1000 items");
+    } else {
+      for (std::size_t i = 0; i < items->size() && in.ok(); ++i) {
+        StrictObject item((*items)[i], "items[" + std::to_string(i) + "]");
+        std::optional<ExecutionId> id = ReadId(item, "id");
+        std::optional<ClaimVersion> version = ReadClaimVersion(item);
+        std::optional<std::int64_t> progress = item.Int("progress", 0, 100);
+        if (Status s = item.Finish(); !s.ok()) return StatusResponse(s);
+        HeartbeatRequest h;
+        h.lease = LeaseRef{*id, *version};
+        if (progress) h.progress = static_cast<int>(*progress);
+        requests.push_back(h);
+      }
+    }
+  }
+  if (Status s = in.Finish(); !s.ok()) return StatusResponse(s);
+
+  std::vector<Result<HeartbeatReply>> replies;
+  if (!requests.empty()) replies = wp.ctx.store->HeartbeatBatch(requests);
+  std::vector<ExecutionId> in_hand;
+  Json out = Json::array();
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const Result<HeartbeatReply>& r = replies[i];
+    if (r.ok()) {
+      in_hand.push_back(requests[i].lease.id);
+      out.push_back(Json{{"id", IdText(requests[i].lease.id)},
+                         {"ok", true},
+                         {"cancel_requested", r->cancel_requested},
+                         {"lease_expires_at_ms", r->lease_expires_at}});
+    } else {
+      if (r.status().code() == ErrorCode::kStale) ++wp.metrics->stale_rejections;
+      out.push_back(Json{{"id", IdText(requests[i].lease.id)},
+                         {"ok", false},
+                         {"error", ItemError(r.status())}});
+    }
+  }
+  wp.Report(wp.workers.OnHeartbeat(WorkerId(*worker_id), in_hand, processed, failed,
+                                   wp.ctx.clock->NowMillis()));
+  return JsonResponse(200, Json{{"items", std::move(out)}});
+}
+
+// --- log and effects ------------------------------------------------------------------------
+
+// POST /api/v1/worker/executions/{id}/log
+//   {"claim_version": 3, "level": "debug|info|warn|error", "message": "..."} -> 204
+// Messages longer than 16 KiB are truncated.
+HttpResponse LogRoute(WorkerProtocol& wp, const RouteRequest& req) {
+  if (auto forbidden = RequireGlobalWorker(req)) return *forbidden;
+  auto id = PathId(req);
+  if (!id.ok()) return StatusResponse(id.status());
+  auto body = ParseJsonBody(req.http, /*allow_empty=*/false);
+  if (!body.ok()) return StatusResponse(body.status());
+  StrictObject in(*body, "request body");
+  std::optional<ClaimVersion> version = ReadClaimVersion(in);
+  std::optional<std::string> level_name = in.String("level", 10);
+  in.Require("message");
+  std::optional<std::string> message = in.String("message", std::string::npos - 1);
+  LogLevel level = LogLevel::kInfo;
+  if (level_name) {
+    auto parsed = ParseLogLevel(*level_name);
+    if (!parsed) {
+      in.Fail("level", "must be one of debug, info, warn, error");
+    } else {
+      level = *parsed;
+    }
+  }
+  if (Status s = in.Finish(); !s.ok()) return StatusResponse(s);
+  std::string_view text(*message);
+  if (text.size() > kMaxLogBytes) {
+    std::size_t cut = kMaxLogBytes;
+    // Do not cut a UTF-8 sequence in half.
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    text = text.substr(0, cut);
+  }
+  const LeaseRef ref{*id, *version};
+  if (Status s = wp.ctx.store->AppendLog(ref, level, text); !s.ok()) return LeaseError(s, ref);
+  return NoContent();
+}
+
+// Reads {"claim_version": N} plus, when `detail` is given, "detail".
+Result<LeaseRef> ReadEffectCall(const RouteRequest& req, std::optional<std::string>* detail) {
+  TE_ASSIGN_OR_RETURN(ExecutionId id, PathId(req));
+  if (!IsValidEffectName(req.Param("name"))) {
+    return InvalidArgument("effect name: 1..120 characters of [A-Za-z0-9._:-]");
+  }
+  TE_ASSIGN_OR_RETURN(nlohmann::json body, ParseJsonBody(req.http, /*allow_empty=*/false));
+  StrictObject in(body, "request body");
+  std::optional<ClaimVersion> version = ReadClaimVersion(in);
+  if (detail != nullptr) *detail = in.String("detail", kMaxDetailBytes);
+  TE_RETURN_IF_ERROR(in.Finish());
+  return LeaseRef{id, *version};
+}
+
+// POST /api/v1/worker/executions/{id}/effects/{name}/reserve   {"claim_version": 3}
+// -> 200 {"answer": "proceed|already_done|canceled|ambiguous", "key", "detail", "committed_at"}
+//    (detail and committed_at set for already_done); 409 stale for a claim
+//    that is not current (E1).
+HttpResponse ReserveEffectRoute(WorkerProtocol& wp, const RouteRequest& req) {
+  if (auto forbidden = RequireGlobalWorker(req)) return *forbidden;
+  auto ref = ReadEffectCall(req, nullptr);
+  if (!ref.ok()) return StatusResponse(ref.status());
+  Result<EffectReply> reply = wp.ctx.store->ReserveEffect(*ref, req.Param("name"));
+  if (!reply.ok()) return LeaseError(reply.status(), *ref);
+  if (reply->answer == EffectAnswer::kStale) {
+    return LeaseError(Stale("claim version " + std::to_string(ref->version.value) +
+                            " of execution " + IdText(ref->id) +
+                            " is not current; reserve nothing"),
+                      *ref);
+  }
+  if (reply->answer == EffectAnswer::kAlreadyDone) ++wp.metrics->effect_duplicates;
+  return JsonResponse(
+      200, Json{{"answer", std::string(ToString(reply->answer))},
+                {"key", reply->key},
+                {"detail", reply->answer == EffectAnswer::kAlreadyDone ? Json(reply->detail)
+                                                                       : Json(nullptr)},
+                {"committed_at", TimeOrNull(reply->committed_at)}});
+}
+
+// POST /api/v1/worker/executions/{id}/effects/{name}/commit
+//   {"claim_version": 3, "detail": "..."} -> 200 Effect. 409 conflict when it
+//   was never reserved; committing again keeps the first detail.
+HttpResponse CommitEffectRoute(WorkerProtocol& wp, const RouteRequest& req) {
+  if (auto forbidden = RequireGlobalWorker(req)) return *forbidden;
+  std::optional<std::string> detail;
+  auto ref = ReadEffectCall(req, &detail);
+  if (!ref.ok()) return StatusResponse(ref.status());
+  Result<EffectRecord> effect =
+      wp.ctx.store->CommitEffect(*ref, req.Param("name"), detail.value_or(""));
+  if (!effect.ok()) return LeaseError(effect.status(), *ref);
+  return JsonResponse(200, EffectToJson(*effect));
+}
+
+// POST /api/v1/worker/executions/{id}/effects/{name}/release   {"claim_version": 3} -> 204
+// The effect certainly did not happen: a retry proceeds instead of meeting ambiguous.
+HttpResponse ReleaseEffectRoute(WorkerProtocol& wp, const RouteRequest& req) {
+  if (auto forbidden = RequireGlobalWorker(req)) return *forbidden;
+  auto ref = ReadEffectCall(req, nullptr);
+  if (!ref.ok()) return StatusResponse(ref.status());
+  if (Status s = wp.ctx.store->ReleaseEffect(*ref, req.Param("name")); !s.ok()) {
+    return LeaseError(s, *ref);
+  }
+  return NoContent();
+}
+
+// --- outcomes ---------------------------------------------------------------------------------
+
+// POST /api/v1/worker/executions/{id}/complete  {"claim_version", "result": any JSON}
+//   -> 200 {"status": "succeeded"}
+// POST /api/v1/worker/executions/{id}/fail      {"claim_version", "class":
+//   "retryable|permanent|ambiguous" (retryable), "error", "retry_after_ms",
+//   "unsupported_schema"} -> 200 {"status": "queued|failed|quarantined|...", "run_at"}
+// POST /api/v1/worker/executions/{id}/release   {"claim_version"} -> 200 {"status": "queued"}
+//   (canceled when cancellation was requested)
+HttpResponse FinishRoute(WorkerProtocol& wp, const RouteRequest& req, FinishRequest::Kind kind) {
+  if (auto forbidden = RequireGlobalWorker(req)) return *forbidden;
+  auto id = PathId(req);
+  if (!id.ok()) return StatusResponse(id.status());
+  auto body = ParseJsonBody(req.http, /*allow_empty=*/false);
+  if (!body.ok()) return StatusResponse(body.status());
+  StrictObject in(*body, "request body");
+  FinishRequest finish;
+  std::optional<ClaimVersion> version = ReadClaimVersion(in);
+  ReadFinishFields(in, kind, &finish);
+  if (Status s = in.Finish(); !s.ok()) return StatusResponse(s);
+  finish.lease = LeaseRef{*id, *version};
+  Result<FinishReply> reply = wp.finishes.Call(finish);
+  if (!reply.ok()) return LeaseError(reply.status(), finish.lease);
+  wp.CountOutcome(finish);
+  wp.workers.OnFinished({*id});
+  Json out = {{"status", std::string(ToString(reply->status))}};
+  if (kind == FinishRequest::Kind::kFail) {
+    out["run_at"] = reply->status == ExecutionStatus::kQueued ? TimeOrNull(reply->run_at)
+                                                              : Json(nullptr);
+  }
+  return JsonResponse(200, out);
+}
+
+// POST /api/v1/worker/finish
+//   {"items": [{"id": "42", "claim_version": 3, "kind": "complete|fail|release",
+//               "result", "class", "error", "retry_after_ms", "unsupported_schema"}]}
+// -> 200 {"items": [{"id", "ok": true, "status"} | {"id", "ok": false, "error": {"code", "message"}}]}
+// 1..1000 items in one transaction: each is fenced on its own, none is ok
+// before all are durable. A malformed item refuses the whole request (400).
+HttpResponse FinishBatchRoute(WorkerProtocol& wp, const RouteRequest& req) {
+  if (auto forbidden = RequireGlobalWorker(req)) return *forbidden;
+  auto body = ParseJsonBody(req.http, /*allow_empty=*/false);
+  if (!body.ok()) return StatusResponse(body.status());
+  StrictObject in(*body, "request body");
+  in.Require("items");
+  const nlohmann::json* items = in.Value("items");
+  std::vector<FinishRequest> requests;
+  if (in.ok()) {
+    if (!items->is_array() || items->empty() || items->size() > kMaxBatchItems) {
+      in.Fail("items", "must be an array of 1..1000 items");
+    } else {
+      for (std::size_t i = 0; i < items->size(); ++i) {
+        StrictObject item((*items)[i], "items[" + std::to_string(i) + "]");
+        std::optional<ExecutionId> id = ReadId(item, "id");
+        std::optional<ClaimVersion> version = ReadClaimVersion(item);
+        item.Require("kind");
+        std::optional<std::string> kind_name = item.String("kind", 20);
+        FinishRequest finish;
+        if (kind_name) {
+          if (auto kind = ParseKind(*kind_name)) {
+            ReadFinishFields(item, *kind, &finish);
+          } else {
+            item.Fail("kind", "must be one of complete, fail, release");
+          }
+        }
+        if (Status s = item.Finish(); !s.ok()) return StatusResponse(s);
+        finish.lease = LeaseRef{*id, *version};
+        requests.push_back(std::move(finish));
+      }
+    }
+  }
+  if (Status s = in.Finish(); !s.ok()) return StatusResponse(s);
+
+  std::vector<Result<FinishReply>> replies = wp.ctx.engine->PublishOutcomes(requests);
+  std::vector<ExecutionId> finished;
+  Json out = Json::array();
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const std::string id = IdText(requests[i].lease.id);
+    if (replies[i].ok()) {
+      wp.CountOutcome(requests[i]);
+      finished.push_back(requests[i].lease.id);
+      out.push_back(
+          Json{{"id", id}, {"ok", true}, {"status", std::string(ToString(replies[i]->status))}});
+    } else {
+      if (replies[i].status().code() == ErrorCode::kStale) ++wp.metrics->stale_rejections;
+      out.push_back(Json{{"id", id}, {"ok", false}, {"error", ItemError(replies[i].status())}});
+    }
+  }
+  wp.workers.OnFinished(finished);
+  return JsonResponse(200, Json{{"items", std::move(out)}});
+}
+
+// --- workers list -----------------------------------------------------------------------------
+
+// GET /api/v1/workers -> {"items": [Worker...]} by id. Needs access to every tenant.
+HttpResponse ListWorkersRoute(WorkerProtocol& wp, const RouteRequest& req) {
+  if (!PrincipalOf(req).all_tenants) return NeedsAllTenants("the workers list");
+  auto query = QueryParams::Parse(req.http.query);
+  if (!query.ok()) return StatusResponse(query.status());
+  if (Status s = query->RejectUnknown({}); !s.ok()) return StatusResponse(s);
+  Result<std::vector<WorkerInfo>> stored = wp.ctx.store->ListWorkers(0);
+  if (!stored.ok()) return StatusResponse(stored.status());
+  std::map<std::string, WorkerDetails> details;
+  std::map<std::string, WorkerInfo> rows;
+  wp.workers.Snapshot(&details, &rows);
+  // The store's rows win (they hold what every node reported); workers this
+  // process knows but the store does not (a lost report) are listed too.
+  for (WorkerInfo& w : *stored) rows[w.id.value] = std::move(w);
+  Json items = Json::array();
+  for (const auto& [id, row] : rows) {
+    auto d = details.find(id);
+    items.push_back(WorkerToJson(row, d == details.end() ? nullptr : &d->second));
+  }
+  return JsonResponse(200, Json{{"items", std::move(items)}});
+}
+
+}  // namespace
+
+// Counts the answers 409 stale of a worker route (I5 metrics).
+RouteHandler CountingStale(ApiMetrics* metrics, RouteHandler route) {
+  return [metrics, route = std::move(route)](const RouteRequest& r) {
+    HttpResponse response = route(r);
+    if (response.status == 409) {
+      auto body = nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+      if (body.is_object() && body.contains("error") && body["error"].is_object() &&
+          body["error"].value("code", "") == HttpErrorFor(ErrorCode::kStale).code) {
+        ++metrics->stale_rejections;
+      }
+    }
+    return response;
+  };
+}
+
+void RegisterWorkerRoutes(ApiContext& ctx, Router& router) {
+  if (!ctx.options.worker_metrics) ctx.options.worker_metrics = std::make_shared<ApiMetrics>();
+  ctx.lease_broker = std::make_unique<LeaseBroker>(ctx.store, LeaseBrokerOptions{});
+  ctx.engine->AddWorkListener(ctx.lease_broker->WakeCallback());
+  auto wp = std::make_shared<WorkerProtocol>(ctx);
+  const RouteAccess worker = RouteAccess::Requires(Scope::kWorker);
+
+  router.AddAsync(HttpMethod::kPost, "/api/v1/worker/lease", worker,
+                  [wp](RouteRequest r, Responder respond) { LeaseRoute(wp, r, respond); });
+  ApiMetrics* const metrics = ctx.options.worker_metrics.get();
+  const auto add = [&](std::string pattern, RouteHandler handler) {
+    router.Add(HttpMethod::kPost, std::move(pattern), worker,
+               CountingStale(metrics, std::move(handler)));
+  };
+  add("/api/v1/worker/executions/{id}/heartbeat",
+      [wp](const RouteRequest& r) { return HeartbeatRoute(*wp, r); });
+  add("/api/v1/worker/heartbeats",
+      [wp](const RouteRequest& r) { return HeartbeatsRoute(*wp, r); });
+  add("/api/v1/worker/executions/{id}/log",
+      [wp](const RouteRequest& r) { return LogRoute(*wp, r); });
+  add("/api/v1/worker/executions/{id}/effects/{name}/reserve",
+      [wp](const RouteRequest& r) { return ReserveEffectRoute(*wp, r); });
+  add("/api/v1/worker/executions/{id}/effects/{name}/commit",
+      [wp](const RouteRequest& r) { return CommitEffectRoute(*wp, r); });
+  add("/api/v1/worker/executions/{id}/effects/{name}/release",
+      [wp](const RouteRequest& r) { return ReleaseEffectRoute(*wp, r); });
+  add("/api/v1/worker/executions/{id}/complete",
+      [wp](const RouteRequest& r) {
+        return FinishRoute(*wp, r, FinishRequest::Kind::kComplete);
+      });
+  add("/api/v1/worker/executions/{id}/fail",
+      [wp](const RouteRequest& r) {
+        return FinishRoute(*wp, r, FinishRequest::Kind::kFail);
+      });
+  add("/api/v1/worker/executions/{id}/release",
+      [wp](const RouteRequest& r) {
+        return FinishRoute(*wp, r, FinishRequest::Kind::kRelease);
+      });
+  add("/api/v1/worker/finish",
+      [wp](const RouteRequest& r) { return FinishBatchRoute(*wp, r); });
+  router.Add(HttpMethod::kGet, "/api/v1/workers", RouteAccess::Requires(Scope::kRead),
+      [wp](const RouteRequest& r) { return ListWorkersRoute(*wp, r); });
+}
+
+}  // namespace taskengine::api

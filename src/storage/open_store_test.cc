@@ -1,0 +1,45 @@
+#include "storage/open_store.h"
+
+#include <gtest/gtest.h>
+
+#include "testing_support/test_util.h"
+
+namespace taskengine {
+namespace {
+
+TEST(OpenStoreTest, RecognizesPostgresUrls) {
+  EXPECT_TRUE(IsPostgresUrl("postgres://u@h/db"));
+  EXPECT_TRUE(IsPostgresUrl("postgresql://u@h:5432/db"));
+  EXPECT_FALSE(IsPostgresUrl("mysql://u@h/db"));
+  EXPECT_FALSE(IsPostgresUrl("/var/lib/te.db"));
+  EXPECT_FALSE(IsPostgresUrl(""));
+}
+
+TEST(OpenStoreTest, RedactUrlHidesOnlyThePassword) {
+  EXPECT_EQ(RedactUrl("postgres://app:s3cret@db:5432/jobs"), "postgres://app:***@db:5432/jobs");
+  EXPECT_EQ(RedactUrl("postgres://app@db/jobs"), "postgres://app@db/jobs");
+  EXPECT_EQ(RedactUrl("postgres://db:5432/jobs"), "postgres://db:5432/jobs");
+  EXPECT_EQ(RedactUrl("postgresql://a:p%40ss@h/d"), "postgresql://a:***@h/d");
+}
+
+TEST(OpenStoreTest, RefusesAnUrlOfAnotherScheme) {
+  StoreLocation location;
+  location.url = "mysql://u@h/db";
+  auto opened = OpenStore(location, nullptr, nullptr);
+  ASSERT_FALSE(opened.ok());
+  EXPECT_EQ(opened.status().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(OpenStoreTest, OpensSqliteWithTheSystemClockByDefault) {
+  TempDir dir;
+  StoreLocation location;
+  location.path = dir.File("sub/te.db");
+  ASSERT_OK_AND_ASSIGN(OpenedStore opened, OpenStore(location, nullptr, nullptr));
+  ASSERT_NE(opened.store, nullptr);
+  EXPECT_EQ(opened.clock, SystemClock::Get());
+  EXPECT_EQ(opened.owned_clock, nullptr);
+  EXPECT_OK(opened.store->Migrate());
+}
+
+}  // namespace
+}  // namespace taskengine

@@ -1,0 +1,247 @@
+#include "storage/postgres/pg_conn.h"
+
+#include <libpq-fe.h>
+
+#include <charconv>
+#include <cstdlib>
+
+namespace taskengine::pg {
+
+bool IsConnectionLoss(std::string_view sqlstate) {
+  return sqlstate.substr(0, 2) == "08" || sqlstate == "57P01" || sqlstate == "57P02" ||
+         sqlstate == "57P03";
+}
+
+bool IsRetryable(std::string_view sqlstate) {
+  return sqlstate == "40001" || sqlstate == "40P01";
+}
+
+Status StatusForSqlState(std::string_view sqlstate, std::string message) {
+  if (IsConnectionLoss(sqlstate) || sqlstate.empty()) {
+    return Unavailable("PostgreSQL connection lost: " + message);
+  }
+  if (IsRetryable(sqlstate) || sqlstate.substr(0, 2) == "53" || sqlstate == "55P03" ||
+      sqlstate == "57014") {
+    return Unavailable("PostgreSQL: " + message);
+  }
+  if (sqlstate == "23505") return Conflict("PostgreSQL: " + message);
+  if (sqlstate.substr(0, 2) == "22") return InvalidArgument("PostgreSQL: " + message);
+  return Internal("PostgreSQL (SQLSTATE " + std::string(sqlstate) + "): " + message);
+}
+
+// --- Params --------------------------------------------------------------------
+
+Params& Params::Add(std::int64_t v) {
+  values_.push_back(std::to_string(v));
+  null_.push_back(false);
+  return *this;
+}
+
+Params& Params::Add(bool v) {
+  values_.emplace_back(v ? "true" : "false");
+  null_.push_back(false);
+  return *this;
+}
+
+Params& Params::Add(std::string_view v) {
+  values_.emplace_back(v);
+  null_.push_back(false);
+  return *this;
+}
+
+Params& Params::AddNull() {
+  values_.emplace_back();
+  null_.push_back(true);
+  return *this;
+}
+
+Params& Params::AddOrNull(std::string_view v) { return v.empty() ? AddNull() : Add(v); }
+
+Params& Params::AddArray(const std::vector<std::int64_t>& values) {
+  std::string text = "{";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) text += ',';
+    text += std::to_string(values[i]);
+  }
+  text += '}';
+  values_.push_back(std::move(text));
+  null_.push_back(false);
+  return *this;
+}
+
+Params& Params::AddTextArray(const std::vector<std::optional<std::string>>& values) {
+  std::string text = "{";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) text += ',';
+    if (!values[i]) {
+      text += "NULL";
+      continue;
+    }
+    text += '"';
+    for (char c : *values[i]) {
+      if (c == '"' || c == '\\') text += '\\';
+      text += c;
+    }
+    text += '"';
+  }
+  text += '}';
+  values_.push_back(std::move(text));
+  null_.push_back(false);
+  return *this;
+}
+
+const char* const* Params::values() const {
+  pointers_.assign(values_.size(), nullptr);
+  for (std::size_t i = 0; i < values_.size(); ++i) {
+    if (!null_[i]) pointers_[i] = values_[i].c_str();
+  }
+  return pointers_.data();
+}
+
+// --- PgResult ------------------------------------------------------------------
+
+PgResult::~PgResult() {
+  if (r_ != nullptr) PQclear(r_);
+}
+
+PgResult& PgResult::operator=(PgResult&& o) noexcept {
+  if (this != &o) {
+    if (r_ != nullptr) PQclear(r_);
+    r_ = o.r_;
+    o.r_ = nullptr;
+  }
+  return *this;
+}
+
+int PgResult::rows() const { return r_ != nullptr ? PQntuples(r_) : 0; }
+
+bool PgResult::IsNull(int row, int col) const { return PQgetisnull(r_, row, col) != 0; }
+
+std::string PgResult::Text(int row, int col) const { return std::string(TextView(row, col)); }
+
+std::string_view PgResult::TextView(int row, int col) const {
+  if (PQgetisnull(r_, row, col)) return {};
+  return std::string_view(PQgetvalue(r_, row, col),
+                          static_cast<std::size_t>(PQgetlength(r_, row, col)));
+}
+
+std::int64_t PgResult::Int(int row, int col) const {
+  std::string_view v = TextView(row, col);
+  if (v.empty()) return 0;
+  if (v == "t") return 1;
+  if (v == "f") return 0;
+  std::int64_t out = 0;
+  std::from_chars(v.data(), v.data() + v.size(), out);
+  return out;
+}
+
+std::int64_t PgResult::affected() const {
+  if (r_ == nullptr) return 0;
+  const char* n = PQcmdTuples(r_);
+  return (n != nullptr && *n != '\0') ? std::strtoll(n, nullptr, 10) : 0;
+}
+
+// --- PgConn --------------------------------------------------------------------
+
+namespace {
+
+// NOTICEs (e.g. "schema already exists, skipping") are not errors: drop them.
+void IgnoreNotice(void*, const char*) {}
+
+std::string QuoteIdentifier(const std::string& name) {
+  std::string out = "\"";
+  for (char c : name) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+}  // namespace
+
+PgConn::~PgConn() { Close(); }
+
+void PgConn::Close() {
+  if (conn_ != nullptr) PQfinish(conn_);
+  conn_ = nullptr;
+  broken_ = false;
+  prepared_.clear();
+}
+
+bool PgConn::healthy() const {
+  return conn_ != nullptr && !broken_ && PQstatus(conn_) == CONNECTION_OK;
+}
+
+Status PgConn::Connect(const std::string& conninfo, const std::string& schema) {
+  Close();
+  // Defaults first: settings in `conninfo` (expanded from "dbname") win.
+  // Keepalives notice a dead server or network while a call waits on it.
+  static const char* const kKeys[] = {"connect_timeout", "keepalives",     "keepalives_idle",
+                                      "keepalives_interval", "keepalives_count",
+                                      "application_name", "dbname",       nullptr};
+  const char* const values[] = {"10", "1", "30", "10", "3", "taskengine", conninfo.c_str(),
+                                nullptr};
+  conn_ = PQconnectdbParams(kKeys, values, /*expand_dbname=*/1);
+  if (conn_ == nullptr) return Unavailable("PostgreSQL: out of memory while connecting");
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    std::string msg = PQerrorMessage(conn_);
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    Close();
+    return Unavailable("cannot connect to PostgreSQL: " + msg);
+  }
+  PQsetNoticeProcessor(conn_, IgnoreNotice, nullptr);
+  std::string setup = "SET client_encoding = 'UTF8'; SET TIME ZONE 'UTC'";
+  if (!schema.empty()) setup += "; SET search_path TO " + QuoteIdentifier(schema);
+  auto r = Exec(setup);
+  if (!r.ok()) {
+    Close();
+    return r.status();
+  }
+  return Status::Ok();
+}
+
+Result<PgResult> PgConn::Check(pg_result* r, std::string_view what) {
+  const ExecStatusType st = r != nullptr ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+  if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK || st == PGRES_EMPTY_QUERY) {
+    last_sqlstate_.clear();
+    return PgResult(r);
+  }
+  PgResult owned(r);
+  const char* state = r != nullptr ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+  last_sqlstate_ = state != nullptr ? state : "";
+  std::string msg = r != nullptr ? PQresultErrorMessage(r) : "";
+  if (msg.empty() && conn_ != nullptr) msg = PQerrorMessage(conn_);
+  while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+  msg = std::string(what) + ": " + msg;
+  const bool lost = conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK ||
+                    IsConnectionLoss(last_sqlstate_);
+  if (lost) {
+    broken_ = true;
+    if (last_sqlstate_.empty()) last_sqlstate_ = "08006";
+    return Unavailable("PostgreSQL connection lost: " + msg);
+  }
+  return StatusForSqlState(last_sqlstate_, std::move(msg));
+}
+
+Result<PgResult> PgConn::Exec(const std::string& sql) {
+  if (conn_ == nullptr) return Unavailable("PostgreSQL: not connected");
+  return Check(PQexec(conn_, sql.c_str()), "statement");
+}
+
+Result<PgResult> PgConn::Query(const char* sql, const Params& params) {
+  if (conn_ == nullptr) return Unavailable("PostgreSQL: not connected");
+  auto it = prepared_.find(sql);
+  if (it == prepared_.end()) {
+    std::string name = "te" + std::to_string(prepared_.size());
+    TE_ASSIGN_OR_RETURN(PgResult prep,
+                        Check(PQprepare(conn_, name.c_str(), sql, 0, nullptr), "prepare"));
+    (void)prep;
+    it = prepared_.emplace(sql, std::move(name)).first;
+  }
+  return Check(PQexecPrepared(conn_, it->second.c_str(), params.size(), params.values(), nullptr,
+                              nullptr, 0),
+               "query");
+}
+
+}  // namespace taskengine::pg

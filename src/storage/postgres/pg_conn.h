@@ -1,0 +1,120 @@
+// A thin RAII layer over libpq: a connection that prepares each statement
+// once (by name) and remembers whether it is broken, a result that frees
+// itself, and text-format statement parameters.
+//
+// Errors are converted to Status here and nowhere else, from the SQLSTATE:
+// a lost connection (class 08, 57P01..57P03, or PQstatus != CONNECTION_OK),
+// resource exhaustion (class 53) and "retry the transaction" (40001, 40P01)
+// are kUnavailable; a unique violation (23505) is kConflict; bad data
+// (class 22) is kInvalidArgument; anything else kInternal (a bug).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "taskengine/status.h"
+
+struct pg_conn;
+struct pg_result;
+
+namespace taskengine::pg {
+
+// True when `sqlstate` means the session is gone (class 08, 57P01..57P03).
+bool IsConnectionLoss(std::string_view sqlstate);
+// True when `sqlstate` means "run the whole transaction again" (40001, 40P01).
+bool IsRetryable(std::string_view sqlstate);
+// The Status for a failed statement with `sqlstate` and `message`.
+Status StatusForSqlState(std::string_view sqlstate, std::string message);
+
+// Statement parameters in libpq's text format. Not thread-safe.
+class Params {
+ public:
+  Params& Add(std::int64_t v);
+  Params& Add(int v) { return Add(static_cast<std::int64_t>(v)); }
+  Params& Add(bool v);
+  Params& Add(std::string_view v);
+  Params& Add(const std::string& v) { return Add(std::string_view(v)); }
+  Params& Add(const char* v) { return Add(std::string_view(v)); }
+  Params& AddNull();
+  // NULL for an empty string.
+  Params& AddOrNull(std::string_view v);
+  // A bigint[] literal, e.g. {1,2,3}.
+  Params& AddArray(const std::vector<std::int64_t>& values);
+  // A text[] literal; nullopt elements are NULL.
+  Params& AddTextArray(const std::vector<std::optional<std::string>>& values);
+
+  int size() const { return static_cast<int>(values_.size()); }
+  // Pointers into this object's storage, valid until the next Add.
+  const char* const* values() const;
+
+ private:
+  std::vector<std::string> values_;
+  std::vector<bool> null_;
+  mutable std::vector<const char*> pointers_;
+};
+
+// One statement's result. Move-only; frees the PGresult.
+class PgResult {
+ public:
+  PgResult() = default;
+  explicit PgResult(pg_result* r) : r_(r) {}
+  ~PgResult();
+  PgResult(PgResult&& o) noexcept : r_(o.r_) { o.r_ = nullptr; }
+  PgResult& operator=(PgResult&& o) noexcept;
+  PgResult(const PgResult&) = delete;
+  PgResult& operator=(const PgResult&) = delete;
+
+  int rows() const;
+  bool IsNull(int row, int col) const;
+  // Text of a value ("" for NULL).
+  std::string Text(int row, int col) const;
+  std::string_view TextView(int row, int col) const;  // valid while this result lives
+  // An integer value; 0 for NULL; booleans read 't' -> 1, 'f' -> 0.
+  std::int64_t Int(int row, int col) const;
+  // Rows changed by an INSERT/UPDATE/DELETE.
+  std::int64_t affected() const;
+
+ private:
+  pg_result* r_ = nullptr;
+};
+
+// One libpq connection. Not thread-safe: one thread at a time.
+class PgConn {
+ public:
+  PgConn() = default;
+  ~PgConn();
+  PgConn(const PgConn&) = delete;
+  PgConn& operator=(const PgConn&) = delete;
+
+  // Connects to `conninfo` (a URL or key=value string). When `schema` is not
+  // empty, every statement resolves unqualified names in it (search_path).
+  // kUnavailable when the server cannot be reached.
+  Status Connect(const std::string& conninfo, const std::string& schema);
+  void Close();
+  // Open and not known to be broken.
+  bool healthy() const;
+
+  // Runs one or more statements in the simple query protocol (DDL, BEGIN).
+  Result<PgResult> Exec(const std::string& sql);
+  // Runs `sql` as a prepared statement: prepared on first use by this
+  // connection under a name derived from the address of `sql`, which must
+  // therefore outlive the connection (a string literal or a constant).
+  Result<PgResult> Query(const char* sql, const Params& params = Params());
+
+  // The SQLSTATE of the last failed statement ("" after a success).
+  const std::string& last_sqlstate() const { return last_sqlstate_; }
+
+ private:
+  Result<PgResult> Check(pg_result* r, std::string_view what);
+
+  pg_conn* conn_ = nullptr;
+  bool broken_ = false;
+  std::string last_sqlstate_;
+  std::unordered_map<const char*, std::string> prepared_;  // sql address -> statement name
+};
+
+}  // namespace taskengine::pg

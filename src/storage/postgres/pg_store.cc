@@ -1,0 +1,2404 @@
+// PostgreSQL backend of the storage contract. See pg_store.h for the design.
+#include "storage/postgres/pg_store.h"
+
+#include <libpq-fe.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/canonical_json.h"
+#include "core/state_machine.h"
+#include "storage/postgres/pg_conn.h"
+#include "storage/postgres/pg_schema.h"
+
+namespace taskengine {
+namespace {
+
+constexpr Millis kHourMs = 3'600'000;
+
+using pg::Params;
+using pg::PgConn;
+using pg::PgResult;
+
+// --- SQL -------------------------------------------------------------------
+
+#define TE_PG_EXECUTION_COLUMNS                                                                   \
+  "id, job, tenant, queue, status, trigger, requester, worker, attempt, idempotency_key, "        \
+  "payload, fingerprint, result, progress, error, failure_class, scheduled_at, run_at, "          \
+  "queued_at, started_at, finished_at, claim_version, lease_expires_at, cancel_requested, "       \
+  "lane_key, parent_id, consecutive_lease_expiries, permanent_failures, ambiguous_failures, "     \
+  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, " \
+  "max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts"
+
+// The columns the state machine and fencing look at.
+#define TE_PG_STATE_COLUMNS                                                                     \
+  "id, status, attempt, claim_version, consecutive_lease_expiries, permanent_failures, "        \
+  "ambiguous_failures, cancel_requested, failure_class, max_attempts, backoff_base_ms, "        \
+  "backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, "                            \
+  "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at, "                \
+  "max_unsupported_schema_attempts, lane_key, tenant, status, worker, queue"
+constexpr int kStateColumnCount = 25;
+
+// Every call about an execution locks its row first: concurrent calls about
+// one execution (on any node) are serialized by it.
+constexpr const char* kLockState =
+    "SELECT " TE_PG_STATE_COLUMNS " FROM executions WHERE id = $1 FOR UPDATE";
+// Batches lock their executions in id order first, so two batches over the
+// same executions never deadlock.
+constexpr const char* kLockInOrder =
+    "SELECT " TE_PG_STATE_COLUMNS
+    " FROM executions WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE";
+constexpr const char* kSelectExecution =
+    "SELECT " TE_PG_EXECUTION_COLUMNS " FROM executions WHERE id = $1";
+constexpr const char* kExists = "SELECT 1 FROM executions WHERE id = $1";
+
+constexpr const char* kApplyTransition =
+    "UPDATE executions SET status = $2, run_at = $3, attempt = $4, consecutive_lease_expiries = $5,"
+    " permanent_failures = $6, ambiguous_failures = $7, failure_class = $8, cancel_requested = $9,"
+    " lease_expires_at = CASE WHEN $10::boolean THEN 0 ELSE lease_expires_at END,"
+    " worker = CASE WHEN $10::boolean THEN '' ELSE worker END, finished_at = $11,"
+    " result = COALESCE($12, result), error = COALESCE($13, error),"
+    " progress = COALESCE($14, progress) WHERE id = $1";
+
+// The due executions of one queue, oldest run_at first, that no other
+// transaction holds: the batch a claim takes (an index seek into executions_due).
+constexpr const char* kClaimDue =
+    "SELECT " TE_PG_STATE_COLUMNS ", job, payload, COALESCE(idempotency_key, '')"
+    " FROM executions WHERE queue = $1 AND status = 0 AND lane_parked = 0 AND run_at <= $2"
+    " ORDER BY run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED";
+// One UPDATE for the whole batch: parallel arrays (id, status, attempt, claim
+// version, lease expiry).
+constexpr const char* kClaimUpdate =
+    "UPDATE executions AS e SET status = v.status, attempt = v.attempt, claim_version = v.version,"
+    " worker = $6, started_at = $7, lease_expires_at = v.expires, finished_at = 0"
+    " FROM unnest($1::bigint[], $2::int[], $3::int[], $4::bigint[], $5::bigint[])"
+    " AS v(id, status, attempt, version, expires) WHERE e.id = v.id";
+
+// Many successes at once (FinishBatch): parallel arrays, one element per
+// execution; the columns as kApplyTransition writes them for a success.
+constexpr const char* kApplySuccesses =
+    "UPDATE executions AS e SET status = v.status, attempt = v.attempt,"
+    " consecutive_lease_expiries = v.expiries, permanent_failures = v.permanent,"
+    " ambiguous_failures = v.ambiguous, failure_class = v.failure_class,"
+    " cancel_requested = v.cancel_requested,"
+    " lease_expires_at = CASE WHEN v.clear_lease <> 0 THEN 0 ELSE e.lease_expires_at END,"
+    " worker = CASE WHEN v.clear_lease <> 0 THEN '' ELSE e.worker END,"
+    " finished_at = v.finished_at, result = COALESCE(v.result, e.result), error = '',"
+    " progress = 100"
+    " FROM unnest($1::bigint[], $2::int[], $3::int[], $4::int[], $5::int[], $6::int[], $7::int[],"
+    " $8::int[], $9::int[], $10::bigint[], $11::text[]) AS v(id, status, attempt, expiries,"
+    " permanent, ambiguous, failure_class, cancel_requested, clear_lease, finished_at, result)"
+    " WHERE e.id = v.id";
+
+constexpr const char* kHeartbeat =
+    "UPDATE executions SET lease_expires_at = $2, progress = COALESCE($3, progress)"
+    " WHERE id = $1";
+
+constexpr const char* kInsertLog =
+    "INSERT INTO execution_logs (execution_id, attempt, at, level, message)"
+    " VALUES ($1, $2, $3, $4, $5)";
+
+constexpr const char* kExpired =
+    "SELECT " TE_PG_STATE_COLUMNS
+    " FROM executions WHERE status = 1 AND lease_expires_at < $1"
+    " ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED";
+
+constexpr const char* kFindByKey =
+    "SELECT id, fingerprint, status FROM executions"
+    " WHERE job = $1 AND tenant = $2 AND idempotency_key = $3";
+constexpr const char* kJobPolicy =
+    "SELECT queue, max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts,"
+    " max_ambiguous_attempts, max_consecutive_lease_expiries, lease_ms,"
+    " max_unsupported_schema_attempts FROM job_definitions WHERE name = $1";
+// ON CONFLICT on the idempotency index: of two concurrent admissions with one
+// key, one inserts and the other finds nothing returned and reads the winner.
+constexpr const char* kInsertExecution =
+    "INSERT INTO executions (job, tenant, queue, status, trigger, requester, idempotency_key,"
+    " payload, fingerprint, scheduled_at, run_at, queued_at, lane_key, parent_id, max_attempts,"
+    " backoff_base_ms, backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts,"
+    " max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts, lane_parked)"
+    " VALUES ($1, $2, $3, 0, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,"
+    " $19, $20, $21, $22)"
+    " ON CONFLICT (job, tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
+    " RETURNING id";
+// A batch of admissions outside lanes as ONE statement (AdmitBatch): ids are
+// drawn first, in request order (kNextIds), so each row's id is known before
+// the insert; RETURNING names the rows inserted, and a keyed row that is
+// not among them met an existing key (of an earlier admission or of an
+// earlier row of this batch).
+constexpr const char* kNextIds =
+    "SELECT nextval(pg_get_serial_sequence('executions', 'id')) FROM generate_series(1, $1)";
+constexpr const char* kInsertExecutions =
+    "INSERT INTO executions (id, job, tenant, queue, status, trigger, requester, idempotency_key,"
+    " payload, fingerprint, scheduled_at, run_at, queued_at, lane_key, parent_id, max_attempts,"
+    " backoff_base_ms, backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts,"
+    " max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts, lane_parked)"
+    " SELECT v.id, v.job, v.tenant, v.queue, 0, v.trigger, v.requester, v.key, v.payload,"
+    " v.fingerprint, v.scheduled_at, v.run_at, $21, '', v.parent_id, v.max_attempts,"
+    " v.backoff_base_ms, v.backoff_cap_ms, v.max_permanent, v.max_ambiguous, v.max_expiries,"
+    " v.lease_ms, v.max_unsupported, 0"
+    " FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[],"
+    " $7::text[], $8::text[], $9::text[], $10::bigint[], $11::bigint[], $12::bigint[],"
+    " $13::int[], $14::bigint[], $15::bigint[], $16::int[], $17::int[], $18::int[],"
+    " $19::bigint[], $20::int[]) WITH ORDINALITY AS v(id, job, tenant, queue, trigger,"
+    " requester, key, payload, fingerprint, scheduled_at, run_at, parent_id, max_attempts,"
+    " backoff_base_ms, backoff_cap_ms, max_permanent, max_ambiguous, max_expiries, lease_ms,"
+    " max_unsupported, ord) ORDER BY v.ord"
+    " ON CONFLICT (job, tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
+    " RETURNING id";
+
+// Lanes (O1). Lane bookkeeping of one lane is serialized by an advisory lock.
+constexpr const char* kLockLane = "SELECT pg_advisory_xact_lock(hashtextextended($1, 7))";
+constexpr const char* kLaneOpen =
+    "SELECT 1 FROM executions WHERE lane_key = $1 AND lane_key <> '' AND status IN (0, 1, 3, 4)"
+    " LIMIT 1";
+constexpr const char* kLaneHasUnparkedOpen =
+    "SELECT 1 FROM executions WHERE lane_key = $1 AND lane_key <> '' AND status IN (0, 1, 3, 4)"
+    " AND lane_parked = 0 LIMIT 1";
+constexpr const char* kLaneUnparkNext =
+    "UPDATE executions SET lane_parked = 0, run_at = GREATEST(run_at, $2) WHERE id = ("
+    "SELECT id FROM executions WHERE lane_key = $1 AND lane_key <> '' AND status IN (0, 1, 3, 4)"
+    " AND lane_parked = 1 ORDER BY id LIMIT 1) RETURNING queue, status";
+constexpr const char* kLaneHead =
+    "SELECT id, status FROM executions WHERE lane_key = $1 AND lane_key <> ''"
+    " AND status IN (0, 1, 3, 4) ORDER BY id LIMIT 1";
+constexpr const char* kLaneCounts =
+    "SELECT COUNT(*) FILTER (WHERE status = 0), COUNT(*) FILTER (WHERE status = 1)"
+    " FROM executions WHERE lane_key = $1 AND lane_key <> '' AND status IN (0, 1, 3, 4)";
+constexpr const char* kOpenLanes =
+    "SELECT lane_key, bool_or(status IN (3, 4)) AS blocked FROM executions"
+    " WHERE lane_key <> '' AND status IN (0, 1, 3, 4) GROUP BY lane_key"
+    " ORDER BY blocked DESC, lane_key LIMIT $1";
+// Effects (E1).
+constexpr const char* kGetEffect =
+    "SELECT committed, reserved_by, attempt, reserved_at, committed_at, detail FROM effects"
+    " WHERE execution_id = $1 AND name = $2";
+constexpr const char* kReserveEffect =
+    "INSERT INTO effects (execution_id, name, reserved_by, attempt, reserved_at)"
+    " VALUES ($1, $2, $3, $4, $5)";
+constexpr const char* kCommitEffect =
+    "UPDATE effects SET committed = 1, committed_at = $3, detail = $4, reserved_by = $5,"
+    " attempt = $6 WHERE execution_id = $1 AND name = $2";
+constexpr const char* kReleaseEffect =
+    "DELETE FROM effects WHERE execution_id = $1 AND name = $2 AND committed = 0"
+    " AND reserved_by = $3";
+constexpr const char* kListEffects =
+    "SELECT name, committed, reserved_by, attempt, reserved_at, committed_at, detail FROM effects"
+    " WHERE execution_id = $1 ORDER BY reserved_at, name";
+// C1: an effect may have escaped when it was committed, or reserved and never
+// confirmed (its outcome is unknown): either makes a cancel partial.
+constexpr const char* kMayHaveEscapedEffects =
+    "SELECT EXISTS (SELECT 1 FROM effects WHERE execution_id = $1)";
+constexpr const char* kAssumeEffectsDone =
+    "UPDATE effects SET committed = 1, committed_at = $2, detail = $3"
+    " WHERE execution_id = $1 AND committed = 0";
+constexpr const char* kDropUnconfirmedEffects =
+    "DELETE FROM effects WHERE execution_id = $1 AND committed = 0";
+// Audit, replays, grants.
+constexpr const char* kInsertAudit =
+    "INSERT INTO audit_log (at, actor, tenant, action, target, before_json, after_json, reason)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+constexpr const char* kListAudit =
+    "SELECT id, at, actor, tenant, action, target, before_json, after_json, reason FROM audit_log"
+    " WHERE ($1::text = '' OR target = $1) AND ($2::bigint = 0 OR id < $2) ORDER BY id DESC LIMIT $3";
+constexpr const char* kGetPendingReplay =
+    "SELECT requested_by, reason, ambiguous FROM replay_requests WHERE execution_id = $1";
+constexpr const char* kInsertPendingReplay =
+    "INSERT INTO replay_requests (execution_id, requested_by, reason, requested_at, ambiguous)"
+    " VALUES ($1, $2, $3, $4, $5)";
+constexpr const char* kDeletePendingReplay = "DELETE FROM replay_requests WHERE execution_id = $1";
+constexpr const char* kGrant =
+    "INSERT INTO grants (principal, tenant) VALUES ($1, $2) ON CONFLICT DO NOTHING";
+constexpr const char* kRevoke = "DELETE FROM grants WHERE principal = $1 AND tenant = $2";
+constexpr const char* kIsGranted =
+    "SELECT EXISTS (SELECT 1 FROM grants WHERE principal = $1 AND tenant IN ($2, '*'))";
+
+#define TE_PG_JOB_COLUMNS                                                                      \
+  "name, display_name, handler, queue, scope, schedule, timezone, timeout_ms, lease_ms, "      \
+  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                    \
+  "max_ambiguous_attempts, max_consecutive_lease_expiries, lane_template, config_json, enabled, " \
+  "created_at, updated_at, accepted_schema_versions, max_unsupported_schema_attempts, catch_up, " \
+  "catch_up_window_ms, window_ms"
+constexpr const char* kUpsertJob =
+    "INSERT INTO job_definitions (" TE_PG_JOB_COLUMNS
+    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,"
+    " $19, $19, $20, $21, $22, $23, $24) ON CONFLICT (name) DO UPDATE SET display_name = $2,"
+    " handler = $3, queue = $4, scope = $5, schedule = $6, timezone = $7, timeout_ms = $8,"
+    " lease_ms = $9, max_attempts = $10, backoff_base_ms = $11, backoff_cap_ms = $12,"
+    " max_permanent_attempts = $13, max_ambiguous_attempts = $14,"
+    " max_consecutive_lease_expiries = $15, lane_template = $16, config_json = $17, enabled = $18,"
+    " updated_at = $19, accepted_schema_versions = $20, max_unsupported_schema_attempts = $21,"
+    " catch_up = $22, catch_up_window_ms = $23, window_ms = $24";
+constexpr const char* kGetJob = "SELECT " TE_PG_JOB_COLUMNS " FROM job_definitions WHERE name = $1";
+constexpr const char* kListJobs = "SELECT " TE_PG_JOB_COLUMNS " FROM job_definitions ORDER BY name";
+
+// List variants: each is a static statement so it is prepared once; the
+// optional filters are "$N IS NULL OR ..." and the leading condition picks the index.
+#define TE_PG_LIST_FILTERS                                                                         \
+  " ($1::text IS NULL OR job = $1) AND ($2::text IS NULL OR tenant = $2)"                          \
+  " AND ($3::int IS NULL OR status = $3) AND ($4::bigint = 0 OR queued_at >= $4)"                          \
+  " AND ($5::bigint = 0 OR queued_at < $5) AND ($6::bigint = 0 OR id < $6)"
+constexpr const char* kListAll = "SELECT " TE_PG_EXECUTION_COLUMNS
+                                 " FROM executions WHERE" TE_PG_LIST_FILTERS
+                                 " ORDER BY id DESC LIMIT $7";
+constexpr const char* kListByJob = "SELECT " TE_PG_EXECUTION_COLUMNS
+                                   " FROM executions WHERE job = $1 AND" TE_PG_LIST_FILTERS
+                                   " ORDER BY id DESC LIMIT $7";
+constexpr const char* kListByTenant =
+    "SELECT " TE_PG_EXECUTION_COLUMNS " FROM executions WHERE tenant = $2 AND tenant <> '' AND"
+    TE_PG_LIST_FILTERS " ORDER BY id DESC LIMIT $7";
+
+constexpr const char* kInsertAttempt =
+    "INSERT INTO execution_attempts (execution_id, attempt, claim_version, worker,"
+    " started_at, ended_at, outcome, failure_class, released, error)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (execution_id, claim_version)"
+    " DO UPDATE SET attempt = $2, worker = $4, started_at = $5, ended_at = $6, outcome = $7,"
+    " failure_class = $8, released = $9, error = $10";
+constexpr const char* kListAttempts =
+    "SELECT attempt, claim_version, worker, started_at, ended_at, outcome, failure_class,"
+    " released, error FROM execution_attempts WHERE execution_id = $1 ORDER BY claim_version";
+// Tenants and scheduling (T3, T4).
+constexpr const char* kUpsertTenant =
+    "INSERT INTO tenants (id, name, active, created_at) VALUES ($1, $2, $3, $4)"
+    " ON CONFLICT (id) DO UPDATE SET name = $2, active = $3";
+constexpr const char* kGetTenant = "SELECT id, name, active, created_at FROM tenants WHERE id = $1";
+constexpr const char* kListTenants =
+    "SELECT id, name, active, created_at FROM tenants WHERE ($1 = 0 OR active = 1) ORDER BY id";
+// Under READ COMMITTED, ON CONFLICT DO UPDATE locks the existing row and
+// evaluates the WHERE on its latest version: two nodes never both take it.
+constexpr const char* kAcquireLock =
+    "INSERT INTO scheduler_locks (name, holder, expires_at) VALUES ($1, $2, $3)"
+    " ON CONFLICT (name) DO UPDATE SET holder = $2, expires_at = $3"
+    " WHERE scheduler_locks.holder = $2 OR scheduler_locks.expires_at <= $4";
+constexpr const char* kLockHolder = "SELECT holder FROM scheduler_locks WHERE name = $1";
+constexpr const char* kReleaseLock = "DELETE FROM scheduler_locks WHERE name = $1 AND holder = $2";
+constexpr const char* kListScheduleStates =
+    "SELECT job, last_fire_at, last_evaluated_at, skipped_fires, last_skipped_at FROM schedule_state"
+    " ORDER BY job";
+constexpr const char* kUpdateScheduleState =
+    "INSERT INTO schedule_state AS s (job, last_fire_at, last_evaluated_at, skipped_fires,"
+    " last_skipped_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (job) DO UPDATE SET"
+    " last_fire_at = GREATEST(s.last_fire_at, $2), last_evaluated_at = GREATEST(s.last_evaluated_at, $3),"
+    " skipped_fires = s.skipped_fires + $4, last_skipped_at = GREATEST(s.last_skipped_at, $5)";
+// Principals (X1).
+constexpr const char* kUpsertUser =
+    "INSERT INTO users (name, password_hash, scopes, tenants, disabled, created_at)"
+    " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO UPDATE SET password_hash = $2,"
+    " scopes = $3, tenants = $4, disabled = $5";
+constexpr const char* kGetUser =
+    "SELECT name, password_hash, scopes, tenants, disabled, created_at FROM users WHERE name = $1";
+constexpr const char* kListUsers =
+    "SELECT name, password_hash, scopes, tenants, disabled, created_at FROM users ORDER BY name";
+#define TE_PG_TOKEN_COLUMNS \
+  "id, name, secret_hash, principal, scopes, tenants, created_at, expires_at, revoked_at, last_used_at"
+constexpr const char* kCreateToken =
+    "INSERT INTO api_tokens (name, secret_hash, principal, scopes, tenants, created_at, expires_at)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id";
+constexpr const char* kFindToken =
+    "SELECT " TE_PG_TOKEN_COLUMNS " FROM api_tokens WHERE secret_hash = $1";
+constexpr const char* kListTokens = "SELECT " TE_PG_TOKEN_COLUMNS " FROM api_tokens ORDER BY id";
+constexpr const char* kRevokeToken =
+    "UPDATE api_tokens SET revoked_at = CASE WHEN revoked_at = 0 THEN $2 ELSE revoked_at END"
+    " WHERE id = $1";
+constexpr const char* kTouchToken = "UPDATE api_tokens SET last_used_at = $2 WHERE id = $1";
+constexpr const char* kCreateSession =
+    "INSERT INTO sessions (id_hash, user_name, csrf_token, created_at, last_seen_at, expires_at)"
+    " VALUES ($1, $2, $3, $4, $5, $6)";
+constexpr const char* kGetSession =
+    "SELECT id_hash, user_name, csrf_token, created_at, last_seen_at, expires_at FROM sessions"
+    " WHERE id_hash = $1";
+constexpr const char* kTouchSession = "UPDATE sessions SET last_seen_at = $2 WHERE id_hash = $1";
+constexpr const char* kDeleteSession = "DELETE FROM sessions WHERE id_hash = $1";
+// Workers (W5).
+constexpr const char* kReportWorker =
+    "INSERT INTO workers (id, hostname, pid, state, current_execution, processed, failed,"
+    " started_at, last_heartbeat_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+    " ON CONFLICT (id) DO UPDATE SET hostname = $2, pid = $3, state = $4, current_execution = $5,"
+    " processed = $6, failed = $7, started_at = $8, last_heartbeat_at = $9";
+constexpr const char* kListWorkers =
+    "SELECT id, hostname, pid, state, current_execution, processed, failed, started_at,"
+    " last_heartbeat_at FROM workers WHERE ($1::bigint = 0 OR last_heartbeat_at >= $2) ORDER BY id";
+// Counters (P8).
+constexpr const char* kAddStatusCount =
+    "INSERT INTO status_counts AS c (queue, status, count) VALUES ($1, $2, $3)"
+    " ON CONFLICT (queue, status) DO UPDATE SET count = c.count + $3";
+constexpr const char* kAddOutcome =
+    "INSERT INTO hourly_outcomes AS o (hour, status, count) VALUES ($1, $2, $3)"
+    " ON CONFLICT (hour, status) DO UPDATE SET count = o.count + $3";
+constexpr const char* kStatusCounts =
+    "SELECT queue, status, count FROM status_counts ORDER BY queue, status";
+constexpr const char* kRecentOutcomes =
+    "SELECT status, SUM(count) FROM hourly_outcomes WHERE hour >= $1 GROUP BY status";
+constexpr const char* kOldestDue =
+    "SELECT MIN(run_at) FROM executions"
+    " WHERE queue = $1 AND status = 0 AND lane_parked = 0 AND run_at <= $2";
+constexpr const char* kGetLogs =
+    "SELECT execution_id, attempt, at, level, message FROM execution_logs"
+    " WHERE execution_id = $1 ORDER BY id LIMIT $2";
+constexpr const char* kQueuedDepths =
+    "SELECT queue, COUNT(*), COUNT(*) FILTER (WHERE run_at <= $1), MIN(queued_at) FROM executions"
+    " WHERE status = 0 GROUP BY queue";
+constexpr const char* kRunningDepths =
+    "SELECT queue, COUNT(*) FROM executions WHERE status = 1 GROUP BY queue";
+// Schema (D4).
+constexpr const char* kHasVersionTable = "SELECT to_regclass('schema_version') IS NOT NULL";
+constexpr const char* kReadVersion = "SELECT COALESCE(MAX(version), 0) FROM schema_version";
+
+// A3: wakes the engines LISTENing on the channel; delivered at COMMIT.
+constexpr const char* kNotifyWork = "SELECT pg_notify($1, $2)";
+
+constexpr const char* kBeginWrite = "BEGIN ISOLATION LEVEL READ COMMITTED";
+constexpr const char* kBeginRead = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+
+// --- row mapping -------------------------------------------------------------
+
+struct StateRow {
+  ExecutionId id;
+  ExecutionState state;
+  ClaimVersion version;
+  Millis lease_ms = 0;
+  Millis run_at = 0;
+  Millis started_at = 0;
+  Millis finished_at = 0;
+  std::string lane_key;
+  std::string tenant;
+  std::string worker;
+  std::string queue;
+};
+
+StateRow ReadState(const PgResult& s, int i) {
+  StateRow r;
+  r.id = ExecutionId(s.Int(i, 0));
+  r.state.status = static_cast<ExecutionStatus>(s.Int(i, 1));
+  r.state.attempt = static_cast<int>(s.Int(i, 2));
+  r.version = ClaimVersion(s.Int(i, 3));
+  r.state.consecutive_lease_expiries = static_cast<int>(s.Int(i, 4));
+  r.state.permanent_failures = static_cast<int>(s.Int(i, 5));
+  r.state.ambiguous_failures = static_cast<int>(s.Int(i, 6));
+  r.state.cancel_requested = s.Int(i, 7) != 0;
+  r.state.failure_class = static_cast<FailureClass>(s.Int(i, 8));
+  r.state.retry.max_attempts = static_cast<int>(s.Int(i, 9));
+  r.state.retry.backoff_base_ms = s.Int(i, 10);
+  r.state.retry.backoff_cap_ms = s.Int(i, 11);
+  r.state.retry.max_permanent_attempts = static_cast<int>(s.Int(i, 12));
+  r.state.retry.max_ambiguous_attempts = static_cast<int>(s.Int(i, 13));
+  r.state.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(i, 14));
+  r.lease_ms = s.Int(i, 15);
+  r.run_at = s.Int(i, 16);
+  r.started_at = s.Int(i, 17);
+  r.finished_at = s.Int(i, 18);
+  r.state.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(i, 19));
+  r.lane_key = s.Text(i, 20);
+  r.tenant = s.Text(i, 21);
+  r.worker = s.Text(i, 23);
+  r.queue = s.Text(i, 24);
+  return r;
+}
+
+Execution ReadExecution(const PgResult& s, int i) {
+  Execution e;
+  e.id = ExecutionId(s.Int(i, 0));
+  e.job = JobName(s.Text(i, 1));
+  e.tenant = TenantId(s.Text(i, 2));
+  e.queue = s.Text(i, 3);
+  e.status = static_cast<ExecutionStatus>(s.Int(i, 4));
+  e.trigger = static_cast<Trigger>(s.Int(i, 5));
+  e.requester = s.Text(i, 6);
+  e.worker = WorkerId(s.Text(i, 7));
+  e.attempt = static_cast<int>(s.Int(i, 8));
+  e.idempotency_key = s.Text(i, 9);
+  e.payload_json = s.Text(i, 10);
+  e.fingerprint = s.Text(i, 11);
+  e.result_json = s.Text(i, 12);
+  e.progress = static_cast<int>(s.Int(i, 13));
+  e.error = s.Text(i, 14);
+  e.failure_class = static_cast<FailureClass>(s.Int(i, 15));
+  e.scheduled_at = s.Int(i, 16);
+  e.run_at = s.Int(i, 17);
+  e.queued_at = s.Int(i, 18);
+  e.started_at = s.Int(i, 19);
+  e.finished_at = s.Int(i, 20);
+  e.claim_version = ClaimVersion(s.Int(i, 21));
+  e.lease_expires_at = s.Int(i, 22);
+  e.cancel_requested = s.Int(i, 23) != 0;
+  e.lane_key = s.Text(i, 24);
+  e.parent = ExecutionId(s.Int(i, 25));
+  e.consecutive_lease_expiries = static_cast<int>(s.Int(i, 26));
+  e.permanent_failures = static_cast<int>(s.Int(i, 27));
+  e.ambiguous_failures = static_cast<int>(s.Int(i, 28));
+  e.retry.max_attempts = static_cast<int>(s.Int(i, 29));
+  e.retry.backoff_base_ms = s.Int(i, 30);
+  e.retry.backoff_cap_ms = s.Int(i, 31);
+  e.retry.max_permanent_attempts = static_cast<int>(s.Int(i, 32));
+  e.retry.max_ambiguous_attempts = static_cast<int>(s.Int(i, 33));
+  e.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(i, 34));
+  e.lease_ms = s.Int(i, 35);
+  e.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(i, 36));
+  return e;
+}
+
+std::vector<int> ParseIntList(std::string_view text) {
+  std::vector<int> out;
+  int value = 0;
+  bool digits = false;
+  for (char c : text) {
+    if (c >= '0' && c <= '9') {
+      value = value * 10 + (c - '0');
+      digits = true;
+    } else if (c == ',' && digits) {
+      out.push_back(value);
+      value = 0;
+      digits = false;
+    }
+  }
+  if (digits) out.push_back(value);
+  return out;
+}
+
+std::string FormatIntList(const std::vector<int>& values) {
+  std::string out;
+  for (int v : values) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(v);
+  }
+  return out;
+}
+
+std::vector<std::string> SplitList(std::string_view text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    if (comma > start) out.emplace_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string JoinList(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) {
+    if (!out.empty()) out += ',';
+    out += item;
+  }
+  return out;
+}
+
+Status ValidatePrincipalLists(const std::vector<std::string>& scopes,
+                              const std::vector<std::string>& tenants) {
+  static constexpr std::string_view kScopes[] = {"read", "dispatch", "operate", "admin", "worker"};
+  for (const std::string& scope : scopes) {
+    if (std::find(std::begin(kScopes), std::end(kScopes), scope) == std::end(kScopes)) {
+      return InvalidArgument("unknown scope '" + scope +
+                             "' (read, dispatch, operate, admin, worker)");
+    }
+  }
+  for (const std::string& tenant : tenants) {
+    if (tenant != "*" && !IsValidTenantId(tenant)) {
+      return InvalidArgument("invalid tenant '" + tenant + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+User ReadUser(const PgResult& s, int i) {
+  User u;
+  u.name = s.Text(i, 0);
+  u.password_hash = s.Text(i, 1);
+  u.scopes = SplitList(s.TextView(i, 2));
+  u.tenants = SplitList(s.TextView(i, 3));
+  u.disabled = s.Int(i, 4) != 0;
+  u.created_at = s.Int(i, 5);
+  return u;
+}
+
+ApiToken ReadToken(const PgResult& s, int i) {
+  ApiToken t;
+  t.id = s.Int(i, 0);
+  t.name = s.Text(i, 1);
+  t.secret_hash = s.Text(i, 2);
+  t.principal = s.Text(i, 3);
+  t.scopes = SplitList(s.TextView(i, 4));
+  t.tenants = SplitList(s.TextView(i, 5));
+  t.created_at = s.Int(i, 6);
+  t.expires_at = s.Int(i, 7);
+  t.revoked_at = s.Int(i, 8);
+  t.last_used_at = s.Int(i, 9);
+  return t;
+}
+
+Session ReadSession(const PgResult& s, int i) {
+  Session x;
+  x.id_hash = s.Text(i, 0);
+  x.user = s.Text(i, 1);
+  x.csrf_token = s.Text(i, 2);
+  x.created_at = s.Int(i, 3);
+  x.last_seen_at = s.Int(i, 4);
+  x.expires_at = s.Int(i, 5);
+  return x;
+}
+
+Tenant ReadTenant(const PgResult& s, int i) {
+  Tenant t;
+  t.id = TenantId(s.Text(i, 0));
+  t.name = s.Text(i, 1);
+  t.active = s.Int(i, 2) != 0;
+  t.created_at = s.Int(i, 3);
+  return t;
+}
+
+JobDefinition ReadJob(const PgResult& s, int i) {
+  JobDefinition j;
+  j.name = JobName(s.Text(i, 0));
+  j.display_name = s.Text(i, 1);
+  j.handler = s.Text(i, 2);
+  j.queue = s.Text(i, 3);
+  j.scope = static_cast<JobScope>(s.Int(i, 4));
+  j.schedule = s.Text(i, 5);
+  j.timezone = s.Text(i, 6);
+  j.timeout_ms = s.Int(i, 7);
+  j.lease_ms = s.Int(i, 8);
+  j.retry.max_attempts = static_cast<int>(s.Int(i, 9));
+  j.retry.backoff_base_ms = s.Int(i, 10);
+  j.retry.backoff_cap_ms = s.Int(i, 11);
+  j.retry.max_permanent_attempts = static_cast<int>(s.Int(i, 12));
+  j.retry.max_ambiguous_attempts = static_cast<int>(s.Int(i, 13));
+  j.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(i, 14));
+  j.lane_template = s.Text(i, 15);
+  j.config_json = s.Text(i, 16);
+  j.enabled = s.Int(i, 17) != 0;
+  j.created_at = s.Int(i, 18);
+  j.updated_at = s.Int(i, 19);
+  j.accepted_schema_versions = ParseIntList(s.TextView(i, 20));
+  j.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(i, 21));
+  j.catch_up = static_cast<CatchUpPolicy>(std::clamp<std::int64_t>(s.Int(i, 22), 0, 2));
+  j.catch_up_window_ms = s.Int(i, 23);
+  j.window_ms = s.Int(i, 24);
+  return j;
+}
+
+// The same rules as the SQLite backend (the contract's kInvalidArgument cases).
+Status ValidateJob(const JobDefinition& j) {
+  if (!IsValidJobName(j.name.value)) {
+    return InvalidArgument("invalid job name '" + j.name.value +
+                           "': must match [a-z0-9][a-z0-9._-]{0,99}");
+  }
+  if (!IsValidQueueName(j.queue)) {
+    return InvalidArgument("invalid queue name '" + j.queue + "' for job " + j.name.value);
+  }
+  if (j.handler.empty() || j.handler.size() > 100) {
+    return InvalidArgument("job " + j.name.value + " needs a handler name (1..100 characters)");
+  }
+  const RetryPolicy& r = j.retry;
+  if (r.max_attempts < 1 || r.max_attempts > 1000 || r.max_permanent_attempts < 1 ||
+      r.max_ambiguous_attempts < 1 || r.max_consecutive_lease_expiries < 1 ||
+      r.max_unsupported_schema_attempts < 1) {
+    return InvalidArgument("job " + j.name.value +
+                           ": attempt bounds must be >= 1 (max_attempts <= 1000)");
+  }
+  if (r.backoff_base_ms < 0 || r.backoff_cap_ms < r.backoff_base_ms) {
+    return InvalidArgument("job " + j.name.value + ": backoff needs 0 <= base <= cap");
+  }
+  if (j.lease_ms < 1 || j.timeout_ms < 1) {
+    return InvalidArgument("job " + j.name.value + ": lease and timeout must be >= 1 ms");
+  }
+  for (int v : j.accepted_schema_versions) {
+    if (v < 0 || v > 1'000'000) {
+      return InvalidArgument("job " + j.name.value + ": schema versions must be 0..1000000");
+    }
+  }
+  if (j.catch_up_window_ms < 0 || j.catch_up_window_ms > 7LL * 24 * 3600 * 1000 ||
+      j.window_ms < 0 || j.window_ms > 366LL * 24 * 3600 * 1000) {
+    return InvalidArgument("job " + j.name.value +
+                           ": catch-up window must be 0..7 days and window 0..366 days");
+  }
+  if (j.lane_template.size() > 200) {
+    return InvalidArgument("job " + j.name.value + ": lane template longer than 200 bytes");
+  }
+  auto config = CanonicalizeJson(j.config_json);
+  if (!config.ok()) {
+    return InvalidArgument("job " + j.name.value + ": config must be a JSON object: " +
+                           config.status().message());
+  }
+  return Status::Ok();
+}
+
+std::string QuoteIdentifier(const std::string& name) { return "\"" + name + "\""; }
+
+// --- the connection pool -----------------------------------------------------
+
+// A pooled connection and when it was (re)established. Used by one call at a
+// time (the pool hands it out exclusively).
+struct PooledConn {
+  PgConn conn;
+  bool connected = false;
+  std::chrono::steady_clock::time_point connected_at{};
+};
+
+// One transaction's connection and its counter deltas (P8), flushed just
+// before COMMIT in key order (so concurrent writers lock counter rows in one
+// order and never deadlock on them).
+struct Tx {
+  PgConn& c;
+  std::map<std::pair<std::string, int>, std::int64_t> counts;
+  std::map<std::pair<std::int64_t, int>, std::int64_t> outcomes;
+  // A3: the queue of the first execution this transaction made due; one
+  // notification per transaction, sent just before COMMIT.
+  std::optional<std::string> wake_queue;
+
+  // Records that this transaction makes work in `queue` due.
+  void MarkWork(const std::string& queue) {
+    if (!wake_queue) wake_queue = queue;
+  }
+
+  Result<PgResult> Q(const char* sql, const Params& p = Params()) { return c.Query(sql, p); }
+};
+
+// --- the store -----------------------------------------------------------------
+
+// See pg_store.h. Thread-safe: each call takes its own pooled connection.
+class PostgresStore final : public Store {
+ public:
+  explicit PostgresStore(const PostgresStoreOptions& o)
+      : options_(o),
+        clock_(o.clock != nullptr ? o.clock : SystemClock::Get()),
+        owned_random_(o.random != nullptr
+                          ? nullptr
+                          : std::make_unique<SeededRandom>(
+                                static_cast<std::uint64_t>(SystemClock::Get()->NowMillis()))),
+        random_(o.random != nullptr ? o.random : owned_random_.get()),
+        backoff_(o.reconnect_backoff_min),
+        channel_(o.schema + "_work") {
+    for (int i = 0; i < std::max(1, o.pool_size); ++i) {
+      all_.push_back(std::make_unique<PooledConn>());
+      idle_.push_back(all_.back().get());
+    }
+  }
+
+  ~PostgresStore() override {
+    {
+      std::lock_guard<std::mutex> lock(listen_mu_);
+      stop_listening_ = true;
+    }
+    listen_cv_.notify_all();
+    if (listen_thread_.joinable()) listen_thread_.join();
+  }
+
+  // Opens one connection: the server must be reachable at open.
+  Status Init() {
+    TE_ASSIGN_OR_RETURN(PooledConn * pc, Acquire());
+    ReleaseConn(pc);
+    return Status::Ok();
+  }
+
+  // --- schema ---
+
+  Status Migrate() override {
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+      // Nodes migrating at once take turns; the lock ends with the transaction.
+      TE_RETURN_IF_ERROR(tx.c.Exec("SELECT pg_advisory_xact_lock(hashtextextended('taskengine.migrate." +
+                                   options_.schema + "', 7))")
+                             .status());
+      TE_RETURN_IF_ERROR(
+          tx.c.Exec("CREATE SCHEMA IF NOT EXISTS " + QuoteIdentifier(options_.schema)).status());
+      TE_RETURN_IF_ERROR(
+          tx.c.Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)").status());
+      TE_ASSIGN_OR_RETURN(int version, ReadVersion(tx));
+      if (version > pg::kSchemaVersion) {
+        return Unavailable("database schema version " + std::to_string(version) +
+                           " is newer than this binary's (" + std::to_string(pg::kSchemaVersion) +
+                           "); upgrade taskengine");
+      }
+      for (int v = version; v < pg::kSchemaVersion; ++v) {
+        TE_RETURN_IF_ERROR(tx.c.Exec(pg::kMigrations[v]).status());
+        TE_RETURN_IF_ERROR(tx.c.Exec("DELETE FROM schema_version; INSERT INTO schema_version "
+                                     "(version) VALUES (" + std::to_string(v + 1) + ")")
+                               .status());
+      }
+      return true;
+    }).status();
+  }
+
+  Result<int> SchemaVersion() override {
+    return ReadTx<int>([&](Tx& tx) { return ReadVersion(tx); });
+  }
+
+  // --- job definitions ---
+
+  Status UpsertJob(const JobDefinition& job) override {
+    TE_RETURN_IF_ERROR(ValidateJob(job));
+    const Millis now = clock_->NowMillis();
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+      Params p;
+      p.Add(job.name.value).Add(job.display_name).Add(job.handler).Add(job.queue);
+      p.Add(static_cast<int>(job.scope)).Add(job.schedule).Add(job.timezone);
+      p.Add(job.timeout_ms).Add(job.lease_ms).Add(job.retry.max_attempts);
+      p.Add(job.retry.backoff_base_ms).Add(job.retry.backoff_cap_ms);
+      p.Add(job.retry.max_permanent_attempts).Add(job.retry.max_ambiguous_attempts);
+      p.Add(job.retry.max_consecutive_lease_expiries).Add(job.lane_template);
+      p.Add(job.config_json).Add(job.enabled ? 1 : 0).Add(now);
+      p.Add(FormatIntList(job.accepted_schema_versions));
+      p.Add(job.retry.max_unsupported_schema_attempts);
+      p.Add(static_cast<int>(job.catch_up)).Add(job.catch_up_window_ms);
+      p.Add(job.window_ms);
+      TE_RETURN_IF_ERROR(tx.Q(kUpsertJob, p).status());
+      return true;
+    }).status();
+  }
+
+  Result<JobDefinition> GetJob(const JobName& name) override {
+    return ReadTx<JobDefinition>([&](Tx& tx) -> Result<JobDefinition> {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kGetJob, Params().Add(name.value)));
+      if (s.rows() == 0) return NotFound("no job named '" + name.value + "'");
+      return ReadJob(s, 0);
+    });
+  }
+
+  Result<std::vector<JobDefinition>> ListJobs() override {
+    return ReadTx<std::vector<JobDefinition>>([&](Tx& tx) -> Result<std::vector<JobDefinition>> {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListJobs));
+      std::vector<JobDefinition> out;
+      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadJob(s, i));
+      return out;
+    });
+  }
+
+  // --- admission ---
+
+  Result<AdmitResult> Admit(const AdmitRequest& request) override {
+    TE_ASSIGN_OR_RETURN(auto results, AdmitBatch({request}));
+    return std::move(results.front());
+  }
+
+  Result<std::vector<AdmitResult>> AdmitBatch(const std::vector<AdmitRequest>& requests) override {
+    const Millis now = clock_->NowMillis();
+    return Write<std::vector<AdmitResult>>(
+        [&](Tx& tx) { return AdmitAll(tx, requests, now); });
+  }
+
+  Result<std::vector<AdmitResult>> CommitSchedule(
+      const std::vector<AdmitRequest>& admissions,
+      const std::vector<ScheduleUpdate>& updates) override {
+    const Millis now = clock_->NowMillis();
+    return Write<std::vector<AdmitResult>>([&](Tx& tx) -> Result<std::vector<AdmitResult>> {
+      TE_ASSIGN_OR_RETURN(std::vector<AdmitResult> out, AdmitAll(tx, admissions, now));
+      for (const ScheduleUpdate& u : updates) {
+        Params p;
+        p.Add(u.job.value).Add(u.last_fire_at).Add(u.evaluated_until).Add(u.skipped);
+        p.Add(u.last_skipped_at);
+        TE_RETURN_IF_ERROR(tx.Q(kUpdateScheduleState, p).status());
+      }
+      return out;
+    });
+  }
+
+  // --- leasing ---
+
+  Result<std::vector<Lease>> Claim(const ClaimRequest& request) override {
+    return Write<std::vector<Lease>>([&](Tx& tx) -> Result<std::vector<Lease>> {
+      const Millis now = clock_->NowMillis();
+      std::vector<Lease> out;
+      for (const QueueSlot& slot : request.slots) {
+        if (slot.max <= 0) continue;
+        TE_ASSIGN_OR_RETURN(PgResult s,
+                            tx.Q(kClaimDue, Params().Add(slot.queue).Add(now).Add(slot.max)));
+        std::vector<std::int64_t> ids, statuses, attempts, versions, expiries;
+        for (int i = 0; i < s.rows(); ++i) {
+          StateRow row = ReadState(s, i);
+          Event e;
+          e.kind = EventKind::kClaim;
+          e.now = now;
+          auto t = Decide(row.state, e);
+          if (!t.ok()) continue;  // cannot happen for a queued row; never guess
+          Lease lease;
+          lease.id = row.id;
+          lease.version = ClaimVersion(row.version.value + (t->bump_claim ? 1 : 0));
+          lease.job = JobName(s.Text(i, kStateColumnCount));
+          lease.tenant = TenantId(row.tenant);
+          lease.queue = slot.queue;
+          lease.attempt = t->attempt;
+          lease.payload_json = s.Text(i, kStateColumnCount + 1);
+          lease.idempotency_key = s.Text(i, kStateColumnCount + 2);
+          lease.lease_ms = row.lease_ms;
+          lease.lease_expires_at = now + row.lease_ms;
+          ids.push_back(row.id.value);
+          statuses.push_back(static_cast<int>(t->to));
+          attempts.push_back(t->attempt);
+          versions.push_back(lease.version.value);
+          expiries.push_back(lease.lease_expires_at);
+          CountTransition(tx, row.queue, row.state.status, t->to, now);
+          out.push_back(std::move(lease));
+        }
+        if (ids.empty()) continue;
+        Params u;
+        u.AddArray(ids).AddArray(statuses).AddArray(attempts).AddArray(versions).AddArray(expiries);
+        u.Add(request.worker.value).Add(now);
+        TE_RETURN_IF_ERROR(tx.Q(kClaimUpdate, u).status());
+      }
+      return out;
+    });
+  }
+
+  std::vector<Result<HeartbeatReply>> HeartbeatBatch(
+      const std::vector<HeartbeatRequest>& requests) override {
+    using Replies = std::vector<Result<HeartbeatReply>>;
+    auto r = Write<Replies>([&](Tx& tx) -> Result<Replies> {
+      const Millis now = clock_->NowMillis();
+      Replies out;
+      out.reserve(requests.size());
+      std::vector<std::int64_t> ids;
+      for (const HeartbeatRequest& h : requests) ids.push_back(h.lease.id.value);
+      TE_ASSIGN_OR_RETURN(LockedRows rows, LockInOrder(tx, ids));
+      for (const HeartbeatRequest& h : requests) {
+        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, rows.Get(tx, h.lease.id));
+        Status check = CheckLease(row, h.lease);
+        if (!check.ok()) {
+          out.emplace_back(check);
+          continue;
+        }
+        HeartbeatReply reply;
+        reply.lease_expires_at = now + row->lease_ms;
+        reply.cancel_requested = row->state.cancel_requested;
+        Params p;
+        p.Add(h.lease.id.value).Add(reply.lease_expires_at);
+        if (h.progress) {
+          p.Add(std::clamp(*h.progress, 0, 100));
+        } else {
+          p.AddNull();
+        }
+        TE_RETURN_IF_ERROR(tx.Q(kHeartbeat, p).status());
+        rows.Touch(h.lease.id);
+        out.emplace_back(reply);
+      }
+      return out;
+    });
+    if (!r.ok()) return Replies(requests.size(), r.status());
+    return std::move(r).value();
+  }
+
+  Status AppendLog(const LeaseRef& lease, LogLevel level, std::string_view message) override {
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LockState(tx, lease.id));
+      TE_RETURN_IF_ERROR(CheckLease(row, lease));
+      Params p;
+      p.Add(lease.id.value).Add(row->state.attempt).Add(clock_->NowMillis());
+      p.Add(static_cast<int>(level)).Add(message);
+      TE_RETURN_IF_ERROR(tx.Q(kInsertLog, p).status());
+      return true;
+    }).status();
+  }
+
+  std::vector<Result<FinishReply>> FinishBatch(const std::vector<FinishRequest>& requests) override {
+    using Replies = std::vector<Result<FinishReply>>;
+    auto r = Write<Replies>([&](Tx& tx) -> Result<Replies> {
+      const Millis now = clock_->NowMillis();
+      Replies out;
+      out.reserve(requests.size());
+      std::vector<std::int64_t> ids;
+      std::unordered_map<std::int64_t, int> occurrences;
+      for (const FinishRequest& f : requests) {
+        ids.push_back(f.lease.id.value);
+        ++occurrences[f.lease.id.value];
+      }
+      TE_ASSIGN_OR_RETURN(LockedRows rows, LockInOrder(tx, ids));
+      SuccessBatch successes;
+      for (const FinishRequest& f : requests) {
+        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, rows.Get(tx, f.lease.id));
+        Status check = CheckLease(row, f.lease);
+        if (!check.ok()) {
+          out.emplace_back(check);
+          continue;
+        }
+        Event e;
+        e.now = now;
+        e.jitter01 = random_->Uniform01();
+        std::optional<std::string_view> result;
+        std::optional<std::string_view> error;
+        std::optional<int> progress;
+        switch (f.kind) {
+          case FinishRequest::Kind::kComplete:
+            e.kind = EventKind::kSucceed;
+            result = f.result_json;
+            error = std::string_view();
+            progress = 100;
+            break;
+          case FinishRequest::Kind::kFail:
+            e.kind = EventKind::kFail;
+            e.failure_class = f.failure_class;
+            e.unsupported_schema = f.unsupported_schema;
+            e.retry_after_ms = std::max<Millis>(0, f.retry_after_ms);
+            error = f.error;
+            break;
+          case FinishRequest::Kind::kRelease:
+            e.kind = EventKind::kRelease;
+            break;
+        }
+        if (row->state.cancel_requested) {
+          TE_ASSIGN_OR_RETURN(e.has_committed_effects, MayHaveEscapedEffects(tx, row->id));
+        }
+        auto t = Decide(row->state, e);
+        if (!t.ok()) {
+          out.emplace_back(t.status());
+          continue;
+        }
+        if (t->to == ExecutionStatus::kSucceeded && row->lane_key.empty() &&
+            occurrences[f.lease.id.value] == 1) {
+          // Nothing else in this batch reads this row again, and a success
+          // outside a lane touches no other row: write it with the others.
+          successes.Add(*row, *t, now, f.result_json);
+          CountTransition(tx, row->queue, row->state.status, t->to, now);
+        } else {
+          TE_RETURN_IF_ERROR(Apply(tx, *row, *t, now, result, error, progress));
+        }
+        rows.Touch(f.lease.id);
+        out.emplace_back(FinishReply{t->to, t->to == ExecutionStatus::kQueued ? t->run_at : 0});
+      }
+      TE_RETURN_IF_ERROR(successes.Write(tx));
+      return out;
+    });
+    if (!r.ok()) return Replies(requests.size(), r.status());
+    return std::move(r).value();
+  }
+
+  Result<SweepReport> SweepExpired(int max_batch) override {
+    if (max_batch < 1) return InvalidArgument("sweep batch must be >= 1");
+    return Write<SweepReport>([&](Tx& tx) -> Result<SweepReport> {
+      const Millis now = clock_->NowMillis();
+      std::vector<StateRow> expired;
+      {
+        TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kExpired, Params().Add(now).Add(max_batch)));
+        for (int i = 0; i < s.rows(); ++i) expired.push_back(ReadState(s, i));
+      }
+      SweepReport report;
+      report.more = static_cast<int>(expired.size()) == max_batch;
+      for (const StateRow& row : expired) {
+        Event e;
+        e.kind = EventKind::kLeaseExpired;
+        e.now = now;
+        e.jitter01 = random_->Uniform01();
+        if (row.state.cancel_requested) {
+          TE_ASSIGN_OR_RETURN(e.has_committed_effects, MayHaveEscapedEffects(tx, row.id));
+        }
+        auto t = Decide(row.state, e);
+        if (!t.ok()) continue;
+        std::string error = "lease expired (attempt " + std::to_string(row.state.attempt) + ")";
+        TE_RETURN_IF_ERROR(Apply(tx, row, *t, now, std::nullopt, error, std::nullopt));
+        ++report.recovered;
+        switch (t->to) {
+          case ExecutionStatus::kQueued: ++report.requeued; break;
+          case ExecutionStatus::kFailed: ++report.failed; break;
+          case ExecutionStatus::kQuarantined: ++report.quarantined; break;
+          case ExecutionStatus::kCanceled:
+          case ExecutionStatus::kPartiallyCanceled: ++report.canceled; break;
+          default: break;
+        }
+      }
+      return report;
+    });
+  }
+
+  // --- effects ---
+
+  Result<EffectReply> ReserveEffect(const LeaseRef& lease, std::string_view name) override {
+    if (!IsValidEffectName(name)) {
+      return InvalidArgument("invalid effect name: 1..120 characters of [A-Za-z0-9._:-]");
+    }
+    return Write<EffectReply>([&](Tx& tx) -> Result<EffectReply> {
+      const Millis now = clock_->NowMillis();
+      EffectReply reply;
+      reply.key = EffectKey(lease.id, name);
+      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LockState(tx, lease.id));
+      Status check = CheckLease(row, lease);
+      if (check.code() == ErrorCode::kNotFound) return check;
+      if (!check.ok()) {
+        reply.answer = EffectAnswer::kStale;
+        return reply;
+      }
+      {
+        TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kGetEffect, Params().Add(lease.id.value).Add(name)));
+        if (s.rows() > 0) {
+          if (s.Int(0, 0) != 0) {
+            reply.answer = EffectAnswer::kAlreadyDone;
+            reply.committed_at = s.Int(0, 4);
+            reply.detail = s.Text(0, 5);
+            return reply;
+          }
+          if (row->state.cancel_requested) {
+            reply.answer = EffectAnswer::kCanceled;
+            return reply;
+          }
+          reply.answer = ClaimVersion(s.Int(0, 1)) == lease.version ? EffectAnswer::kProceed
+                                                                     : EffectAnswer::kAmbiguous;
+          return reply;
+        }
+      }
+      if (row->state.cancel_requested) {
+        reply.answer = EffectAnswer::kCanceled;
+        return reply;
+      }
+      Params p;
+      p.Add(lease.id.value).Add(name).Add(lease.version.value).Add(row->state.attempt).Add(now);
+      TE_RETURN_IF_ERROR(tx.Q(kReserveEffect, p).status());
+      reply.answer = EffectAnswer::kProceed;
+      return reply;
+    });
+  }
+
+  Result<EffectRecord> CommitEffect(const LeaseRef& lease, std::string_view name,
+                                    std::string_view detail) override {
+    if (!IsValidEffectName(name)) {
+      return InvalidArgument("invalid effect name: 1..120 characters of [A-Za-z0-9._:-]");
+    }
+    if (detail.size() > 64 * 1024) return InvalidArgument("effect detail longer than 64 KiB");
+    return Write<EffectRecord>([&](Tx& tx) -> Result<EffectRecord> {
+      const Millis now = clock_->NowMillis();
+      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LockState(tx, lease.id));
+      TE_RETURN_IF_ERROR(CheckLease(row, lease));
+      EffectRecord rec;
+      rec.execution = lease.id;
+      rec.name = std::string(name);
+      rec.key = EffectKey(lease.id, name);
+      {
+        TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kGetEffect, Params().Add(lease.id.value).Add(name)));
+        if (s.rows() == 0) {
+          return Conflict("effect " + rec.key + " was never reserved: reserve it before the effect");
+        }
+        rec.reserved_at = s.Int(0, 3);
+        if (s.Int(0, 0) != 0) {  // already committed: keep the first record
+          rec.committed = true;
+          rec.reserved_by = ClaimVersion(s.Int(0, 1));
+          rec.attempt = static_cast<int>(s.Int(0, 2));
+          rec.committed_at = s.Int(0, 4);
+          rec.detail = s.Text(0, 5);
+          return rec;
+        }
+      }
+      Params p;
+      p.Add(lease.id.value).Add(name).Add(now).Add(detail).Add(lease.version.value);
+      p.Add(row->state.attempt);
+      TE_RETURN_IF_ERROR(tx.Q(kCommitEffect, p).status());
+      rec.committed = true;
+      rec.reserved_by = lease.version;
+      rec.attempt = row->state.attempt;
+      rec.committed_at = now;
+      rec.detail = std::string(detail);
+      return rec;
+    });
+  }
+
+  Status ReleaseEffect(const LeaseRef& lease, std::string_view name) override {
+    if (!IsValidEffectName(name)) {
+      return InvalidArgument("invalid effect name: 1..120 characters of [A-Za-z0-9._:-]");
+    }
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LockState(tx, lease.id));
+      TE_RETURN_IF_ERROR(CheckLease(row, lease));
+      Params p;
+      p.Add(lease.id.value).Add(name).Add(lease.version.value);
+      TE_RETURN_IF_ERROR(tx.Q(kReleaseEffect, p).status());
+      return true;
+    }).status();
+  }
+
+  Result<std::vector<EffectRecord>> GetEffects(ExecutionId id) override {
+    return ReadTx<std::vector<EffectRecord>>([&](Tx& tx) -> Result<std::vector<EffectRecord>> {
+      TE_RETURN_IF_ERROR(RequireExecution(tx, id));
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListEffects, Params().Add(id.value)));
+      std::vector<EffectRecord> out;
+      for (int i = 0; i < s.rows(); ++i) {
+        EffectRecord r;
+        r.execution = id;
+        r.name = s.Text(i, 0);
+        r.key = EffectKey(id, r.name);
+        r.committed = s.Int(i, 1) != 0;
+        r.reserved_by = ClaimVersion(s.Int(i, 2));
+        r.attempt = static_cast<int>(s.Int(i, 3));
+        r.reserved_at = s.Int(i, 4);
+        r.committed_at = s.Int(i, 5);
+        r.detail = s.Text(i, 6);
+        out.push_back(std::move(r));
+      }
+      return out;
+    });
+  }
+
+  // --- operator actions ---
+
+  Result<ExecutionStatus> RequestCancel(ExecutionId id, const OperatorAction& action) override {
+    if (action.actor.empty()) return InvalidArgument("cancel needs an actor");
+    return Write<ExecutionStatus>([&](Tx& tx) -> Result<ExecutionStatus> {
+      const Millis now = clock_->NowMillis();
+      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LockState(tx, id));
+      if (!row) return NotFound("no execution " + std::to_string(id.value));
+      Event e;
+      e.kind = EventKind::kCancel;
+      e.now = now;
+      TE_ASSIGN_OR_RETURN(e.has_committed_effects, MayHaveEscapedEffects(tx, id));
+      TE_ASSIGN_OR_RETURN(Transition t, Decide(row->state, e));
+      if (!t.changed) return t.to;
+      TE_RETURN_IF_ERROR(Apply(tx, *row, t, now, std::nullopt, std::nullopt, std::nullopt));
+      AuditRecord a;
+      a.at = now;
+      a.actor = action.actor;
+      a.tenant = row->tenant;
+      a.action = t.to == ExecutionStatus::kRunning ? "execution.cancel_requested"
+                                                    : "execution.cancel";
+      a.target = "execution:" + std::to_string(id.value);
+      a.before_json = StatusJson(row->state.status);
+      a.after_json = StatusJson(t.to);
+      a.reason = action.reason;
+      TE_RETURN_IF_ERROR(InsertAudit(tx, a));
+      return t.to;
+    });
+  }
+
+  Result<ReplayReply> Replay(const ReplayRequest& request) override {
+    if (request.action.actor.empty()) return InvalidArgument("replay needs an operator identity");
+    if (request.action.reason.empty()) return InvalidArgument("replay needs a reason");
+    return Write<ReplayReply>([&](Tx& tx) -> Result<ReplayReply> {
+      const Millis now = clock_->NowMillis();
+      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LockState(tx, request.id));
+      if (!row) return NotFound("no execution " + std::to_string(request.id.value));
+      {
+        TE_ASSIGN_OR_RETURN(PgResult p, tx.Q(kGetPendingReplay, Params().Add(request.id.value)));
+        if (p.rows() > 0) {
+          return Conflict("a replay of execution " + std::to_string(request.id.value) +
+                          " requested by " + p.Text(0, 0) + " is waiting for approval");
+        }
+      }
+      ReplayReply reply;
+      if (request.require_approval) {
+        Event e;
+        e.kind = EventKind::kReplay;
+        e.now = now;
+        TE_RETURN_IF_ERROR(Decide(row->state, e).status());  // legal now?
+        Params p;
+        p.Add(request.id.value).Add(request.action.actor).Add(request.action.reason).Add(now);
+        p.Add(static_cast<int>(request.ambiguous));
+        TE_RETURN_IF_ERROR(tx.Q(kInsertPendingReplay, p).status());
+        AuditRecord a;
+        a.at = now;
+        a.actor = request.action.actor;
+        a.tenant = row->tenant;
+        a.action = "execution.replay_requested";
+        a.target = "execution:" + std::to_string(request.id.value);
+        a.before_json = StatusJson(row->state.status);
+        a.reason = request.action.reason;
+        TE_RETURN_IF_ERROR(InsertAudit(tx, a));
+        reply.outcome = ReplayOutcome::kPendingApproval;
+        reply.status = row->state.status;
+        return reply;
+      }
+      TE_ASSIGN_OR_RETURN(reply.status, DoReplay(tx, *row, now, request.ambiguous,
+                                                 request.action.actor, request.action.reason,
+                                                 "execution.replay"));
+      return reply;
+    });
+  }
+
+  Result<ReplayReply> ApproveReplay(ExecutionId id, const OperatorAction& approver) override {
+    if (approver.actor.empty()) return InvalidArgument("approval needs an operator identity");
+    return Write<ReplayReply>([&](Tx& tx) -> Result<ReplayReply> {
+      const Millis now = clock_->NowMillis();
+      // The execution's row lock first, as every other call about it.
+      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LockState(tx, id));
+      std::string requested_by, reason;
+      AmbiguousResolution ambiguous = AmbiguousResolution::kKeep;
+      {
+        TE_ASSIGN_OR_RETURN(PgResult p, tx.Q(kGetPendingReplay, Params().Add(id.value)));
+        if (p.rows() == 0) {
+          return NotFound("no replay of execution " + std::to_string(id.value) +
+                          " is waiting for approval");
+        }
+        requested_by = p.Text(0, 0);
+        reason = p.Text(0, 1);
+        ambiguous = static_cast<AmbiguousResolution>(std::clamp<std::int64_t>(p.Int(0, 2), 0, 2));
+      }
+      if (requested_by == approver.actor) {
+        return Conflict("four-eyes: " + approver.actor +
+                        " asked for this replay and cannot also approve it");
+      }
+      if (!row) return NotFound("no execution " + std::to_string(id.value));
+      TE_RETURN_IF_ERROR(tx.Q(kDeletePendingReplay, Params().Add(id.value)).status());
+      ReplayReply reply;
+      std::string why = reason + " (requested by " + requested_by + ")";
+      TE_ASSIGN_OR_RETURN(reply.status, DoReplay(tx, *row, now, ambiguous, approver.actor, why,
+                                                 "execution.replay_approved"));
+      return reply;
+    });
+  }
+
+  Status AppendAudit(const AuditRecord& record) override {
+    if (record.actor.empty() || record.action.empty() || record.target.empty()) {
+      return InvalidArgument("audit records need an actor, an action and a target");
+    }
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+      AuditRecord r = record;
+      if (r.at == 0) r.at = clock_->NowMillis();
+      TE_RETURN_IF_ERROR(InsertAudit(tx, r));
+      return true;
+    }).status();
+  }
+
+  Result<std::vector<AuditRecord>> ListAudit(const AuditFilter& f) override {
+    if (f.limit < 1 || f.limit > 1000) return InvalidArgument("limit must be 1..1000");
+    return ReadTx<std::vector<AuditRecord>>([&](Tx& tx) -> Result<std::vector<AuditRecord>> {
+      TE_ASSIGN_OR_RETURN(PgResult s,
+                          tx.Q(kListAudit, Params().Add(f.target).Add(f.before_id).Add(f.limit)));
+      std::vector<AuditRecord> out;
+      for (int i = 0; i < s.rows(); ++i) {
+        AuditRecord r;
+        r.id = s.Int(i, 0);
+        r.at = s.Int(i, 1);
+        r.actor = s.Text(i, 2);
+        r.tenant = s.Text(i, 3);
+        r.action = s.Text(i, 4);
+        r.target = s.Text(i, 5);
+        r.before_json = s.Text(i, 6);
+        r.after_json = s.Text(i, 7);
+        r.reason = s.Text(i, 8);
+        out.push_back(std::move(r));
+      }
+      return out;
+    });
+  }
+
+  // --- grants ---
+
+  Status Grant(std::string_view principal, std::string_view tenant) override {
+    return WriteGrant(kGrant, principal, tenant);
+  }
+  Status Revoke(std::string_view principal, std::string_view tenant) override {
+    return WriteGrant(kRevoke, principal, tenant);
+  }
+  Result<bool> IsGranted(std::string_view principal, std::string_view tenant) override {
+    return ReadTx<bool>([&](Tx& tx) -> Result<bool> {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kIsGranted, Params().Add(principal).Add(tenant)));
+      return s.rows() > 0 && s.Int(0, 0) != 0;
+    });
+  }
+
+  // --- lanes ---
+
+  Result<LaneStatus> GetLane(std::string_view lane) override {
+    return ReadTx<LaneStatus>([&](Tx& tx) { return LaneOf(tx, lane); });
+  }
+
+  Result<std::vector<LaneStatus>> ListLanes(int limit) override {
+    if (limit < 1 || limit > 1000) return InvalidArgument("limit must be 1..1000");
+    return ReadTx<std::vector<LaneStatus>>([&](Tx& tx) -> Result<std::vector<LaneStatus>> {
+      std::vector<std::string> names;
+      {
+        TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kOpenLanes, Params().Add(limit)));
+        for (int i = 0; i < s.rows(); ++i) names.push_back(s.Text(i, 0));
+      }
+      std::vector<LaneStatus> out;
+      for (const std::string& name : names) {
+        TE_ASSIGN_OR_RETURN(LaneStatus lane, LaneOf(tx, name));
+        out.push_back(std::move(lane));
+      }
+      std::stable_sort(out.begin(), out.end(), [](const LaneStatus& a, const LaneStatus& b) {
+        return a.blocked > b.blocked;
+      });
+      return out;
+    });
+  }
+
+  // --- tenants ---
+
+  Status UpsertTenant(const Tenant& tenant) override {
+    if (!IsValidTenantId(tenant.id.value)) {
+      return InvalidArgument("invalid tenant id '" + tenant.id.value +
+                             "': must match [a-z0-9][a-z0-9_-]{0,49}");
+    }
+    if (tenant.name.size() > 200) return InvalidArgument("tenant name longer than 200 bytes");
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+      Params p;
+      p.Add(tenant.id.value).Add(tenant.name).Add(tenant.active ? 1 : 0).Add(clock_->NowMillis());
+      TE_RETURN_IF_ERROR(tx.Q(kUpsertTenant, p).status());
+      return true;
+    }).status();
+  }
+
+  Result<Tenant> GetTenant(const TenantId& id) override {
+    return ReadTx<Tenant>([&](Tx& tx) -> Result<Tenant> {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kGetTenant, Params().Add(id.value)));
+      if (s.rows() == 0) return NotFound("no tenant '" + id.value + "'");
+      return ReadTenant(s, 0);
+    });
+  }
+
+  Result<std::vector<Tenant>> ListTenants(bool active_only) override {
+    return ReadTx<std::vector<Tenant>>([&](Tx& tx) -> Result<std::vector<Tenant>> {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListTenants, Params().Add(active_only ? 1 : 0)));
+      std::vector<Tenant> out;
+      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadTenant(s, i));
+      return out;
+    });
+  }
+
+  // --- scheduling ---
+
+  Result<bool> AcquireLock(std::string_view name, std::string_view holder, Millis ttl_ms) override {
+    if (name.empty() || holder.empty() || ttl_ms < 1) {
+      return InvalidArgument("a lock needs a name, a holder and a positive ttl");
+    }
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+      const Millis now = clock_->NowMillis();
+      TE_RETURN_IF_ERROR(
+          tx.Q(kAcquireLock, Params().Add(name).Add(holder).Add(now + ttl_ms).Add(now)).status());
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLockHolder, Params().Add(name)));
+      return s.rows() > 0 && s.TextView(0, 0) == holder;
+    });
+  }
+
+  Status ReleaseLock(std::string_view name, std::string_view holder) override {
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+      TE_RETURN_IF_ERROR(tx.Q(kReleaseLock, Params().Add(name).Add(holder)).status());
+      return true;
+    }).status();
+  }
+
+  Result<std::vector<ScheduleState>> ListScheduleStates() override {
+    return ReadTx<std::vector<ScheduleState>>([&](Tx& tx) -> Result<std::vector<ScheduleState>> {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListScheduleStates));
+      std::vector<ScheduleState> out;
+      for (int i = 0; i < s.rows(); ++i) {
+        ScheduleState st;
+        st.job = JobName(s.Text(i, 0));
+        st.last_fire_at = s.Int(i, 1);
+        st.last_evaluated_at = s.Int(i, 2);
+        st.skipped_fires = s.Int(i, 3);
+        st.last_skipped_at = s.Int(i, 4);
+        out.push_back(std::move(st));
+      }
+      return out;
+    });
+  }
+
+  // --- principals ---
+
+  Status UpsertUser(const User& user) override {
+    if (user.name.empty() || user.name.size() > 100 ||
+        user.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._@-") != std::string::npos) {
+      return InvalidArgument("invalid user name '" + user.name + "': [a-z0-9._@-], 1..100");
+    }
+    if (user.password_hash.empty()) return InvalidArgument("a user needs a password hash");
+    TE_RETURN_IF_ERROR(ValidatePrincipalLists(user.scopes, user.tenants));
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+      Params p;
+      p.Add(user.name).Add(user.password_hash).Add(JoinList(user.scopes));
+      p.Add(JoinList(user.tenants)).Add(user.disabled ? 1 : 0).Add(clock_->NowMillis());
+      TE_RETURN_IF_ERROR(tx.Q(kUpsertUser, p).status());
+      return true;
+    }).status();
+  }
+
+  Result<User> GetUser(std::string_view name) override {
+    return ReadTx<User>([&](Tx& tx) -> Result<User> {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kGetUser, Params().Add(name)));
+      if (s.rows() == 0) return NotFound("no user '" + std::string(name) + "'");
+      return ReadUser(s, 0);
+    });
+  }
+
+  Result<std::vector<User>> ListUsers() override {
+    return ReadTx<std::vector<User>>([&](Tx& tx) -> Result<std::vector<User>> {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListUsers));
+      std::vector<User> out;
+      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadUser(s, i));
+      return out;
+    });
+  }
+
+  Result<std::int64_t> CreateToken(const ApiToken& token) override {
+    if (token.secret_hash.size() != 64) return InvalidArgument("token secret hash must be hex SHA-256");
+    if (token.principal.empty() || token.principal.size() > 200 || token.name.size() > 200) {
+      return InvalidArgument("a token needs a principal (and names of at most 200 bytes)");
+    }
+    TE_RETURN_IF_ERROR(ValidatePrincipalLists(token.scopes, token.tenants));
+    return Write<std::int64_t>([&](Tx& tx) -> Result<std::int64_t> {
+      Params p;
+      p.Add(token.name).Add(token.secret_hash).Add(token.principal);
+      p.Add(JoinList(token.scopes)).Add(JoinList(token.tenants));
+      p.Add(clock_->NowMillis()).Add(token.expires_at);
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kCreateToken, p));
+      if (s.rows() == 0) return Internal("INSERT ... RETURNING id returned no row");
+      return s.Int(0, 0);
+    });
+  }
+
+  Result<ApiToken> FindToken(std::string_view secret_hash) override {
+    return ReadTx<ApiToken>([&](Tx& tx) -> Result<ApiToken> {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kFindToken, Params().Add(secret_hash)));
+      if (s.rows() == 0) return NotFound("no such token");
+      return ReadToken(s, 0);
+    });
+  }
+
+  Status RevokeToken(std::int64_t id) override {
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kRevokeToken, Params().Add(id).Add(clock_->NowMillis())));
+      if (s.affected() == 0) return NotFound("no token " + std::to_string(id));
+      return true;
+    }).status();
+  }
+
+  Result<std::vector<ApiToken>> ListTokens() override {
+    return ReadTx<std::vector<ApiToken>>([&](Tx& tx) -> Result<std::vector<ApiToken>> {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListTokens));
+      std::vector<ApiToken> out;
+      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadToken(s, i));
+      return out;
+    });
+  }
+
+  Status TouchToken(std::int64_t id) override {
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+      TE_RETURN_IF_ERROR(tx.Q(kTouchToken, Params().Add(id).Add(clock_->NowMillis())).status());
+      return true;
+    }).status();
+  }
+
+  Status CreateSession(const Session& session) override {
+    if (session.id_hash.size() != 64 || session.user.empty() || session.csrf_token.empty()) {
+      return InvalidArgument("a session needs an id hash, a user and a CSRF token");
+    }
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+      const Millis now = clock_->NowMillis();
+      Params p;
+      p.Add(session.id_hash).Add(session.user).Add(session.csrf_token);
+      p.Add(now).Add(now).Add(session.expires_at);
+      TE_RETURN_IF_ERROR(tx.Q(kCreateSession, p).status());
+      return true;
+    }).status();
+  }
+
+  Result<Session> GetSession(std::string_view id_hash) override {
+    return ReadTx<Session>([&](Tx& tx) -> Result<Session> {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kGetSession, Params().Add(id_hash)));
+      if (s.rows() == 0) return NotFound("no such session");
+      return ReadSession(s, 0);
+    });
+  }
+
+  Status TouchSession(std::string_view id_hash) override {
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+      TE_RETURN_IF_ERROR(
+          tx.Q(kTouchSession, Params().Add(id_hash).Add(clock_->NowMillis())).status());
+      return true;
+    }).status();
+  }
+
+  Status DeleteSession(std::string_view id_hash) override {
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+      TE_RETURN_IF_ERROR(tx.Q(kDeleteSession, Params().Add(id_hash)).status());
+      return true;
+    }).status();
+  }
+
+  // --- workers ---
+
+  Status ReportWorker(const WorkerInfo& w) override {
+    if (w.id.empty() || w.id.value.size() > 200 || w.hostname.size() > 255) {
+      return InvalidArgument("a worker needs an id (at most 200 bytes)");
+    }
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+      const Millis now = clock_->NowMillis();
+      Params p;
+      p.Add(w.id.value).Add(w.hostname).Add(static_cast<std::int64_t>(w.pid));
+      p.Add(static_cast<int>(w.state)).Add(w.current.value).Add(w.processed).Add(w.failed);
+      p.Add(w.started_at > 0 ? w.started_at : now).Add(now);
+      TE_RETURN_IF_ERROR(tx.Q(kReportWorker, p).status());
+      return true;
+    }).status();
+  }
+
+  Result<std::vector<WorkerInfo>> ListWorkers(Millis seen_within_ms) override {
+    const Millis now = clock_->NowMillis();
+    return ReadTx<std::vector<WorkerInfo>>([&](Tx& tx) -> Result<std::vector<WorkerInfo>> {
+      TE_ASSIGN_OR_RETURN(PgResult s,
+                          tx.Q(kListWorkers, Params().Add(seen_within_ms).Add(now - seen_within_ms)));
+      std::vector<WorkerInfo> out;
+      for (int i = 0; i < s.rows(); ++i) {
+        WorkerInfo w;
+        w.id = WorkerId(s.Text(i, 0));
+        w.hostname = s.Text(i, 1);
+        w.pid = s.Int(i, 2);
+        w.state = static_cast<WorkerState>(std::clamp<std::int64_t>(s.Int(i, 3), 0, 2));
+        w.current = ExecutionId(s.Int(i, 4));
+        w.processed = s.Int(i, 5);
+        w.failed = s.Int(i, 6);
+        w.started_at = s.Int(i, 7);
+        w.last_heartbeat_at = s.Int(i, 8);
+        out.push_back(std::move(w));
+      }
+      return out;
+    });
+  }
+
+  // --- reads ---
+
+  Result<Execution> GetExecution(ExecutionId id) override {
+    return ReadTx<Execution>([&](Tx& tx) -> Result<Execution> {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kSelectExecution, Params().Add(id.value)));
+      if (s.rows() == 0) return NotFound("no execution " + std::to_string(id.value));
+      return ReadExecution(s, 0);
+    });
+  }
+
+  Result<std::vector<AttemptRecord>> GetAttempts(ExecutionId id) override {
+    return ReadTx<std::vector<AttemptRecord>>([&](Tx& tx) -> Result<std::vector<AttemptRecord>> {
+      TE_RETURN_IF_ERROR(RequireExecution(tx, id));
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListAttempts, Params().Add(id.value)));
+      std::vector<AttemptRecord> out;
+      for (int i = 0; i < s.rows(); ++i) {
+        AttemptRecord a;
+        a.execution = id;
+        a.attempt = static_cast<int>(s.Int(i, 0));
+        a.claim_version = ClaimVersion(s.Int(i, 1));
+        a.worker = s.Text(i, 2);
+        a.started_at = s.Int(i, 3);
+        a.ended_at = s.Int(i, 4);
+        a.outcome = static_cast<ExecutionStatus>(s.Int(i, 5));
+        a.failure_class = static_cast<FailureClass>(s.Int(i, 6));
+        a.released = s.Int(i, 7) != 0;
+        a.error = s.Text(i, 8);
+        out.push_back(std::move(a));
+      }
+      return out;
+    });
+  }
+
+  Result<ExecutionPage> ListExecutions(const ExecutionFilter& f) override {
+    if (f.limit < 1 || f.limit > 1000) return InvalidArgument("limit must be 1..1000");
+    return ReadTx<ExecutionPage>([&](Tx& tx) -> Result<ExecutionPage> {
+      const char* sql = f.job ? kListByJob : (f.tenant && !f.tenant->empty() ? kListByTenant
+                                                                              : kListAll);
+      Params p;
+      if (f.job) p.Add(f.job->value); else p.AddNull();
+      if (f.tenant) p.Add(f.tenant->value); else p.AddNull();
+      if (f.status) p.Add(static_cast<int>(*f.status)); else p.AddNull();
+      p.Add(f.queued_from).Add(f.queued_to).Add(f.before.value).Add(f.limit + 1);
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(sql, p));
+      ExecutionPage page;
+      for (int i = 0; i < s.rows(); ++i) page.items.push_back(ReadExecution(s, i));
+      if (static_cast<int>(page.items.size()) > f.limit) {
+        page.items.pop_back();
+        page.next_before = page.items.back().id;
+      }
+      return page;
+    });
+  }
+
+  Result<std::vector<LogEntry>> GetLogs(ExecutionId id, int limit) override {
+    if (limit < 1) return InvalidArgument("limit must be >= 1");
+    return ReadTx<std::vector<LogEntry>>([&](Tx& tx) -> Result<std::vector<LogEntry>> {
+      TE_RETURN_IF_ERROR(RequireExecution(tx, id));
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kGetLogs, Params().Add(id.value).Add(limit)));
+      std::vector<LogEntry> out;
+      for (int i = 0; i < s.rows(); ++i) {
+        LogEntry l;
+        l.execution = ExecutionId(s.Int(i, 0));
+        l.attempt = static_cast<int>(s.Int(i, 1));
+        l.at = s.Int(i, 2);
+        l.level = static_cast<LogLevel>(std::clamp<std::int64_t>(s.Int(i, 3), 0, 3));
+        l.message = s.Text(i, 4);
+        out.push_back(std::move(l));
+      }
+      return out;
+    });
+  }
+
+  Result<StoreStats> GetStats() override {
+    const Millis now = clock_->NowMillis();
+    return ReadTx<StoreStats>([&](Tx& tx) -> Result<StoreStats> {
+      StoreStats out;
+      {
+        TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kStatusCounts));
+        for (int i = 0; i < s.rows(); ++i) {
+          std::string queue = s.Text(i, 0);
+          const auto status = s.Int(i, 1);
+          if (status < 0 || status >= kExecutionStatusCount) continue;
+          if (out.queues.empty() || out.queues.back().queue != queue) {
+            out.queues.push_back(QueueStats{queue, {}, 0});
+          }
+          out.queues.back().by_status[status] = s.Int(i, 2);
+          out.totals[status] += s.Int(i, 2);
+        }
+      }
+      for (QueueStats& q : out.queues) {
+        TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kOldestDue, Params().Add(q.queue).Add(now)));
+        if (s.rows() > 0 && !s.IsNull(0, 0)) q.oldest_due_at = s.Int(0, 0);
+      }
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kRecentOutcomes, Params().Add(now / kHourMs - 23)));
+      for (int i = 0; i < s.rows(); ++i) {
+        const auto status = s.Int(i, 0);
+        if (status >= 0 && status < kExecutionStatusCount) out.ended_last_24h[status] = s.Int(i, 1);
+      }
+      return out;
+    });
+  }
+
+  Result<std::vector<QueueDepth>> QueueDepths() override {
+    const Millis now = clock_->NowMillis();
+    return ReadTx<std::vector<QueueDepth>>([&](Tx& tx) -> Result<std::vector<QueueDepth>> {
+      std::map<std::string, QueueDepth> by_queue;
+      {
+        TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kQueuedDepths, Params().Add(now)));
+        for (int i = 0; i < s.rows(); ++i) {
+          QueueDepth& d = by_queue[s.Text(i, 0)];
+          d.queued = s.Int(i, 1);
+          d.due = s.Int(i, 2);
+          d.oldest_queued_at = s.Int(i, 3);
+        }
+      }
+      {
+        TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kRunningDepths));
+        for (int i = 0; i < s.rows(); ++i) by_queue[s.Text(i, 0)].running = s.Int(i, 1);
+      }
+      std::vector<QueueDepth> out;
+      for (auto& [name, d] : by_queue) {
+        d.queue = name;
+        out.push_back(d);
+      }
+      return out;
+    });
+  }
+
+  // --- wakeups (A3) ---
+
+  // The first listener starts the LISTEN thread (its own connection, not one
+  // of the pool's). Replacing the listener waits for a call in progress.
+  void SetWorkListener(std::function<void()> listener) override {
+    {
+      std::lock_guard<std::mutex> call(listener_call_mu_);
+      std::lock_guard<std::mutex> lock(listen_mu_);
+      listener_ = std::move(listener);
+      if (!listener_ || listen_thread_.joinable()) return;
+      listen_thread_ = std::thread([this] { ListenLoop(); });
+    }
+  }
+
+ private:
+  // The LISTEN thread: connects, LISTENs on channel_, and calls the listener
+  // once per batch of notifications received. When the connection is lost it
+  // reconnects with the pool's backoff; after a reconnect it calls the
+  // listener once, since notifications sent meanwhile were lost.
+  void ListenLoop() {
+    auto backoff = options_.reconnect_backoff_min;
+    bool listened_before = false;
+    while (!StopListening()) {
+      PGconn* conn = PQconnectdb(options_.url.c_str());
+      bool ok = PQstatus(conn) == CONNECTION_OK;
+      if (ok) {
+        PGresult* r = PQexec(conn, ("LISTEN " + QuoteIdentifier(channel_)).c_str());
+        ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+      }
+      if (!ok) {
+        PQfinish(conn);
+        WaitListenBackoff(backoff);
+        backoff = std::min(backoff * 2, options_.reconnect_backoff_max);
+        continue;
+      }
+      backoff = options_.reconnect_backoff_min;
+      if (listened_before) CallListener();
+      listened_before = true;
+      const int fd = PQsocket(conn);
+      while (!StopListening()) {
+        pollfd p{fd, POLLIN, 0};
+        // A bounded wait, so a stop is noticed within it.
+        const int n = ::poll(&p, 1, 100);
+        if (n < 0 && errno != EINTR) break;
+        if (n <= 0) continue;
+        if (PQconsumeInput(conn) == 0) break;  // connection lost
+        bool any = false;
+        while (PGnotify* note = PQnotifies(conn)) {
+          any = true;
+          PQfreemem(note);
+        }
+        if (any) CallListener();
+        if (PQstatus(conn) != CONNECTION_OK) break;
+      }
+      PQfinish(conn);
+      if (!StopListening()) WaitListenBackoff(backoff);
+    }
+  }
+
+  bool StopListening() {
+    std::lock_guard<std::mutex> lock(listen_mu_);
+    return stop_listening_;
+  }
+
+  void WaitListenBackoff(std::chrono::milliseconds d) {
+    std::unique_lock<std::mutex> lock(listen_mu_);
+    listen_cv_.wait_for(lock, d, [&] { return stop_listening_; });
+  }
+
+  void CallListener() {
+    std::lock_guard<std::mutex> call(listener_call_mu_);
+    std::function<void()> f;
+    {
+      std::lock_guard<std::mutex> lock(listen_mu_);
+      f = listener_;
+    }
+    if (f) f();
+  }
+
+  struct JobPolicy {
+    std::string queue;
+    RetryPolicy retry;
+    Millis lease_ms = 0;
+  };
+
+  Status WriteGrant(const char* sql, std::string_view principal, std::string_view tenant) {
+    if (principal.empty() || principal.size() > 200) return InvalidArgument("bad principal");
+    if (tenant != "*" && !IsValidTenantId(tenant)) {
+      return InvalidArgument("invalid tenant '" + std::string(tenant) + "'");
+    }
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+      TE_RETURN_IF_ERROR(tx.Q(sql, Params().Add(principal).Add(tenant)).status());
+      return true;
+    }).status();
+  }
+
+  static Result<int> ReadVersion(Tx& tx) {
+    TE_ASSIGN_OR_RETURN(PgResult has, tx.Q(kHasVersionTable));
+    if (has.rows() == 0 || has.Int(0, 0) == 0) return 0;
+    TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kReadVersion));
+    if (s.rows() == 0) return 0;
+    return static_cast<int>(s.Int(0, 0));
+  }
+
+  static Status RequireExecution(Tx& tx, ExecutionId id) {
+    TE_ASSIGN_OR_RETURN(PgResult e, tx.Q(kExists, Params().Add(id.value)));
+    if (e.rows() == 0) return NotFound("no execution " + std::to_string(id.value));
+    return Status::Ok();
+  }
+
+  static Result<LaneStatus> LaneOf(Tx& tx, std::string_view lane) {
+    LaneStatus out;
+    out.lane = std::string(lane);
+    {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLaneHead, Params().Add(lane)));
+      if (s.rows() > 0) {
+        out.head = ExecutionId(s.Int(0, 0));
+        out.head_status = static_cast<ExecutionStatus>(s.Int(0, 1));
+        out.blocked = out.head_status == ExecutionStatus::kFailed ||
+                      out.head_status == ExecutionStatus::kQuarantined;
+      }
+    }
+    TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLaneCounts, Params().Add(lane)));
+    if (s.rows() > 0) {
+      out.queued = s.Int(0, 0);
+      out.running = s.Int(0, 1);
+    }
+    return out;
+  }
+
+  // Locks the execution's row for the rest of the transaction; nullopt when
+  // it does not exist.
+  static Result<std::optional<StateRow>> LockState(Tx& tx, ExecutionId id) {
+    TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLockState, Params().Add(id.value)));
+    if (s.rows() == 0) return std::optional<StateRow>();
+    return std::optional<StateRow>(ReadState(s, 0));
+  }
+
+  // Successes of a FinishBatch, written by one UPDATE (kApplySuccesses).
+  class SuccessBatch {
+   public:
+    void Add(const StateRow& row, const Transition& t, Millis now, std::string_view result) {
+      ids_.push_back(row.id.value);
+      statuses_.push_back(static_cast<int>(t.to));
+      attempts_.push_back(t.attempt);
+      expiries_.push_back(t.consecutive_lease_expiries);
+      permanent_.push_back(t.permanent_failures);
+      ambiguous_.push_back(t.ambiguous_failures);
+      failure_classes_.push_back(static_cast<int>(t.failure_class));
+      cancel_requested_.push_back(t.cancel_requested ? 1 : 0);
+      clear_lease_.push_back(t.clear_lease ? 1 : 0);
+      finished_at_.push_back(t.finished ? now : Millis{0});
+      results_.push_back(result.empty() ? std::nullopt : std::optional<std::string>(result));
+    }
+    Status Write(Tx& tx) const {
+      if (ids_.empty()) return Status::Ok();
+      Params p;
+      p.AddArray(ids_).AddArray(statuses_).AddArray(attempts_).AddArray(expiries_);
+      p.AddArray(permanent_).AddArray(ambiguous_).AddArray(failure_classes_);
+      p.AddArray(cancel_requested_).AddArray(clear_lease_).AddArray(finished_at_);
+      p.AddTextArray(results_);
+      return tx.Q(kApplySuccesses, p).status();
+    }
+
+   private:
+    std::vector<std::int64_t> ids_, statuses_, attempts_, expiries_, permanent_, ambiguous_,
+        failure_classes_, cancel_requested_, clear_lease_, finished_at_;
+    std::vector<std::optional<std::string>> results_;
+  };
+
+  // The rows a batch locked up front, as they were when locked. A row the
+  // batch changed since is read again (the same execution may appear twice).
+  class LockedRows {
+   public:
+    void Add(StateRow row) { rows_.emplace(row.id.value, std::move(row)); }
+    void Touch(ExecutionId id) {
+      rows_.erase(id.value);
+      touched_.push_back(id.value);
+    }
+    Result<std::optional<StateRow>> Get(Tx& tx, ExecutionId id) const {
+      auto it = rows_.find(id.value);
+      if (it != rows_.end()) return std::optional<StateRow>(it->second);
+      if (std::find(touched_.begin(), touched_.end(), id.value) != touched_.end()) {
+        return LockState(tx, id);
+      }
+      return std::optional<StateRow>();  // does not exist
+    }
+
+   private:
+    std::unordered_map<std::int64_t, StateRow> rows_;
+    std::vector<std::int64_t> touched_;
+  };
+
+  // Locks the executions `ids` (those that exist) in id order, so two batches
+  // over the same executions never deadlock, and reads them in one round trip.
+  static Result<LockedRows> LockInOrder(Tx& tx, const std::vector<std::int64_t>& ids) {
+    TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLockInOrder, Params().AddArray(ids)));
+    LockedRows out;
+    for (int i = 0; i < s.rows(); ++i) out.Add(ReadState(s, i));
+    return out;
+  }
+
+  // L2 fencing and L7: the one check every lease call makes.
+  static Status CheckLease(const std::optional<StateRow>& row, const LeaseRef& lease) {
+    if (!row) return NotFound("no execution " + std::to_string(lease.id.value));
+    if (row->version != lease.version || row->state.status != ExecutionStatus::kRunning) {
+      return Stale("claim version " + std::to_string(lease.version.value) + " of execution " +
+                   std::to_string(lease.id.value) + " is not current (current " +
+                   std::to_string(row->version.value) + ", status " +
+                   std::string(ToString(row->state.status)) + ")");
+    }
+    return Status::Ok();
+  }
+
+  // Writes a state-machine transition decided for `row`.
+  // REQUIRES: the row is locked by this transaction.
+  Status Apply(Tx& tx, const StateRow& row, const Transition& t, Millis now,
+               std::optional<std::string_view> result, std::optional<std::string_view> error,
+               std::optional<int> progress) {
+    Params p;
+    p.Add(row.id.value).Add(static_cast<int>(t.to));
+    p.Add(t.to == ExecutionStatus::kQueued ? t.run_at : row.run_at);
+    p.Add(t.attempt).Add(t.consecutive_lease_expiries).Add(t.permanent_failures);
+    p.Add(t.ambiguous_failures).Add(static_cast<int>(t.failure_class));
+    p.Add(t.cancel_requested ? 1 : 0);
+    p.Add(t.clear_lease);
+    p.Add(t.finished ? now : Millis{0});
+    if (result && !result->empty()) p.Add(*result); else p.AddNull();
+    if (error) p.Add(*error); else p.AddNull();
+    if (progress) p.Add(*progress); else p.AddNull();
+    TE_RETURN_IF_ERROR(tx.Q(kApplyTransition, p).status());
+    CountTransition(tx, row.queue, row.state.status, t.to, now);
+    if (t.to == ExecutionStatus::kQueued && row.state.status != ExecutionStatus::kQueued) {
+      tx.MarkWork(row.queue);
+    }
+    if (row.state.status == ExecutionStatus::kRunning && t.to != ExecutionStatus::kRunning &&
+        t.to != ExecutionStatus::kSucceeded) {
+      // History of an attempt that did not succeed (the success path writes nothing extra).
+      Params a;
+      a.Add(row.id.value).Add(row.state.attempt).Add(row.version.value);
+      a.Add(row.worker).Add(row.started_at).Add(now).Add(static_cast<int>(t.to));
+      a.Add(static_cast<int>(t.failure_class));
+      a.Add(t.attempt < row.state.attempt ? 1 : 0);  // a release gives the attempt back
+      a.Add(error ? *error : std::string_view());
+      TE_RETURN_IF_ERROR(tx.Q(kInsertAttempt, a).status());
+    }
+    if (!row.lane_key.empty() && IsOpen(row.state.status) && !IsOpen(t.to)) {
+      TE_RETURN_IF_ERROR(UnparkLane(tx, row.lane_key, now));
+    }
+    return Status::Ok();
+  }
+
+  static void CountTransition(Tx& tx, const std::string& queue, ExecutionStatus from,
+                              ExecutionStatus to, Millis now) {
+    if (from == to) return;
+    tx.counts[{queue, static_cast<int>(from)}] -= 1;
+    tx.counts[{queue, static_cast<int>(to)}] += 1;
+    if (IsTerminal(to)) tx.outcomes[{now / kHourMs, static_cast<int>(to)}] += 1;
+  }
+
+  static Status FlushCounts(Tx& tx) {
+    for (const auto& [k, v] : tx.counts) {
+      if (v == 0) continue;
+      TE_RETURN_IF_ERROR(tx.Q(kAddStatusCount, Params().Add(k.first).Add(k.second).Add(v)).status());
+    }
+    for (const auto& [k, v] : tx.outcomes) {
+      if (v == 0) continue;
+      TE_RETURN_IF_ERROR(tx.Q(kAddOutcome, Params().Add(k.first).Add(k.second).Add(v)).status());
+    }
+    return Status::Ok();
+  }
+
+  // O1: statuses that hold their lane (a failed or quarantined head blocks it).
+  static bool IsOpen(ExecutionStatus s) {
+    return s == ExecutionStatus::kQueued || s == ExecutionStatus::kRunning ||
+           s == ExecutionStatus::kFailed || s == ExecutionStatus::kQuarantined;
+  }
+
+  // When the lane has no open, un-parked execution left, the oldest parked
+  // one becomes due.
+  static Status UnparkLane(Tx& tx, const std::string& lane, Millis now) {
+    TE_RETURN_IF_ERROR(tx.Q(kLockLane, Params().Add(lane)).status());
+    {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLaneHasUnparkedOpen, Params().Add(lane)));
+      if (s.rows() > 0) return Status::Ok();
+    }
+    TE_ASSIGN_OR_RETURN(PgResult u, tx.Q(kLaneUnparkNext, Params().Add(lane).Add(now)));
+    if (u.rows() > 0 && u.Int(0, 1) == static_cast<int>(ExecutionStatus::kQueued)) {
+      tx.MarkWork(u.Text(0, 0));
+    }
+    return Status::Ok();
+  }
+
+  static Result<bool> MayHaveEscapedEffects(Tx& tx, ExecutionId id) {
+    TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kMayHaveEscapedEffects, Params().Add(id.value)));
+    return s.rows() > 0 && s.Int(0, 0) != 0;
+  }
+
+  static Status InsertAudit(Tx& tx, const AuditRecord& r) {
+    Params p;
+    p.Add(r.at).Add(r.actor).Add(r.tenant).Add(r.action).Add(r.target);
+    p.Add(r.before_json).Add(r.after_json).Add(r.reason);
+    return tx.Q(kInsertAudit, p).status();
+  }
+
+  static std::string StatusJson(ExecutionStatus status) {
+    return std::string("{\"status\":\"") + std::string(ToString(status)) + "\"}";
+  }
+
+  // Performs a replay decided legal: resolves unconfirmed effects as told,
+  // requeues through the state machine, and audits it.
+  Result<ExecutionStatus> DoReplay(Tx& tx, const StateRow& row, Millis now,
+                                   AmbiguousResolution ambiguous, const std::string& actor,
+                                   const std::string& reason, const std::string& action) {
+    Event e;
+    e.kind = EventKind::kReplay;
+    e.now = now;
+    TE_ASSIGN_OR_RETURN(Transition t, Decide(row.state, e));
+    if (ambiguous == AmbiguousResolution::kAssumeDone) {
+      Params p;
+      p.Add(row.id.value).Add(now).Add("assumed done by " + actor + " at replay");
+      TE_RETURN_IF_ERROR(tx.Q(kAssumeEffectsDone, p).status());
+    } else if (ambiguous == AmbiguousResolution::kAssumeNotDone) {
+      TE_RETURN_IF_ERROR(tx.Q(kDropUnconfirmedEffects, Params().Add(row.id.value)).status());
+    }
+    TE_RETURN_IF_ERROR(Apply(tx, row, t, now, std::nullopt, std::string_view(), std::nullopt));
+    AuditRecord a;
+    a.at = now;
+    a.actor = actor;
+    a.tenant = row.tenant;
+    a.action = action;
+    a.target = "execution:" + std::to_string(row.id.value);
+    a.before_json = StatusJson(row.state.status);
+    a.after_json = StatusJson(t.to);
+    a.reason = reason;
+    TE_RETURN_IF_ERROR(InsertAudit(tx, a));
+    return t.to;
+  }
+
+  // Admits `requests` in order inside `tx`: one INSERT for a batch outside
+  // lanes whose jobs all exist, row by row otherwise (lane parking and the
+  // "unknown job" answers need the per-row path).
+  Result<std::vector<AdmitResult>> AdmitAll(Tx& tx, const std::vector<AdmitRequest>& requests,
+                                            Millis now) {
+    std::vector<AdmitResult> out;
+    out.reserve(requests.size());
+    std::unordered_map<std::string, JobPolicy> jobs;
+    bool bulk = requests.size() > 1;
+    for (const AdmitRequest& r : requests) {
+      if (!bulk) break;
+      if (!r.lane_key.empty()) bulk = false;
+    }
+    for (const AdmitRequest& r : requests) {
+      if (!bulk) break;
+      TE_ASSIGN_OR_RETURN(bool found, LoadPolicy(tx, r.job.value, jobs));
+      if (!found) bulk = false;
+    }
+    if (bulk) {
+      TE_RETURN_IF_ERROR(AdmitBulk(tx, requests, now, jobs, out));
+      return out;
+    }
+    for (const AdmitRequest& r : requests) {
+      TE_ASSIGN_OR_RETURN(AdmitResult res, AdmitOne(tx, r, now, jobs));
+      out.push_back(res);
+    }
+    return out;
+  }
+
+  // Reads the policy of job `name` into `jobs` (once per transaction).
+  // False when there is no such job.
+  static Result<bool> LoadPolicy(Tx& tx, const std::string& name,
+                                 std::unordered_map<std::string, JobPolicy>& jobs) {
+    if (jobs.count(name) > 0) return true;
+    TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kJobPolicy, Params().Add(name)));
+    if (s.rows() == 0) return false;
+    JobPolicy p;
+    p.queue = s.Text(0, 0);
+    p.retry.max_attempts = static_cast<int>(s.Int(0, 1));
+    p.retry.backoff_base_ms = s.Int(0, 2);
+    p.retry.backoff_cap_ms = s.Int(0, 3);
+    p.retry.max_permanent_attempts = static_cast<int>(s.Int(0, 4));
+    p.retry.max_ambiguous_attempts = static_cast<int>(s.Int(0, 5));
+    p.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(0, 6));
+    p.lease_ms = s.Int(0, 7);
+    p.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(0, 8));
+    jobs.emplace(name, std::move(p));
+    return true;
+  }
+
+  // The one-statement path of AdmitAll. REQUIRES: no request has a lane key
+  // and every job is in `jobs`.
+  Status AdmitBulk(Tx& tx, const std::vector<AdmitRequest>& requests, Millis now,
+                   const std::unordered_map<std::string, JobPolicy>& jobs,
+                   std::vector<AdmitResult>& out) {
+    const int n = static_cast<int>(requests.size());
+    std::vector<std::int64_t> ids;
+    {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kNextIds, Params().Add(n)));
+      if (s.rows() != n) return Internal("nextval returned " + std::to_string(s.rows()) + " ids");
+      for (int i = 0; i < n; ++i) ids.push_back(s.Int(i, 0));
+      std::sort(ids.begin(), ids.end());  // request order is id order, as row by row
+    }
+    using Text = std::vector<std::optional<std::string>>;
+    Text job, tenant, queue, requester, key, payload, fingerprint;
+    std::vector<std::int64_t> trigger, scheduled_at, run_at, parent, max_attempts, base, cap,
+        max_permanent, max_ambiguous, max_expiries, lease_ms, max_unsupported;
+    for (const AdmitRequest& r : requests) {
+      const JobPolicy& p = jobs.at(r.job.value);
+      job.emplace_back(r.job.value);
+      tenant.emplace_back(r.tenant.value);
+      queue.emplace_back(p.queue);
+      trigger.push_back(static_cast<int>(r.trigger));
+      requester.emplace_back(r.requester);
+      key.push_back(r.idempotency_key.empty() ? std::nullopt
+                                              : std::optional<std::string>(r.idempotency_key));
+      payload.emplace_back(r.payload_json);
+      fingerprint.emplace_back(r.fingerprint);
+      scheduled_at.push_back(r.scheduled_at);
+      run_at.push_back(r.run_at > 0 ? r.run_at : now);
+      parent.push_back(r.parent.value);
+      max_attempts.push_back(p.retry.max_attempts);
+      base.push_back(p.retry.backoff_base_ms);
+      cap.push_back(p.retry.backoff_cap_ms);
+      max_permanent.push_back(p.retry.max_permanent_attempts);
+      max_ambiguous.push_back(p.retry.max_ambiguous_attempts);
+      max_expiries.push_back(p.retry.max_consecutive_lease_expiries);
+      lease_ms.push_back(p.lease_ms);
+      max_unsupported.push_back(p.retry.max_unsupported_schema_attempts);
+    }
+    Params q;
+    q.AddArray(ids).AddTextArray(job).AddTextArray(tenant).AddTextArray(queue);
+    q.AddArray(trigger).AddTextArray(requester).AddTextArray(key).AddTextArray(payload);
+    q.AddTextArray(fingerprint).AddArray(scheduled_at).AddArray(run_at).AddArray(parent);
+    q.AddArray(max_attempts).AddArray(base).AddArray(cap).AddArray(max_permanent);
+    q.AddArray(max_ambiguous).AddArray(max_expiries).AddArray(lease_ms).AddArray(max_unsupported);
+    q.Add(now);
+    std::unordered_map<std::int64_t, bool> inserted;
+    {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kInsertExecutions, q));
+      inserted.reserve(static_cast<std::size_t>(s.rows()));
+      for (int i = 0; i < s.rows(); ++i) inserted.emplace(s.Int(i, 0), true);
+    }
+    for (int i = 0; i < n; ++i) {
+      const AdmitRequest& r = requests[static_cast<std::size_t>(i)];
+      if (inserted.count(ids[static_cast<std::size_t>(i)]) > 0) {
+        const std::string& q_name = jobs.at(r.job.value).queue;
+        out.push_back(AdmitResult{AdmitOutcome::kCreated, ExecutionId(ids[static_cast<std::size_t>(i)]),
+                                  ExecutionStatus::kQueued});
+        tx.counts[{q_name, static_cast<int>(ExecutionStatus::kQueued)}] += 1;
+        tx.MarkWork(q_name);
+        continue;
+      }
+      // The key exists: decided per item, exactly as row by row.
+      TE_ASSIGN_OR_RETURN(std::optional<AdmitResult> existing, FindByKey(tx, r));
+      if (!existing) {
+        return Unavailable("idempotency key " + r.idempotency_key +
+                           " is being admitted concurrently");
+      }
+      out.push_back(*existing);
+    }
+    return Status::Ok();
+  }
+
+  Result<AdmitResult> AdmitOne(Tx& tx, const AdmitRequest& r, Millis now,
+                               std::unordered_map<std::string, JobPolicy>& jobs) {
+    // A keyed admission outside a lane just tries the INSERT: the
+    // idempotency index answers "exists" (ON CONFLICT), one round trip fewer
+    // for the common new key. In a lane, look first so that a repeat takes
+    // no lane lock.
+    if (!r.idempotency_key.empty() && !r.lane_key.empty()) {
+      TE_ASSIGN_OR_RETURN(std::optional<AdmitResult> existing, FindByKey(tx, r));
+      if (existing) return *existing;
+    }
+    auto it = jobs.find(r.job.value);
+    if (it == jobs.end()) {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kJobPolicy, Params().Add(r.job.value)));
+      if (s.rows() == 0) {
+        if (!r.idempotency_key.empty()) {  // an existing execution answers first
+          TE_ASSIGN_OR_RETURN(std::optional<AdmitResult> existing, FindByKey(tx, r));
+          if (existing) return *existing;
+        }
+        return NotFound("no job named '" + r.job.value + "'");
+      }
+      JobPolicy p;
+      p.queue = s.Text(0, 0);
+      p.retry.max_attempts = static_cast<int>(s.Int(0, 1));
+      p.retry.backoff_base_ms = s.Int(0, 2);
+      p.retry.backoff_cap_ms = s.Int(0, 3);
+      p.retry.max_permanent_attempts = static_cast<int>(s.Int(0, 4));
+      p.retry.max_ambiguous_attempts = static_cast<int>(s.Int(0, 5));
+      p.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(0, 6));
+      p.lease_ms = s.Int(0, 7);
+      p.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(0, 8));
+      it = jobs.emplace(r.job.value, std::move(p)).first;
+    }
+    const JobPolicy& p = it->second;
+    bool parked = false;
+    if (!r.lane_key.empty()) {
+      // Admissions and un-parking of one lane take turns (O1).
+      TE_RETURN_IF_ERROR(tx.Q(kLockLane, Params().Add(r.lane_key)).status());
+      TE_ASSIGN_OR_RETURN(PgResult l, tx.Q(kLaneOpen, Params().Add(r.lane_key)));
+      parked = l.rows() > 0;
+    }
+    Params s;
+    s.Add(r.job.value).Add(r.tenant.value).Add(p.queue);
+    s.Add(static_cast<int>(r.trigger)).Add(r.requester).AddOrNull(r.idempotency_key);
+    s.Add(r.payload_json).Add(r.fingerprint).Add(r.scheduled_at);
+    s.Add(r.run_at > 0 ? r.run_at : now).Add(now).Add(r.lane_key);
+    s.Add(r.parent.value).Add(p.retry.max_attempts).Add(p.retry.backoff_base_ms);
+    s.Add(p.retry.backoff_cap_ms).Add(p.retry.max_permanent_attempts);
+    s.Add(p.retry.max_ambiguous_attempts).Add(p.retry.max_consecutive_lease_expiries);
+    s.Add(p.lease_ms).Add(p.retry.max_unsupported_schema_attempts);
+    s.Add(parked ? 1 : 0);
+    TE_ASSIGN_OR_RETURN(PgResult ins, tx.Q(kInsertExecution, s));
+    if (ins.rows() == 0) {
+      // The key exists (admitted earlier, or by a concurrent transaction that
+      // committed while ON CONFLICT waited for it): answer with its execution.
+      TE_ASSIGN_OR_RETURN(std::optional<AdmitResult> existing, FindByKey(tx, r));
+      if (existing) return *existing;
+      return Unavailable("idempotency key " + r.idempotency_key + " is being admitted concurrently");
+    }
+    AdmitResult res;
+    res.outcome = AdmitOutcome::kCreated;
+    res.id = ExecutionId(ins.Int(0, 0));
+    res.status = ExecutionStatus::kQueued;
+    tx.counts[{p.queue, static_cast<int>(ExecutionStatus::kQueued)}] += 1;
+    if (!parked) tx.MarkWork(p.queue);
+    return res;
+  }
+
+  static Result<std::optional<AdmitResult>> FindByKey(Tx& tx, const AdmitRequest& r) {
+    TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kFindByKey, Params()
+                                                         .Add(r.job.value)
+                                                         .Add(r.tenant.value)
+                                                         .Add(r.idempotency_key)));
+    if (s.rows() == 0) return std::optional<AdmitResult>();
+    AdmitResult res;
+    res.id = ExecutionId(s.Int(0, 0));
+    res.outcome = s.TextView(0, 1) == r.fingerprint ? AdmitOutcome::kDuplicate
+                                                     : AdmitOutcome::kConflict;
+    res.status = static_cast<ExecutionStatus>(s.Int(0, 2));
+    return std::optional<AdmitResult>(res);
+  }
+
+  // --- transactions over the pool ---
+
+  template <typename T, typename F>
+  Result<T> Write(F&& body) {
+    return Transact<T>(kBeginWrite, std::forward<F>(body));
+  }
+  template <typename T, typename F>
+  Result<T> ReadTx(F&& body) {
+    return Transact<T>(kBeginRead, std::forward<F>(body));
+  }
+
+  // Runs body(tx) in one transaction: BEGIN, body, counter deltas, COMMIT.
+  // Any error rolls everything back. A deadlock or serialization failure runs
+  // the whole transaction again (up to max_retries); a connection that turns
+  // out dead at BEGIN (it died while idle: nothing was sent) is replaced once.
+  template <typename T, typename F>
+  Result<T> Transact(const char* begin_sql, F&& body) {
+    bool replaced_dead = false;
+    for (int attempt = 0;; ++attempt) {
+      TE_ASSIGN_OR_RETURN(PooledConn * pc, Acquire());
+      PgConn& c = pc->conn;
+      auto begin = c.Exec(begin_sql);
+      if (!begin.ok()) {
+        const bool lost = !c.healthy();
+        ReleaseConn(pc);
+        if (lost && !replaced_dead) {
+          replaced_dead = true;
+          continue;
+        }
+        return AsUnavailable(begin.status(), lost);
+      }
+      Tx tx{c, {}, {}, std::nullopt};
+      Result<T> r = body(tx);
+      Status st = r.status();
+      if (st.ok()) st = FlushCounts(tx);
+      if (st.ok() && tx.wake_queue) {
+        st = c.Query(kNotifyWork, Params().Add(channel_).Add(*tx.wake_queue)).status();
+      }
+      if (st.ok()) {
+        st = c.Exec("COMMIT").status();
+        if (st.ok()) {
+          ReleaseConn(pc);
+          return r;
+        }
+      }
+      const bool retry = pg::IsRetryable(c.last_sqlstate());
+      if (c.healthy()) {
+        auto rb = c.Exec("ROLLBACK");
+        if (!rb.ok()) c.Close();
+      }
+      const bool lost = !c.healthy();
+      ReleaseConn(pc);
+      if (lost) return AsUnavailable(st, true);
+      if (retry && attempt < options_.max_retries) continue;
+      return st;
+    }
+  }
+
+  static Status AsUnavailable(const Status& s, bool lost) {
+    if (s.code() == ErrorCode::kUnavailable) return s;
+    if (lost) return Unavailable("PostgreSQL connection lost: " + s.message());
+    return s;
+  }
+
+  // Takes an idle connection (waiting for one), connecting or reconnecting
+  // it as needed. kUnavailable while the server cannot be reached (with
+  // backoff between attempts).
+  Result<PooledConn*> Acquire() {
+    PooledConn* pc = nullptr;
+    bool reconnect = false;
+    {
+      std::unique_lock<std::mutex> lock(pool_mu_);
+      pool_cv_.wait(lock, [&] { return !idle_.empty(); });
+      pc = idle_.back();
+      idle_.pop_back();
+      reconnect = !pc->connected || !pc->conn.healthy() || pc->connected_at < lost_at_;
+      if (reconnect) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now < next_connect_at_) {
+          idle_.push_back(pc);
+          pool_cv_.notify_one();
+          return Unavailable("PostgreSQL is unreachable; reconnecting in " +
+                             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                next_connect_at_ - now)
+                                                .count()) +
+                             " ms (last error: " + last_connect_error_ + ")");
+        }
+      }
+    }
+    if (!reconnect) return pc;
+    pc->conn.Close();
+    pc->connected = false;
+    Status st = pc->conn.Connect(options_.url, options_.schema);
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (!st.ok()) {
+      last_connect_error_ = st.message();
+      next_connect_at_ = std::chrono::steady_clock::now() + backoff_;
+      backoff_ = std::min(backoff_ * 2, options_.reconnect_backoff_max);
+      idle_.push_back(pc);
+      pool_cv_.notify_one();
+      return st;
+    }
+    backoff_ = options_.reconnect_backoff_min;
+    pc->connected = true;
+    pc->connected_at = std::chrono::steady_clock::now();
+    return pc;
+  }
+
+  // Returns a connection to the pool. A broken one is closed, and every
+  // connection made before now is suspect: each reconnects on its next use
+  // (the server probably restarted).
+  void ReleaseConn(PooledConn* pc) {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (pc->connected && !pc->conn.healthy()) {
+      pc->conn.Close();
+      pc->connected = false;
+      lost_at_ = std::chrono::steady_clock::now();
+    }
+    idle_.push_back(pc);
+    pool_cv_.notify_one();
+  }
+
+  // Constant after construction.
+  const PostgresStoreOptions options_;
+  Clock* const clock_;
+  const std::unique_ptr<RandomSource> owned_random_;
+  RandomSource* const random_;
+  std::vector<std::unique_ptr<PooledConn>> all_;
+
+  // Protected by pool_mu_.
+  std::mutex pool_mu_;
+  std::condition_variable pool_cv_;
+  std::vector<PooledConn*> idle_;
+  std::chrono::steady_clock::time_point lost_at_{};
+  std::chrono::steady_clock::time_point next_connect_at_{};
+  std::chrono::milliseconds backoff_;
+  std::string last_connect_error_;
+
+  // A3. The channel is constant after construction. listener_call_mu_ is
+  // held while the listener runs (so replacing it waits for a call), and
+  // always taken before listen_mu_.
+  const std::string channel_;
+  std::mutex listener_call_mu_;
+  std::mutex listen_mu_;
+  std::condition_variable listen_cv_;
+  std::function<void()> listener_;  // protected by listen_mu_
+  bool stop_listening_ = false;     // protected by listen_mu_
+  std::thread listen_thread_;       // started by the first listener
+};
+
+}  // namespace
+
+bool IsValidPostgresSchemaName(std::string_view schema) {
+  if (schema.empty() || schema.size() > 63) return false;
+  if (!(schema[0] == '_' || (schema[0] >= 'a' && schema[0] <= 'z'))) return false;
+  for (char c : schema) {
+    if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return false;
+  }
+  return true;
+}
+
+Result<std::unique_ptr<Store>> OpenPostgresStore(const PostgresStoreOptions& options) {
+  if (options.url.empty()) return InvalidArgument("PostgreSQL store needs a connection URL");
+  if (!IsValidPostgresSchemaName(options.schema)) {
+    return InvalidArgument("invalid PostgreSQL schema name '" + options.schema +
+                           "': must match [a-z_][a-z0-9_]{0,62}");
+  }
+  if (options.pool_size < 1 || options.pool_size > 1000) {
+    return InvalidArgument("PostgreSQL pool size must be 1..1000");
+  }
+  if (options.reconnect_backoff_min.count() < 1 ||
+      options.reconnect_backoff_max < options.reconnect_backoff_min) {
+    return InvalidArgument("reconnect backoff needs 1 ms <= min <= max");
+  }
+  auto store = std::make_unique<PostgresStore>(options);
+  TE_RETURN_IF_ERROR(store->Init());
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace taskengine

@@ -1,0 +1,312 @@
+// Shared pieces of the PostgreSQL multi-node drills (issue #6; quality.md §2:
+// L, D, S, C, RD11 and the clock drill): a throwaway PostgreSQL 15 cluster of
+// scripts/pg_cluster.sh that a test can stop (-m immediate) and restart, SQL
+// probes through psql, several real `taskengine serve` nodes on one database,
+// and the invariant checks over what the database holds.
+//
+// The work job runs a countable effect through the effect ledger (see
+// tests/cli/drill_support.h): "<execution id>" is appended to <dir>/notice.txt
+// only when `effect:reserve` answered proceed, so a line twice means an
+// effect happened twice (D).
+#pragma once
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "drill_support.h"
+#include "process_util.h"
+#include "taskengine/engine.h"
+
+namespace taskengine::testing {
+
+inline constexpr const char* kPgBin = "/usr/lib/postgresql/15/bin";
+inline constexpr const char* kPsql = "/usr/bin/psql";
+
+// The repository's scripts/pg_cluster.sh (compiled in by CMake).
+inline std::string PgClusterScript() { return std::string(TASKENGINE_SOURCE_DIR) + "/scripts/pg_cluster.sh"; }
+
+// Why PostgreSQL drills cannot run here, or "" when they can.
+inline std::string PgUnavailableReason() {
+  std::error_code ec;
+  if (!std::filesystem::exists(std::string(kPgBin) + "/initdb", ec)) {
+    return std::string("PostgreSQL 15 is not installed (") + kPgBin +
+           "/initdb missing; scripts/deps.sh installs postgresql-15)";
+  }
+  if (!std::filesystem::exists(kPsql, ec)) return "psql is not installed";
+  return "";
+}
+
+// A throwaway cluster in its own /tmp directory (the script chowns it to the
+// postgres user when run as root; a TempDir parent would not be traversable).
+// Stopped (fast) and removed by the destructor.
+class PgCluster {
+ public:
+  PgCluster() {
+    char tmpl[] = "/tmp/te-multinode-pg.XXXXXX";
+    if (mkdtemp(tmpl) != nullptr) dir_ = tmpl;
+  }
+  ~PgCluster() {
+    if (dir_.empty()) return;
+    RunProcess({PgClusterScript(), "stop", dir_}, "", std::chrono::seconds(60));
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  PgCluster(const PgCluster&) = delete;
+  PgCluster& operator=(const PgCluster&) = delete;
+
+  // Starts (or restarts) the cluster; its URL, or "" after a test failure.
+  std::string Start() {
+    ProcessResult r = RunProcess({PgClusterScript(), "start", dir_}, "", std::chrono::seconds(120));
+    EXPECT_EQ(r.exit_code, 0) << r.Describe();
+    if (r.exit_code != 0) return "";
+    url_ = r.out.substr(0, r.out.find('\n'));
+    return url_;
+  }
+  // `pg_ctl stop -m immediate`: the server dies without a checkpoint, as in a crash.
+  void StopImmediate() {
+    std::vector<std::string> argv = {std::string(kPgBin) + "/pg_ctl", "-D", dir_ + "/data", "-m",
+                                     "immediate", "-w", "stop"};
+    if (getuid() == 0) argv.insert(argv.begin(), {"/usr/sbin/runuser", "-u", "postgres", "--"});
+    ProcessResult r = RunProcess(argv, "", std::chrono::seconds(60));
+    EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  }
+  const std::string& url() const { return url_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  std::string url_;
+};
+
+// Runs `sql` with psql; the unaligned, tuples-only output (rows of '|'
+// separated fields) or "<error>" with a test failure.
+inline std::string Sql(const std::string& url, const std::string& sql) {
+  ProcessResult r = RunProcess({kPsql, url, "-v", "ON_ERROR_STOP=1", "-Atqc", sql}, "",
+                               std::chrono::seconds(60));
+  EXPECT_EQ(r.exit_code, 0) << sql << ": " << r.Describe();
+  if (r.exit_code != 0) return "<error>";
+  while (!r.out.empty() && r.out.back() == '\n') r.out.pop_back();
+  return r.out;
+}
+
+// One integer from `sql`; -1 after a failure.
+inline long long SqlInt(const std::string& url, const std::string& sql) {
+  std::string out = Sql(url, sql);
+  try {
+    return std::stoll(out);
+  } catch (...) {
+    ADD_FAILURE() << sql << " gave '" << out << "'";
+    return -1;
+  }
+}
+
+// The database's clock in ms (the clock every node judges leases by).
+inline const char* kDbNowMs = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+
+// S: executions still `running` more than `slack_ms` after their lease expired.
+inline long long RunningPastLease(const std::string& url, long long slack_ms) {
+  return SqlInt(url, std::string("SELECT count(*) FROM taskengine.executions WHERE status = 1 "
+                                 "AND lease_expires_at < ") +
+                         kDbNowMs + " - " + std::to_string(slack_ms));
+}
+
+// Options of the nodes' shared configuration.
+struct NodeConfig {
+  std::string url;
+  int workers = 4;
+  int poll_ms = 200;
+  int sweep_ms = 250;
+  int lease_ms = 3000;
+  bool cron = false;  // also a job `tick` firing every minute (C)
+  // Extra lines of the work job (e.g. timeout_ms).
+  std::string work_keys;
+};
+
+// taskengine.toml for every node: the PostgreSQL URL, fast polls and sweeps,
+// an ephemeral HTTP port, the work job `work` whose script performs the
+// countable effect `notice` (plus `extra_script`), and optionally `tick`.
+inline std::string NodeToml(const NodeConfig& c, const DrillFiles& files,
+                            const std::string& extra_script = "") {
+  std::string toml = "[database]\nurl = \"" + c.url + "\"\n\n[engine]\nworker_threads = " +
+                     std::to_string(c.workers) + "\npoll_interval_ms = " + std::to_string(c.poll_ms) +
+                     "\nsweep_interval_ms = " + std::to_string(c.sweep_ms) +
+                     "\nshutdown_grace_ms = 5000\n\n[http]\nport = 0\n\n[[queue]]\nname = \"default\"\n";
+  toml += ShellJob("work", CountableEffect(files, "notice") + extra_script,
+                   "lease_ms = " + std::to_string(c.lease_ms) +
+                       "\nmax_attempts = 25\nbackoff_base_ms = 100\nbackoff_cap_ms = 1000\n" +
+                       c.work_keys);
+  if (c.cron) {
+    toml += "\n[[job]]\nname = \"tick\"\nhandler = \"command\"\nschedule = \"* * * * *\"\n"
+            "config = { argv = [\"/bin/true\"] }\n";
+  }
+  return toml;
+}
+
+// One `taskengine serve` process with its own log file, run in `cwd`.
+class Node {
+ public:
+  Node(std::string config_path, std::string log_path, std::string cwd)
+      : config_path_(std::move(config_path)), log_path_(std::move(log_path)), cwd_(std::move(cwd)) {}
+
+  // Starts serve with `extra_env` ("NAME=value", e.g. libfaketime's) added.
+  void Start(const std::vector<std::string>& extra_env = {}) {
+    SpawnOptions o;
+    o.env = ChildEnvironment(extra_env);
+    o.cwd = cwd_;
+    o.stdout_path = log_path_;
+    o.stderr_path = log_path_;
+    std::vector<std::string> argv = {TASKENGINE_BIN, "--config", config_path_, "serve"};
+    std::string error;
+    ASSERT_TRUE(child_.Start(argv, o, &error)) << error;
+    ++starts_;
+  }
+  // Waits until the log shows as many "serving (" lines as starts.
+  bool WaitServing(std::chrono::milliseconds timeout) const {
+    return WaitUntil(timeout, [&] {
+      std::string log = ReadFile(log_path_);
+      int n = 0;
+      for (std::size_t p = log.find("serving ("); p != std::string::npos; p = log.find("serving (", p + 1)) ++n;
+      return n >= starts_;
+    });
+  }
+  void Kill9() {
+    child_.Signal(SIGKILL);
+    child_.Wait(std::chrono::seconds(10));
+  }
+  void Stop() { StopServe(&child_); }
+  bool running() const { return child_.running(); }
+  pid_t pid() const { return child_.pid(); }
+  // Whether it still runs (reaps it when it has exited).
+  bool Alive() {
+    if (!child_.running()) return false;
+    child_.Wait(std::chrono::milliseconds(0));
+    return child_.running();
+  }
+  std::string log() const { return ReadFile(log_path_); }
+
+ private:
+  std::string config_path_;
+  std::string log_path_;
+  std::string cwd_;
+  ChildProcess child_;
+  int starts_ = 0;
+};
+
+// Dispatches `count` `work` executions in batches through an Engine of this
+// process on `url` (no workers, no sweeper), as an application would. Returns
+// the acknowledged ids (each created).
+inline std::vector<std::int64_t> DispatchWork(const std::string& url, int count, int batch = 1000,
+                                              const std::string& job = "work") {
+  std::vector<std::int64_t> ids;
+  EngineOptions o;
+  o.database_url = url;
+  o.worker_threads = 0;
+  o.run_sweeper = false;
+  auto engine = Engine::Open(o);
+  EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+  if (!engine.ok()) return ids;
+  for (int done = 0; done < count;) {
+    std::vector<DispatchRequest> requests;
+    for (int i = 0; i < batch && done + i < count; ++i) {
+      DispatchRequest r;
+      r.job = JobName{job};
+      r.payload_json = "{\"n\":" + std::to_string(done + i) + "}";
+      requests.push_back(std::move(r));
+    }
+    auto results = (*engine)->DispatchBatch(requests);
+    EXPECT_TRUE(results.ok()) << results.status().ToString();
+    if (!results.ok()) return ids;
+    for (const DispatchResult& d : *results) {
+      EXPECT_TRUE(d.created);
+      ids.push_back(d.id.value);
+    }
+    done += static_cast<int>(requests.size());
+  }
+  return ids;
+}
+
+// Status counts of job `job`: "2=19990 4=10 " (status code = count).
+inline std::string StatusCounts(const std::string& url, const std::string& job) {
+  return Sql(url, "SELECT string_agg(status || '=' || n, ' ' ORDER BY status) FROM (SELECT status, "
+                  "count(*) AS n FROM taskengine.executions WHERE job = '" +
+                      job + "' GROUP BY status) s");
+}
+
+// Waits (bounded) until no `work` execution is queued or running.
+inline bool WaitWorkTerminal(const std::string& url, std::chrono::milliseconds timeout) {
+  return WaitUntil(
+      timeout,
+      [&] {
+        ProcessResult r = RunProcess({kPsql, url, "-Atqc",
+                                      "SELECT count(*) FROM taskengine.executions WHERE job = "
+                                      "'work' AND status IN (0, 1)"},
+                                     "", std::chrono::seconds(30));
+        return r.exit_code == 0 && r.out == "0\n";
+      },
+      std::chrono::milliseconds(500));
+}
+
+// L and D over the database and the effects file, for the acknowledged `ids`:
+//   L  every id exists exactly once and is terminal;
+//   D  no id appears twice in notice.txt, every line names a dispatched id,
+//      and the file agrees with the ledger (committed `notice` effects);
+//      every succeeded execution performed its effect exactly once.
+inline void ExpectLAndD(const std::string& url, const DrillFiles& files,
+                        const std::vector<std::int64_t>& ids,
+                        const std::string& job_filter = "job = 'work'") {
+  // L
+  const std::string first = std::to_string(ids.front());
+  const std::string last = std::to_string(ids.back());
+  const std::string range = "id BETWEEN " + first + " AND " + last + " AND " + job_filter;
+  EXPECT_EQ(SqlInt(url, "SELECT count(*) FROM taskengine.executions WHERE " + range),
+            static_cast<long long>(ids.size()))
+      << "acknowledged dispatches missing";
+  EXPECT_EQ(SqlInt(url, "SELECT count(*) FROM taskengine.executions WHERE " + range +
+                            " AND status NOT IN (2, 3, 4, 5, 6)"),
+            0)
+      << "not terminal: " << StatusCounts(url, "work");
+  // D
+  std::map<std::int64_t, int> lines = EffectLines(files.Effects("notice"));
+  std::set<std::int64_t> known(ids.begin(), ids.end());
+  int twice = 0, unknown = 0;
+  for (const auto& [id, n] : lines) {
+    if (n > 1) ++twice;
+    if (known.count(id) == 0) ++unknown;
+  }
+  EXPECT_EQ(twice, 0) << "executions whose effect happened more than once";
+  EXPECT_EQ(unknown, 0) << "effects of executions the drill did not dispatch";
+  std::string committed = Sql(url, "SELECT execution_id FROM taskengine.effects WHERE name = "
+                                   "'notice' AND committed = 1 ORDER BY 1");
+  std::set<std::int64_t> ledger;
+  std::istringstream in(committed);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) ledger.insert(std::stoll(line));
+  }
+  int file_not_ledger = 0, ledger_not_file = 0;
+  for (const auto& [id, n] : lines) file_not_ledger += ledger.count(id) == 0 ? 1 : 0;
+  for (std::int64_t id : ledger) ledger_not_file += lines.count(id) == 0 ? 1 : 0;
+  // A crash between the append and effect:commit leaves a line without a
+  // committed ledger entry (its reservation is then ambiguous and the
+  // execution is quarantined, never run again): allowed, and counted.
+  EXPECT_EQ(ledger_not_file, 0) << "ledger says committed but no effect line";
+  long long succeeded_without = SqlInt(
+      url, "SELECT count(*) FROM taskengine.executions e WHERE " + range +
+               " AND status = 2 AND NOT EXISTS (SELECT 1 FROM taskengine.effects f WHERE "
+               "f.execution_id = e.id AND f.name = 'notice' AND f.committed = 1)");
+  EXPECT_EQ(succeeded_without, 0) << "succeeded without its effect";
+  std::cout << "[ measure ] " << ids.size() << " executions: " << StatusCounts(url, "work")
+            << "; effect lines " << lines.size() << ", committed " << ledger.size()
+            << ", lines without ledger commit " << file_not_ledger << std::endl;
+}
+
+}  // namespace taskengine::testing
