@@ -28,8 +28,8 @@
 //   session_absolute_hours = 12      # dashboard session absolute timeout
 //   secure_cookies = false           # Secure session cookie (behind TLS)
 //   login_per_minute = 10            # per client IP; 0 = unlimited
-//   dispatch_per_second = 50         # per token or user (burst 2x); 0 = unlimited
-//   lease_per_second = 20            # worker lease polls per token (burst 2x); 0 = unlimited
+//   dispatch_per_second = 5000       # per token or user (burst 2x); 0 = unlimited
+//   lease_per_second = 500           # worker lease polls per token (burst 2x); 0 = unlimited
 //
 //   [log]
 //   format = "text"                  # text | json (one JSON object per line, on stderr);
@@ -79,8 +79,8 @@ struct HttpConfig {
   Millis session_absolute_ms = 12 * 3'600'000;
   bool secure_cookies = false;
   int login_per_minute = 10;     // 0 = unlimited
-  int dispatch_per_second = 50;  // 0 = unlimited
-  int lease_per_second = 20;     // 0 = unlimited
+  int dispatch_per_second = 5000;  // 0 = unlimited
+  int lease_per_second = 500;      // 0 = unlimited
 };
 
 // True for "localhost", 127.0.0.0/8 and ::1 (the hosts `auth = false` may use).
