@@ -510,12 +510,29 @@ void Scheduler::Loop(std::function<void(const Result<CycleReport>&)> on_cycle) {
     return (FloorDiv(t - offset, interval) + 1) * interval + offset;
   };
   bool was_leader = false;
+  // Between cycles the leader renews its lock every third of the ttl, so a
+  // short ttl (serve uses seconds) lets another node take over soon after the
+  // leader died, at that node's next cycle.
+  const Millis renew_every = std::max<Millis>(1, lock_ttl_ms_ / 3);
+  Millis renewed_at = 0;
   std::unique_lock<std::mutex> lock(loop_mu_);
   Millis next = clock_->NowMillis();  // the first cycle runs at once
   while (!stopping_) {
     const Millis now = clock_->NowMillis();
+    if (now < next && was_leader && now - renewed_at >= renew_every) {
+      lock.unlock();
+      Result<bool> held = store_->AcquireLock(kSchedulerLockName, options_.node_id, lock_ttl_ms_);
+      lock.lock();
+      renewed_at = now;
+      if (held.ok() && !*held) {
+        spdlog::info("scheduler {}: is no longer the leader", options_.node_id);
+        was_leader = false;
+      }
+      continue;
+    }
     if (now < next) {
-      const Millis wait = std::min(next - now, std::max<Millis>(1, options_.loop_tick_ms));
+      Millis wait = std::min(next - now, std::max<Millis>(1, options_.loop_tick_ms));
+      if (was_leader) wait = std::min(wait, std::max<Millis>(1, renewed_at + renew_every - now));
       loop_cv_.wait_for(lock, std::chrono::milliseconds(wait), [&] { return stopping_; });
       continue;
     }
@@ -540,6 +557,7 @@ void Scheduler::Loop(std::function<void(const Result<CycleReport>&)> on_cycle) {
     }
     if (on_cycle) on_cycle(result);
     lock.lock();
+    renewed_at = now;  // a cycle takes (or renews) the lock
     next = next_after(clock_->NowMillis());
   }
 }

@@ -4,9 +4,10 @@
 // A cycle at instant `now` (the Clock's time when the cycle starts):
 //
 //  1. Takes the leader lock "scheduler" for the node id, with a ttl (default
-//     three cycle intervals). When another node holds it, the cycle does
-//     nothing and reports leader = false. A crashed leader's lock expires, so
-//     another node takes over within one ttl.
+//     three cycle intervals; the loop renews it between cycles, see
+//     SchedulerOptions::lock_ttl_ms). When another node holds it, the cycle
+//     does nothing and reports leader = false. A crashed leader's lock
+//     expires, so another node takes over at its first cycle after one ttl.
 //  2. Reads every job definition, the schedule state of every job and, when a
 //     per-tenant job has a schedule, the ACTIVE tenants.
 //  3. Decides, for every ENABLED definition with a schedule, the fire times t
@@ -96,6 +97,9 @@ struct SchedulerOptions {
   // Default: 1 min (cron's resolution).
   Millis cycle_interval_ms = 60'000;
   // How long the leader lock lasts without renewal. 0 = 3 x cycle_interval_ms.
+  // Each cycle renews it; the loop (Start) also renews it every ttl/3 between
+  // cycles, so a ttl shorter than the interval makes a dead leader's lock
+  // expire within that ttl (serve uses 15 s).
   Millis lock_ttl_ms = 0;
   // The loop starts each cycle this long after an interval boundary, so that
   // the fires of that minute are due. Default: 1 s.

@@ -144,6 +144,9 @@ Status Serve(const ServerConfig& config) {
   // makes it safe to run on every node.
   SchedulerOptions scheduler_options;
   scheduler_options.node_id = SchedulerNodeId();
+  // A killed leader's lock expires within seconds (the loop renews it); the
+  // next node's cycle takes over.
+  scheduler_options.lock_ttl_ms = 15'000;
   // The engine's clock: with PostgreSQL the database's, so fire times, the
   // leader lock's expiry and the leases all follow one clock across nodes.
   Scheduler scheduler(&engine->store(), engine->clock(), scheduler_options);
