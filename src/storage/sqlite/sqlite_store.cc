@@ -1,5 +1,6 @@
 // SQLite backend of the storage contract. See sqlite_store.h for the design.
 #include "storage/sqlite/sqlite_store.h"
+#include "storage/list_codec.h"
 
 #include <sqlite3.h>
 
@@ -20,6 +21,12 @@
 
 namespace taskengine {
 namespace {
+
+using storage_internal::FormatIntList;
+using storage_internal::JoinList;
+using storage_internal::ParseIntList;
+using storage_internal::SplitList;
+using storage_internal::ValidatePrincipalLists;
 
 constexpr Millis kHourMs = 3'600'000;
 
@@ -367,71 +374,6 @@ Execution ReadExecution(const Stmt& s) {
   e.lease_ms = s.Int(35);
   e.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(36));
   return e;
-}
-
-std::vector<int> ParseIntList(std::string_view text) {
-  std::vector<int> out;
-  int value = 0;
-  bool digits = false;
-  for (char c : text) {
-    if (c >= '0' && c <= '9') {
-      value = value * 10 + (c - '0');
-      digits = true;
-    } else if (c == ',' && digits) {
-      out.push_back(value);
-      value = 0;
-      digits = false;
-    }
-  }
-  if (digits) out.push_back(value);
-  return out;
-}
-
-std::string FormatIntList(const std::vector<int>& values) {
-  std::string out;
-  for (int v : values) {
-    if (!out.empty()) out += ',';
-    out += std::to_string(v);
-  }
-  return out;
-}
-
-std::vector<std::string> SplitList(std::string_view text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t comma = text.find(',', start);
-    if (comma == std::string_view::npos) comma = text.size();
-    if (comma > start) out.emplace_back(text.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
-}
-
-std::string JoinList(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) {
-    if (!out.empty()) out += ',';
-    out += item;
-  }
-  return out;
-}
-
-Status ValidatePrincipalLists(const std::vector<std::string>& scopes,
-                              const std::vector<std::string>& tenants) {
-  static constexpr std::string_view kScopes[] = {"read", "dispatch", "operate", "admin", "worker"};
-  for (const std::string& scope : scopes) {
-    if (std::find(std::begin(kScopes), std::end(kScopes), scope) == std::end(kScopes)) {
-      return InvalidArgument("unknown scope '" + scope +
-                             "' (read, dispatch, operate, admin, worker)");
-    }
-  }
-  for (const std::string& tenant : tenants) {
-    if (tenant != "*" && !IsValidTenantId(tenant)) {
-      return InvalidArgument("invalid tenant '" + tenant + "'");
-    }
-  }
-  return Status::Ok();
 }
 
 User ReadUser(const Stmt& s) {
