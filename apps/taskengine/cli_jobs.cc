@@ -24,7 +24,7 @@ int RunJobList(const GlobalFlags& flags) {
   if (!engine.ok()) return Fail(engine.status());
   auto jobs = (*engine)->store().ListJobs();
   if (!jobs.ok()) return Fail(jobs.status());
-  auto schedules = JobSchedules((*engine)->store(), *jobs, SystemClock::Get()->NowMillis());
+  auto schedules = JobSchedules((*engine)->store(), *jobs, (*engine)->clock()->NowMillis());
   if (!schedules.ok()) return Fail(schedules.status());
   if (flags.json) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();

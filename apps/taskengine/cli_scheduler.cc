@@ -30,7 +30,7 @@ int RunScheduler(const GlobalFlags& flags, const std::string& node) {
   auto engine = Open(flags);
   if (!engine.ok()) return Fail(engine.status());
   const std::string node_id = node.empty() ? DefaultSchedulerNode() : node;
-  auto report = RunSchedulerCycle((*engine)->store(), *SystemClock::Get(), node_id);
+  auto report = RunSchedulerCycle((*engine)->store(), *(*engine)->clock(), node_id);
   if (!report.ok()) return Fail(report.status());
   const CycleReport& r = *report;
   if (flags.json) {

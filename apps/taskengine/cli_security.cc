@@ -253,7 +253,7 @@ int RunTokenCreate(const GlobalFlags& flags, const TokenCreateFlags& f) {
   token.principal = principal;
   token.scopes = scopes;
   token.tenants = *tenants;
-  token.expires_at = ttl == 0 ? 0 : SystemClock::Get()->NowMillis() + ttl;
+  token.expires_at = ttl == 0 ? 0 : (*engine)->clock()->NowMillis() + ttl;
   auto id = store.CreateToken(token);
   if (!id.ok()) return Fail(id.status());
   Status s = GrantTenants(store, principal, token.tenants);
@@ -294,7 +294,7 @@ int RunTokenList(const GlobalFlags& flags) {
   if (!engine.ok()) return Fail(engine.status());
   auto tokens = (*engine)->store().ListTokens();
   if (!tokens.ok()) return Fail(tokens.status());
-  const Millis now = SystemClock::Get()->NowMillis();
+  const Millis now = (*engine)->clock()->NowMillis();
   if (flags.json) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const ApiToken& t : *tokens) {

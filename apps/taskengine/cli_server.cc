@@ -56,7 +56,7 @@ int RunQueueStatus(const GlobalFlags& flags) {
   ConfigureLogging(config->log_format, /*verbose=*/false);
   auto engine = OpenEngine(*config, EngineMode::kClient);
   if (!engine.ok()) return Fail(engine.status());
-  auto rows = QueueStatus((*engine)->store(), *config, SystemClock::Get()->NowMillis());
+  auto rows = QueueStatus((*engine)->store(), *config, (*engine)->clock()->NowMillis());
   if (!rows.ok()) return Fail(rows.status());
   if (flags.json) {
     nlohmann::ordered_json queues = nlohmann::ordered_json::array();

@@ -76,6 +76,11 @@ struct EngineOptions {
   // (their leases are heartbeated). Larger values raise throughput of short
   // jobs. Default: 64.
   int prefetch = 64;
+  // A queue whose jobs finish quickly holds about 100 ms of work (its
+  // observed completion rate x 100 ms) beyond its concurrency when that is
+  // more than `prefetch`, up to this many leases. 0 keeps the prefetch
+  // fixed. Default: 2048.
+  int max_prefetch = 2048;
   // On Stop(): how long running handlers may finish before their leases are
   // released (L6). Default: 10 s.
   Millis shutdown_grace_ms = 10'000;

@@ -171,6 +171,7 @@ class EngineImpl final : public Engine {
       po.queues = options_.queues;
       po.claim_batch = options_.claim_batch;
       po.prefetch = options_.prefetch;
+      po.max_prefetch = options_.max_prefetch;
       po.poll_interval_ms = options_.poll_interval_ms;
       po.shutdown_grace_ms = options_.shutdown_grace_ms;
       po.worker_id = options_.worker_id;
@@ -385,7 +386,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(EngineOptions options) {
   }
   if (options.worker_id.empty()) options.worker_id = DefaultWorkerId();
   if (options.poll_interval_ms < 1 || options.sweep_interval_ms < 1 || options.sweep_batch < 1 ||
-      options.claim_batch < 1 || options.worker_threads < 0 || options.prefetch < 0) {
+      options.claim_batch < 1 || options.worker_threads < 0 || options.prefetch < 0 || options.max_prefetch < 0) {
     return InvalidArgument("engine options: intervals, batches must be >= 1, counts >= 0");
   }
   StoreLocation location;

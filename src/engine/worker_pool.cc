@@ -230,19 +230,49 @@ EngineStats WorkerPool::stats() const {
   return s;
 }
 
+// How much work a fast queue keeps in hand: its prefetch grows with its
+// completion rate, so one claim transaction serves many short jobs.
+constexpr double kPrefetchHorizonSeconds = 0.1;
+
+void WorkerPool::SampleRates() {
+  const auto now = std::chrono::steady_clock::now();
+  const double elapsed = std::chrono::duration<double>(now - rate_sampled_at_).count();
+  if (elapsed < 0.05) return;
+  const bool first = rate_sampled_at_ == std::chrono::steady_clock::time_point{};
+  rate_sampled_at_ = now;
+  for (QueueState& q : queues_) {
+    const double observed = first ? 0 : static_cast<double>(q.done - q.done_at_sample) / elapsed;
+    q.done_at_sample = q.done;
+    q.rate = 0.5 * q.rate + 0.5 * observed;
+  }
+}
+
+int WorkerPool::TargetInHand(const QueueState& q) const {
+  int prefetch = std::max(0, options_.prefetch);
+  if (options_.max_prefetch > prefetch) {
+    const double grown = q.rate * kPrefetchHorizonSeconds;
+    prefetch = static_cast<int>(std::min<double>(options_.max_prefetch, std::max<double>(prefetch, grown)));
+  }
+  return q.limit + prefetch;
+}
+
 void WorkerPool::ClaimLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_claiming_) {
     ClaimRequest request;
     request.worker = WorkerId(options_.worker_id);
     int wanted = 0;
+    SampleRates();
     for (const QueueState& q : queues_) {
-      int room = q.limit + std::max(0, options_.prefetch) - q.in_hand;
-      int n = std::min(room, std::max(1, options_.claim_batch));
-      if (n > 0) {
-        request.slots.push_back(QueueSlot{q.config.name, n});
-        wanted += n;
-      }
+      const int target = TargetInHand(q);
+      const int room = target - q.in_hand;
+      // Claim in batches: while leases still wait in `ready`, only once half
+      // of the queue's allowance is free (one transaction for many leases);
+      // at once when nothing waits.
+      if (room <= 0 || (!q.ready.empty() && room < std::max(1, (target - q.limit) / 2))) continue;
+      const int n = std::min(room, std::max(1, options_.claim_batch));
+      request.slots.push_back(QueueSlot{q.config.name, n});
+      wanted += n;
     }
     if (wanted == 0) {
       // Full: wait until a worker frees room.
@@ -307,6 +337,7 @@ void WorkerPool::WorkLoop() {
     QueueState& q = queues_[task->queue];
     --q.running;
     --q.in_hand;
+    ++q.done;
     in_hand_.erase(task->lease.id.value);
     wake_ = true;
     claim_cv_.notify_one();

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -38,6 +39,10 @@ struct WorkerPoolOptions {
   // Leases a queue may hold beyond its concurrency, waiting for a free
   // worker. Their leases are heartbeated like running ones. Default: 64.
   int prefetch = 64;
+  // A queue whose jobs finish quickly holds up to ~100 ms of work (its
+  // observed completion rate x 100 ms) beyond its concurrency, if that is
+  // more than `prefetch`, but never more than this. 0 = prefetch is fixed.
+  int max_prefetch = 2048;
   Millis poll_interval_ms = 1000;
   Millis shutdown_grace_ms = 10'000;
   std::string worker_id;
@@ -73,7 +78,16 @@ class WorkerPool {
     int in_hand = 0;   // leased by this pool, not yet finished
     int running = 0;   // handlers running now
     std::deque<std::shared_ptr<Task>> ready;
+    // Completion rate (per second, smoothed), measured by the claimer.
+    std::int64_t done = 0;
+    std::int64_t done_at_sample = 0;
+    double rate = 0;
   };
+  // How many leases queue `q` may hold now (concurrency + prefetch, the
+  // prefetch grown with the queue's completion rate). Under mu_.
+  int TargetInHand(const QueueState& q) const;
+  // Updates each queue's completion rate. Under mu_.
+  void SampleRates();
 
   void ClaimLoop();
   void WorkLoop();
@@ -98,6 +112,7 @@ class WorkerPool {
   std::vector<QueueState> queues_;  // by priority, highest first
   std::unordered_map<std::string, int> queue_index_;
   std::unordered_map<std::int64_t, std::shared_ptr<Task>> in_hand_;
+  std::chrono::steady_clock::time_point rate_sampled_at_{};
   bool wake_ = false;
   bool stop_claiming_ = false;
   bool stop_workers_ = false;

@@ -484,5 +484,44 @@ TEST_F(EngineTest, ManyJobsEachRunExactlyOnce) {
   for (auto& d : ds) EXPECT_EQ(StatusOf(*engine, d.id), ExecutionStatus::kSucceeded);
 }
 
+// Short jobs: a queue's prefetch grows with its completion rate (about 100 ms
+// of work in hand), so one claim serves many of them, but never past
+// max_prefetch; with max_prefetch = 0 it stays at `prefetch`.
+TEST_F(EngineTest, PrefetchGrowsWithTheCompletionRateWithinItsBound) {
+  for (int max_prefetch : {40, 0}) {
+    SCOPED_TRACE("max_prefetch " + std::to_string(max_prefetch));
+    TempDir dir;
+    EngineOptions o = Options(1);
+    o.database_path = dir.File("te.db");
+    o.prefetch = 4;
+    o.max_prefetch = max_prefetch;
+    ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(o));
+    ASSERT_OK(engine->DefineJob(Job("quick", "quick")));
+    std::atomic<std::int64_t> most_in_hand{0};
+    Engine* e = engine.get();
+    ASSERT_OK(engine->RegisterHandler("quick", [&most_in_hand, e](JobContext&) {
+      // Leased by this engine and not yet finished (this one included).
+      EngineStats s = e->stats();
+      std::int64_t in_hand = s.claimed - s.succeeded;
+      std::int64_t prev = most_in_hand.load();
+      while (in_hand > prev && !most_in_hand.compare_exchange_weak(prev, in_hand)) {
+      }
+      return HandlerResult::Success();
+    }));
+    std::vector<DispatchRequest> batch(3000);
+    for (auto& r : batch) r.job = JobName("quick");
+    ASSERT_OK_AND_ASSIGN(auto ds, engine->DispatchBatch(batch));
+    ASSERT_OK(engine->Start());
+    ASSERT_TRUE(WaitFor([&] { return engine->stats().published >= 3000; }, 60s));
+    engine->Stop();
+    if (max_prefetch > 0) {
+      EXPECT_GT(most_in_hand.load(), 1 + 4) << "the prefetch never grew";
+      EXPECT_LE(most_in_hand.load(), 1 + max_prefetch);
+    } else {
+      EXPECT_LE(most_in_hand.load(), 1 + 4);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace taskengine
