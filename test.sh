@@ -2,7 +2,8 @@
 # Installs what is missing, builds, and runs every test:
 #   1. Release build: all CTest labels (unit, conformance, integration, drill).
 #   2. ASan+UBSan build: all labels again.
-#   3. TSan build (clang): the concurrency suites (engine, conformance).
+#   3. TSan build (clang): the concurrency suites (engine, both backends'
+#      conformance, the PostgreSQL store).
 #   4. libFuzzer targets (clang), each for a short run.
 # Steps 1-3 run against a throwaway PostgreSQL 15 cluster (scripts/pg_cluster.sh)
 # that is started here and stopped on exit.
@@ -47,9 +48,10 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   TE_RD9_JOBS=400 TASKENGINE_RD10_JOBS=400 TASKENGINE_RD11_JOBS=150 TASKENGINE_MULTINODE_JOBS=200 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs"
 
-run_preset tsan --target engine_test sqlite_conformance_test
+run_preset tsan --target engine_test sqlite_conformance_test postgres_conformance_test pg_store_test
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-  ctest --test-dir build/tsan --output-on-failure -R '^(engine_test|sqlite_conformance_test)$'
+  ctest --test-dir build/tsan --output-on-failure \
+  -R '^(engine_test|sqlite_conformance_test|postgres_conformance_test|pg_store_test)$'
 
 echo "==> [fuzz] build + short runs"
 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
