@@ -4,10 +4,17 @@
 // probes through psql, several real `taskengine serve` nodes on one database,
 // and the invariant checks over what the database holds.
 //
-// The work job runs a countable effect through the effect ledger (see
-// tests/cli/drill_support.h): "<execution id>" is appended to <dir>/notice.txt
-// only when `effect:reserve` answered proceed, so a line twice means an
-// effect happened twice (D).
+// The work job runs a countable effect through the effect ledger, in one of
+// two ways:
+//   - `command` (tests/cli/drill_support.h): a shell script appends
+//     "<execution id>" to <dir>/notice.txt only when `effect:reserve` answered
+//     proceed, so a line twice means an effect happened twice (D). Real
+//     processes (a shell and two CLI calls per job): a few jobs per second.
+//   - `http` (NodeConfig::work_http_url): the built-in http handler POSTs the
+//     payload to a CountingHttpSink (http_sink.h) in the test process with
+//     the effect key "<execution id>:http" as Idempotency-Key; the sink counts
+//     raw arrivals, so a key twice means an effect happened twice (D).
+//     Hundreds of jobs per second.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,10 +27,14 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "drill_support.h"
+#include "http_sink.h"
 #include "process_util.h"
 #include "taskengine/engine.h"
 
@@ -130,21 +141,42 @@ struct NodeConfig {
   bool cron = false;  // also a job `tick` firing every minute (C)
   // Extra lines of the work job (e.g. timeout_ms).
   std::string work_keys;
+  // Non-empty: the work job uses the built-in `http` handler and POSTs to this
+  // loopback URL (a CountingHttpSink), not idempotent; otherwise the `command`
+  // handler with the countable effect `notice`.
+  std::string work_http_url;
 };
+
+// The config table of an `http` work job posting to `url` on 127.0.0.1:
+// plain http and the loopback address explicitly allowed (allow_http,
+// allow_private), NOT idempotent (so an unclear outcome is ambiguous, never
+// resent), generous timeouts for a loaded 2-core machine.
+inline std::string HttpWorkConfig(const std::string& url) {
+  return "{ url = \"" + url +
+         "\", allow_hosts = [\"127.0.0.1\"], allow_http = true, allow_private = "
+         "[\"127.0.0.1\"], idempotent = false, timeout_ms = 20000, connect_timeout_ms = 5000 }";
+}
 
 // taskengine.toml for every node: the PostgreSQL URL, fast polls and sweeps,
 // an ephemeral HTTP port, the work job `work` whose script performs the
-// countable effect `notice` (plus `extra_script`), and optionally `tick`.
+// countable effect `notice` (plus `extra_script`) — or, with work_http_url,
+// whose http handler posts to the sink (extra_script unused) — and
+// optionally `tick`.
 inline std::string NodeToml(const NodeConfig& c, const DrillFiles& files,
                             const std::string& extra_script = "") {
   std::string toml = "[database]\nurl = \"" + c.url + "\"\n\n[engine]\nworker_threads = " +
                      std::to_string(c.workers) + "\npoll_interval_ms = " + std::to_string(c.poll_ms) +
                      "\nsweep_interval_ms = " + std::to_string(c.sweep_ms) +
                      "\nshutdown_grace_ms = 5000\n\n[http]\nport = 0\n\n[[queue]]\nname = \"default\"\n";
-  toml += ShellJob("work", CountableEffect(files, "notice") + extra_script,
-                   "lease_ms = " + std::to_string(c.lease_ms) +
-                       "\nmax_attempts = 25\nbackoff_base_ms = 100\nbackoff_cap_ms = 1000\n" +
-                       c.work_keys);
+  const std::string work_keys = "lease_ms = " + std::to_string(c.lease_ms) +
+                                "\nmax_attempts = 25\nbackoff_base_ms = 100\nbackoff_cap_ms = 1000\n" +
+                                c.work_keys;
+  if (c.work_http_url.empty()) {
+    toml += ShellJob("work", CountableEffect(files, "notice") + extra_script, work_keys);
+  } else {
+    toml += "\n[[job]]\nname = \"work\"\nhandler = \"http\"\n" + work_keys +
+            "\nconfig = " + HttpWorkConfig(c.work_http_url) + "\n";
+  }
   if (c.cron) {
     toml += "\n[[job]]\nname = \"tick\"\nhandler = \"command\"\nschedule = \"* * * * *\"\n"
             "config = { argv = [\"/bin/true\"] }\n";
@@ -256,6 +288,43 @@ inline bool WaitWorkTerminal(const std::string& url, std::chrono::milliseconds t
       std::chrono::milliseconds(500));
 }
 
+// The SQL condition selecting the drill's executions: ids in the acknowledged
+// range and `job_filter`.
+inline std::string IdRange(const std::vector<std::int64_t>& ids,
+                           const std::string& job_filter = "job = 'work'") {
+  return "id BETWEEN " + std::to_string(ids.front()) + " AND " + std::to_string(ids.back()) +
+         " AND " + job_filter;
+}
+
+// L: every acknowledged id exists exactly once and is terminal.
+inline void ExpectL(const std::string& url, const std::vector<std::int64_t>& ids,
+                    const std::string& job_filter = "job = 'work'") {
+  const std::string range = IdRange(ids, job_filter);
+  EXPECT_EQ(SqlInt(url, "SELECT count(*) FROM taskengine.executions WHERE " + range),
+            static_cast<long long>(ids.size()))
+      << "acknowledged dispatches missing";
+  EXPECT_EQ(SqlInt(url, "SELECT count(*) FROM taskengine.executions WHERE " + range +
+                            " AND status NOT IN (2, 3, 4, 5, 6)"),
+            0)
+      << "not terminal: " << StatusCounts(url, "work");
+}
+
+// The ids (one a line) a query returns; a test failure for anything else.
+inline std::set<std::int64_t> SqlIds(const std::string& url, const std::string& sql) {
+  std::set<std::int64_t> out;
+  std::istringstream in(Sql(url, sql));
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    try {
+      out.insert(std::stoll(line));
+    } catch (...) {
+      ADD_FAILURE() << sql << " gave '" << line << "'";
+      break;
+    }
+  }
+  return out;
+}
+
 // L and D over the database and the effects file, for the acknowledged `ids`:
 //   L  every id exists exactly once and is terminal;
 //   D  no id appears twice in notice.txt, every line names a dispatched id,
@@ -265,16 +334,8 @@ inline void ExpectLAndD(const std::string& url, const DrillFiles& files,
                         const std::vector<std::int64_t>& ids,
                         const std::string& job_filter = "job = 'work'") {
   // L
-  const std::string first = std::to_string(ids.front());
-  const std::string last = std::to_string(ids.back());
-  const std::string range = "id BETWEEN " + first + " AND " + last + " AND " + job_filter;
-  EXPECT_EQ(SqlInt(url, "SELECT count(*) FROM taskengine.executions WHERE " + range),
-            static_cast<long long>(ids.size()))
-      << "acknowledged dispatches missing";
-  EXPECT_EQ(SqlInt(url, "SELECT count(*) FROM taskengine.executions WHERE " + range +
-                            " AND status NOT IN (2, 3, 4, 5, 6)"),
-            0)
-      << "not terminal: " << StatusCounts(url, "work");
+  ExpectL(url, ids, job_filter);
+  const std::string range = IdRange(ids, job_filter);
   // D
   std::map<std::int64_t, int> lines = EffectLines(files.Effects("notice"));
   std::set<std::int64_t> known(ids.begin(), ids.end());
@@ -307,6 +368,115 @@ inline void ExpectLAndD(const std::string& url, const DrillFiles& files,
   std::cout << "[ measure ] " << ids.size() << " executions: " << StatusCounts(url, "work")
             << "; effect lines " << lines.size() << ", committed " << ledger.size()
             << ", lines without ledger commit " << file_not_ledger << std::endl;
+}
+
+// L and D for `http` work (NodeConfig::work_http_url) over the database and
+// the sink's raw arrivals, for the acknowledged `ids` (dispatched by
+// DispatchWork: ids[k] carries the payload {"n":k}):
+//   L  every id exists exactly once and is terminal;
+//   D  no Idempotency-Key arrived twice (the handler is not idempotent, so a
+//      repeat would be a second effect); every arrival names a dispatched
+//      execution ("<id>:http"), is `POST /effect` and carries that
+//      execution's payload; every committed `http` ledger entry has exactly
+//      one arrival; every succeeded execution has its effect committed (hence
+//      exactly one arrival); an arrival without a committed ledger entry (a
+//      node died between the request and effect commit) belongs to an
+//      execution quarantined as ambiguous, never to a succeeded one.
+// Quarantined executions may have 0 or 1 arrival: both are counted and printed.
+inline void ExpectLAndDHttp(const std::string& url, const CountingHttpSink& sink,
+                            const std::vector<std::int64_t>& ids) {
+  ExpectL(url, ids);
+  const std::string range = IdRange(ids);
+  std::map<std::int64_t, std::size_t> index;
+  for (std::size_t k = 0; k < ids.size(); ++k) index[ids[k]] = k;
+
+  const std::map<std::string, CountingHttpSink::Arrival> arrivals = sink.Arrivals();
+  std::map<std::int64_t, int> by_id;
+  long long total = 0;
+  int twice = 0, unknown = 0, wrong_body = 0, wrong_line = 0;
+  std::string examples;
+  for (const auto& [key, a] : arrivals) {
+    total += a.count;
+    std::int64_t id = 0;
+    const std::size_t colon = key.find(':');
+    bool parsed = colon != std::string::npos && key.substr(colon) == ":http";
+    if (parsed) {
+      try {
+        std::size_t used = 0;
+        id = std::stoll(key.substr(0, colon), &used);
+        parsed = used == colon;
+      } catch (...) {
+        parsed = false;
+      }
+    }
+    if (!parsed || index.count(id) == 0) {
+      ++unknown;
+      if (examples.size() < 400) examples += " unknown key '" + key.substr(0, 64) + "'";
+      continue;
+    }
+    by_id[id] += a.count;
+    if (a.count > 1) {
+      ++twice;
+      if (examples.size() < 400) examples += " " + key + " x" + std::to_string(a.count);
+    }
+    if (a.request_line != "POST /effect HTTP/1.1") ++wrong_line;
+    // The body of a request cut off by a kill may be missing; any body that
+    // arrived must be this execution's payload.
+    if (!a.body.empty()) {
+      nlohmann::json body = nlohmann::json::parse(a.body, nullptr, false);
+      if (body != nlohmann::json{{"n", index[id]}}) {
+        ++wrong_body;
+        if (examples.size() < 400) examples += " " + key + " body " + a.body.substr(0, 64);
+      }
+    }
+  }
+  EXPECT_EQ(twice, 0) << "D: effects that arrived more than once:" << examples;
+  EXPECT_EQ(unknown, 0) << "D: arrivals naming no dispatched execution:" << examples;
+  EXPECT_EQ(sink.without_key(), 0) << "D: requests without an Idempotency-Key";
+  EXPECT_EQ(wrong_line, 0) << "requests other than POST /effect HTTP/1.1";
+  EXPECT_EQ(wrong_body, 0) << "requests whose body is not their execution's payload:" << examples;
+
+  const std::set<std::int64_t> committed =
+      SqlIds(url, "SELECT execution_id FROM taskengine.effects WHERE name = 'http' AND "
+                  "committed = 1 AND execution_id BETWEEN " +
+                      std::to_string(ids.front()) + " AND " + std::to_string(ids.back()) +
+                      " ORDER BY 1");
+  const std::set<std::int64_t> succeeded =
+      SqlIds(url, "SELECT id FROM taskengine.executions WHERE " + range + " AND status = 2");
+  const std::set<std::int64_t> quarantined =
+      SqlIds(url, "SELECT id FROM taskengine.executions WHERE " + range + " AND status = 4");
+  int committed_not_once = 0, succeeded_not_committed = 0, succeeded_not_once = 0;
+  int arrived_uncommitted = 0, arrived_uncommitted_not_quarantined = 0;
+  int quarantined_arrived = 0, quarantined_silent = 0;
+  for (std::int64_t id : committed) {
+    committed_not_once += by_id.count(id) && by_id[id] == 1 ? 0 : 1;
+  }
+  for (std::int64_t id : succeeded) {
+    succeeded_not_committed += committed.count(id) ? 0 : 1;
+    succeeded_not_once += by_id.count(id) && by_id[id] == 1 ? 0 : 1;
+  }
+  for (const auto& [id, n] : by_id) {
+    if (committed.count(id)) continue;
+    ++arrived_uncommitted;
+    if (quarantined.count(id) == 0) ++arrived_uncommitted_not_quarantined;
+  }
+  for (std::int64_t id : quarantined) (by_id.count(id) ? quarantined_arrived : quarantined_silent)++;
+  EXPECT_EQ(committed_not_once, 0) << "D: ledger says committed but the sink did not see it once";
+  EXPECT_EQ(succeeded_not_committed, 0) << "D: succeeded without its effect committed";
+  EXPECT_EQ(succeeded_not_once, 0) << "D: succeeded without exactly one arrival";
+  EXPECT_EQ(arrived_uncommitted_not_quarantined, 0)
+      << "D: an effect arrived without a ledger commit and its execution is not quarantined";
+  const long long ambiguous = SqlInt(url, "SELECT count(*) FROM taskengine.executions WHERE " +
+                                              range + " AND status = 4 AND ambiguous_failures > 0");
+  std::cout << "[ measure ] " << ids.size() << " executions: " << StatusCounts(url, "work")
+            << "; succeeded " << succeeded.size() << ", quarantined " << quarantined.size()
+            << " (ambiguous " << ambiguous << ": " << quarantined_arrived << " with an arrival, "
+            << quarantined_silent << " without)" << std::endl;
+  std::cout << "[ measure ] sink: " << total << " arrivals of " << arrivals.size()
+            << " keys over " << sink.connections() << " connections, answered "
+            << sink.answered() << ", cut off " << sink.cut_off() << "; ledger committed "
+            << committed.size() << ", arrivals without ledger commit " << arrived_uncommitted
+            << std::endl;
 }
 
 }  // namespace taskengine::testing
