@@ -558,7 +558,15 @@ void Scheduler::Loop(std::function<void(const Result<CycleReport>&)> on_cycle) {
     if (on_cycle) on_cycle(result);
     lock.lock();
     renewed_at = now;  // a cycle takes (or renews) the lock
-    next = next_after(clock_->NowMillis());
+    const Millis after = clock_->NowMillis();
+    next = next_after(after);
+    if (result.ok() && !result->leader && lock_ttl_ms_ < interval) {
+      // A follower tries again every third of the ttl, not at the next
+      // boundary: when the leader died, it takes over soon after the dead
+      // leader's lock expired, and its cycle admits the fires missed
+      // meanwhile as on time instead of catching them up a minute later.
+      next = std::min(next, after + renew_every);
+    }
   }
 }
 

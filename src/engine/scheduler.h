@@ -99,7 +99,9 @@ struct SchedulerOptions {
   // How long the leader lock lasts without renewal. 0 = 3 x cycle_interval_ms.
   // Each cycle renews it; the loop (Start) also renews it every ttl/3 between
   // cycles, so a ttl shorter than the interval makes a dead leader's lock
-  // expire within that ttl (serve uses 15 s).
+  // expire within that ttl (serve uses 15 s); with such a ttl a follower's
+  // loop also tries to take the lock every ttl/3, so it takes over within
+  // about 4/3 of the ttl, before the next boundary.
   Millis lock_ttl_ms = 0;
   // The loop starts each cycle this long after an interval boundary, so that
   // the fires of that minute are due. Default: 1 s.

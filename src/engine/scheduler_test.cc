@@ -634,5 +634,61 @@ TEST_F(SchedulerTest, LoopRunsACycleAtStartAndAfterEachMinuteThenReleasesTheLock
   scheduler.Stop();  // idempotent
 }
 
+// Failover within the minute: with a ttl shorter than the interval, a
+// follower whose leader died tries again every ttl/3, takes over once the
+// dead leader's lock expired and admits the fire the leader missed on time,
+// not a minute later (where the default coalesce policy would fold it into
+// the next fire).
+TEST_F(SchedulerTest, FollowerTakesOverSoonAfterTheLeaderDiedAndFiresOnTime) {
+  Define(MakeJob("tick", "* * * * *"));
+  SchedulerOptions o;
+  o.lock_ttl_ms = 15 * kSecond;
+  o.loop_tick_ms = 5;
+  o.node_id = "node-a";
+  Scheduler a(store_.get(), &clock_, o);
+  o.node_id = "node-b";
+  Scheduler b(store_.get(), &clock_, o);
+  // node-a leads and admits 00:01; its last sign of life is at 00:01:50
+  // (its lock lasts until 00:02:05), then it dies without releasing it.
+  SetNow(kT0 + kMinute + kSecond);
+  EXPECT_EQ(Cycle(a).executions_created, 1);
+  SetNow(kT0 + kMinute + 50 * kSecond);
+  ASSERT_TRUE(Cycle(a).leader);
+
+  std::mutex mu;
+  std::vector<std::pair<Millis, bool>> cycles;  // (when, leader)
+  ASSERT_OK(b.Start([&](const Result<CycleReport>& r) {
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    std::lock_guard<std::mutex> lock(mu);
+    cycles.emplace_back(r->now, r->leader);
+  }));
+  auto wait_for = [&](std::size_t n) {
+    for (int i = 0; i < 2000; ++i) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (cycles.size() >= n) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+  };
+  // (Each pause lets the loop compute its next cycle time from the clock
+  // before the test moves the clock.)
+  ASSERT_TRUE(wait_for(1));  // at once: node-a holds the lock
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  SetNow(kT0 + 2 * kMinute + kSecond);
+  ASSERT_TRUE(wait_for(2));  // the boundary: node-a's lock is still live
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  SetNow(kT0 + 2 * kMinute + 7 * kSecond);  // past 00:02:05 and ttl/3 after the last try
+  ASSERT_TRUE(wait_for(3));
+  b.Stop();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(cycles, (std::vector<std::pair<Millis, bool>>{{kT0 + kMinute + 50 * kSecond, false},
+                                                          {kT0 + 2 * kMinute + kSecond, false},
+                                                          {kT0 + 2 * kMinute + 7 * kSecond, true}}));
+  EXPECT_EQ(Keys(), (std::vector<std::string>{"tick:2026-01-01T00:01Z", "tick:2026-01-01T00:02Z"}))
+      << "00:02 fired in its own minute, on time";
+}
+
 }  // namespace
 }  // namespace taskengine
