@@ -9,7 +9,8 @@
 //   D  no effect happened twice (effects file or sink arrivals vs ledger);
 //   S  sampled throughout: nothing `running` past its lease plus one sweep
 //      interval (plus 1 s of scheduling slack on this shared 2-core machine);
-//   C  at most one `tick` execution per fire minute, and it fired.
+//   C  at most one `tick` execution per fire minute, it fired, and every
+//      minute from the first fire to the last has its own execution.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -155,6 +156,15 @@ inline void RunThreeNodeDrill(WorkEffect effect, int count) {
   EXPECT_EQ(SqlInt(url, "SELECT count(*) FROM taskengine.executions WHERE job = 'tick' AND "
                         "idempotency_key IS NULL"),
             0);
+  // ... and every minute from the first fire to the last has its own
+  // execution: a killed leader's successor takes over within the minute
+  // (the lock's ttl plus a third), so no fire is folded into a later one.
+  EXPECT_EQ(SqlInt(url, "SELECT (max(scheduled_at) - min(scheduled_at)) / 60000 + 1 - count(*) "
+                        "FROM taskengine.executions WHERE job = 'tick'"),
+            0)
+      << "C: a fire minute has no execution of its own: "
+      << Sql(url, "SELECT string_agg(idempotency_key, ', ') FROM taskengine.executions WHERE "
+                  "job = 'tick'");
   std::cout << "[ measure ] cron fires: "
             << Sql(url, "SELECT string_agg(idempotency_key, ', ') FROM taskengine.executions WHERE "
                         "job = 'tick'")
