@@ -14,10 +14,21 @@
 //      as ambiguous (E3), never performed again;
 //   S  no execution stayed running past its lease plus the sweep interval
 //      (sampled during the run; none is running at the end).
+// The same drill body runs on both backends (issue #6): Rd10DrillTest.Sqlite*
+// on the embedded SQLite file, Rd10DrillTest.Postgres* on the PostgreSQL
+// server of TASKENGINE_TEST_PG_URL (set by ./test.sh), in a fresh schema
+// rd10_<pid>_<time> that is dropped at the end. Every check goes through the
+// HTTP API, so nothing below depends on the backend. Without
+// TASKENGINE_TEST_PG_URL the PostgreSQL variant FAILS, unless
+// TASKENGINE_TEST_PG_OPTIONAL=1, when it is skipped with the reason (as the
+// PostgreSQL conformance suite does).
 // TASKENGINE_RD10_JOBS overrides the number of executions (default 2000),
-// TASKENGINE_RD10_KILL_MS the mean pause between kills (default 1000 ms).
+// TASKENGINE_RD10_KILL_MS the mean pause between kills (default 1000 ms); both
+// apply to both variants.
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <ctime>
 #include <dirent.h>
 #include <fstream>
@@ -127,7 +138,53 @@ int KillEveryMs() {
   return v != nullptr ? std::max(50, std::atoi(v)) : 1000;
 }
 
-TEST(Rd10Drill, KillingRandomWorkersDuringLoadKeepsLDS) {
+// The database a variant of the drill runs on.
+struct Rd10Database {
+  std::string backend;    // "sqlite" or "postgresql": the [ measure ] line
+  std::string pg_url;     // PostgreSQL only: the server
+  std::string pg_schema;  // PostgreSQL only: the fresh schema of this run
+};
+
+constexpr const char* kPsql = "/usr/bin/psql";
+
+std::string PgTestUrl() {
+  const char* url = std::getenv("TASKENGINE_TEST_PG_URL");
+  return url != nullptr ? url : "";
+}
+
+// Drops the run's schema (and everything in it) when the PostgreSQL variant
+// ends, passed or failed, after every process of the drill has gone.
+class DropSchemaAtEnd {
+ public:
+  DropSchemaAtEnd(std::string url, std::string schema)
+      : url_(std::move(url)), schema_(std::move(schema)) {}
+  ~DropSchemaAtEnd() {
+    ProcessResult r = RunProcess({kPsql, url_, "-v", "ON_ERROR_STOP=1", "-Atqc",
+                                  "DROP SCHEMA IF EXISTS " + schema_ + " CASCADE"},
+                                 "", milliseconds(60'000));
+    EXPECT_EQ(r.exit_code, 0) << "dropping schema " << schema_ << ": " << r.Describe();
+  }
+  DropSchemaAtEnd(const DropSchemaAtEnd&) = delete;
+  DropSchemaAtEnd& operator=(const DropSchemaAtEnd&) = delete;
+
+ private:
+  std::string url_;
+  std::string schema_;
+};
+
+// EngineSection(...) with the [database] keys of `db`: for PostgreSQL its url
+// and schema (path and sync are then unused).
+std::string WithDatabase(const Rd10Database& db, std::string engine_section) {
+  if (db.pg_url.empty()) return engine_section;
+  const std::string table = "[database]\n";
+  EXPECT_EQ(engine_section.rfind(table, 0), 0u) << engine_section;
+  engine_section.insert(table.size(), "url = \"" + db.pg_url + "\"\nschema = \"" + db.pg_schema +
+                                          "\"\n");
+  return engine_section;
+}
+
+// The drill itself, on `db` (see the file comment).
+void RunRd10Drill(const Rd10Database& db) {
   const int jobs = JobCount();
   const auto t_start = std::chrono::steady_clock::now();
   DrillFiles files;
@@ -136,7 +193,7 @@ TEST(Rd10Drill, KillingRandomWorkersDuringLoadKeepsLDS) {
       "queue = \"remote\"\nlease_ms = " + std::to_string(kLeaseMs) +
           "\ntimeout_ms = 30000\nmax_attempts = 25\nmax_consecutive_lease_expiries = 25\n"
           "backoff_base_ms = 20\nbackoff_cap_ms = 100\n");
-  TaskengineInstall te(EngineSection(0, 100, kSweepMs, "normal") +
+  TaskengineInstall te(WithDatabase(db, EngineSection(0, 100, kSweepMs, "normal")) +
                        "\n[[queue]]\nname = \"remote\"\n\n[http]\nport = 0\nlease_per_second = "
                        "0\ndispatch_per_second = 0\n" +
                        job);
@@ -148,6 +205,15 @@ TEST(Rd10Drill, KillingRandomWorkersDuringLoadKeepsLDS) {
   ChildProcess serve;
   ASSERT_NO_FATAL_FAILURE(te.StartServe(&serve));
   ASSERT_TRUE(te.WaitServing(1, milliseconds(20'000))) << ReadFile(te.serve_log());
+  // The drill runs on the backend it names (the serve log's database line).
+  const std::string database_line =
+      db.pg_url.empty() ? "database sqlite " : "database postgresql ";
+  ASSERT_NE(ReadFile(te.serve_log()).find(database_line), std::string::npos)
+      << ReadFile(te.serve_log());
+  if (!db.pg_url.empty()) {
+    ASSERT_NE(ReadFile(te.serve_log()).find("(schema " + db.pg_schema + ")"), std::string::npos)
+        << ReadFile(te.serve_log());
+  }
   const std::string url = ServeUrl(te);
   ASSERT_FALSE(url.empty());
   taskengine_client::Client ops({url, ops_token.value("secret", "")});
@@ -308,7 +374,7 @@ TEST(Rd10Drill, KillingRandomWorkersDuringLoadKeepsLDS) {
        p = manager_log.find("restarting", p + 1)) {
     ++restarts;
   }
-  std::cout << "[ measure ] RD10: " << jobs << " executions, " << kills
+  std::cout << "[ measure ] RD10 (" << db.backend << "): " << jobs << " executions, " << kills
             << " worker kill -9s, " << restarts << " restarts by worker:manager, " << succeeded
             << " succeeded, " << ambiguous << " quarantined as ambiguous, " << doubled
             << " doubled effects, " << mismatched
@@ -316,6 +382,31 @@ TEST(Rd10Drill, KillingRandomWorkersDuringLoadKeepsLDS) {
             << " ms (lease " << kLeaseMs << " ms, sweep " << kSweepMs << " ms), drained "
             << drain_ms << " ms after the load phase (" << load_ms << " ms), total " << MillisSince(t_start) << " ms"
             << std::endl;
+}
+
+TEST(Rd10DrillTest, SqliteKillingRandomWorkersDuringLoadKeepsLDS) {
+  Rd10Database sqlite;
+  sqlite.backend = "sqlite";
+  RunRd10Drill(sqlite);
+}
+
+TEST(Rd10DrillTest, PostgresKillingRandomWorkersDuringLoadKeepsLDS) {
+  const std::string url = PgTestUrl();
+  if (url.empty()) {
+    const char* optional = std::getenv("TASKENGINE_TEST_PG_OPTIONAL");
+    if (optional != nullptr && std::string(optional) == "1") {
+      GTEST_SKIP() << "TASKENGINE_TEST_PG_URL is not set and TASKENGINE_TEST_PG_OPTIONAL=1: "
+                      "drill RD10 did not run on PostgreSQL";
+    }
+    FAIL() << "TASKENGINE_TEST_PG_URL is not set: drill RD10 on PostgreSQL needs a server. "
+              "Start one with `scripts/pg_cluster.sh start <dir>` and export the URL it "
+              "prints, or set TASKENGINE_TEST_PG_OPTIONAL=1 to skip this variant.";
+  }
+  const std::string schema = "rd10_" + std::to_string(getpid()) + "_" +
+                             std::to_string(static_cast<long long>(std::time(nullptr)));
+  SCOPED_TRACE("schema " + schema);
+  DropSchemaAtEnd drop(url, schema);
+  RunRd10Drill({.backend = "postgresql", .pg_url = url, .pg_schema = schema});
 }
 
 }  // namespace
