@@ -33,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <set>
 #include <thread>
 
 #include "cli.h"
@@ -227,7 +228,9 @@ pid_t SpawnWorker(const std::vector<std::string>& argv, const std::string& token
 // subreaper: `command` processes whose worker died (each leads its own group).
 // Without this they would run on with the dead worker's claim. Returns how many.
 int KillAdoptedOrphans(const std::vector<pid_t>& workers) {
-  int killed = 0;
+  // Counted by process group: a command's children, re-parented here when
+  // its shell died, belong to the group already counted.
+  std::set<pid_t> groups;
   const pid_t self = getpid();
   DIR* dir = opendir("/proc");
   if (dir == nullptr) return 0;
@@ -242,16 +245,17 @@ int KillAdoptedOrphans(const std::vector<pid_t>& workers) {
     std::istringstream rest(line.substr(paren + 2));
     char state = 0;
     pid_t ppid = 0;
-    rest >> state >> ppid;
+    pid_t group = 0;
+    rest >> state >> ppid >> group;
     const pid_t pid = static_cast<pid_t>(std::stol(name));
     if (ppid != self || state == 'Z') continue;
     if (std::find(workers.begin(), workers.end(), pid) != workers.end()) continue;
     kill(-pid, SIGKILL);  // its group (a command leads one)
     kill(pid, SIGKILL);
-    ++killed;
+    groups.insert(group);
   }
   closedir(dir);
-  return killed;
+  return static_cast<int>(groups.size());
 }
 
 std::string DescribeExit(int status) {
