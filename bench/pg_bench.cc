@@ -9,8 +9,8 @@
 // with its own connection pool, worker pool and sweeper, sharing the work
 // through the database exactly as two processes would). The server keeps its
 // durable defaults (synchronous_commit=on, fsync on: scripts/pg_cluster.sh).
-// P1 (same run): the same N on SQLite (WAL, synchronous=FULL) with one engine
-// of 2x the workers. Prints medians and the PostgreSQL/SQLite ratio. The
+// P1 (same run): the same N with one engine of 2x the workers, on PostgreSQL
+// and on SQLite (WAL, synchronous=FULL). Prints medians and the ratios. The
 // client threads share the machine's cores with the server.
 #include <atomic>
 #include <chrono>
@@ -150,17 +150,30 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--database-url is required (scripts/pg_cluster.sh start DIR prints one)\n");
     return 2;
   }
-  std::vector<double> pg, sqlite;
+  std::vector<double> pg, pg_one, sqlite;
+  auto report = [&](const char* what, int r, double d, double w) {
+    std::printf("  run %d %-24s dispatch %.0f/s, drain %.0f jobs/s, end to end %.0f jobs/s\n", r + 1,
+                what, a.jobs / d, a.jobs / w, a.jobs / (d + w));
+  };
+  auto pg_options = [&](const char* tag, int r) {
+    te::EngineOptions o;
+    o.database_url = a.url;
+    o.database_schema = std::string(tag) + "_" + std::to_string(std::time(nullptr)) + "_" +
+                        std::to_string(r);
+    return o;
+  };
   for (int r = 0; r < a.runs; ++r) {
     {
-      te::EngineOptions o;
-      o.database_url = a.url;
-      o.database_schema = "p5_" + std::to_string(std::time(nullptr)) + "_" + std::to_string(r);
-      Run run(o, 2, a.workers);
+      Run run(pg_options("p5", r), 2, a.workers);
       auto [d, w] = run.Go(a.jobs);
       pg.push_back(a.jobs / (d + w));
-      std::printf("  run %d PostgreSQL: dispatch %.0f/s, drain %.0f jobs/s, end to end %.0f jobs/s\n",
-                  r + 1, a.jobs / d, a.jobs / w, a.jobs / (d + w));
+      report("PostgreSQL, 2 nodes:", r, d, w);
+    }
+    {
+      Run run(pg_options("p1pg", r), 1, 2 * a.workers);
+      auto [d, w] = run.Go(a.jobs);
+      pg_one.push_back(a.jobs / (d + w));
+      report("PostgreSQL, 1 node:", r, d, w);
     }
     {
       std::filesystem::path dir = std::filesystem::path(a.dir) / ("p1-" + std::to_string(r));
@@ -171,17 +184,20 @@ int main(int argc, char** argv) {
       Run run(o, 1, 2 * a.workers);
       auto [d, w] = run.Go(a.jobs);
       sqlite.push_back(a.jobs / (d + w));
-      std::printf("  run %d SQLite:     dispatch %.0f/s, drain %.0f jobs/s, end to end %.0f jobs/s\n",
-                  r + 1, a.jobs / d, a.jobs / w, a.jobs / (d + w));
+      report("SQLite, 1 node:", r, d, w);
       std::filesystem::remove_all(dir);
     }
   }
-  std::printf("P5 PostgreSQL end-to-end: bulk-dispatch %ld no-op jobs (batches of 1000, both nodes at once), drain with 2 "
-              "engine nodes x %d worker threads; synchronous_commit=on.\n"
+  const double ref = Median(sqlite);
+  std::printf("P5 PostgreSQL end-to-end: bulk-dispatch %ld no-op jobs (batches of 1000, each node "
+              "half at once), drain with 2 engine nodes x %d worker threads; "
+              "synchronous_commit=on.\n"
               "   median of %d runs: %.0f jobs/s (target >= 20000)\n"
-              "P1 SQLite, same run (1 engine x %d threads, WAL, synchronous=FULL): %.0f jobs/s\n"
-              "   ratio PostgreSQL/SQLite: %.2f\n",
-              a.jobs, a.workers, a.runs, Median(pg), 2 * a.workers, Median(sqlite),
-              Median(sqlite) > 0 ? Median(pg) / Median(sqlite) : 0.0);
+              "P1 on PostgreSQL, same run (1 engine x %d threads): %.0f jobs/s\n"
+              "P1 on SQLite, same run (1 engine x %d threads, WAL, synchronous=FULL): %.0f jobs/s\n"
+              "   ratios to SQLite: PostgreSQL 2 nodes %.2f, PostgreSQL 1 node %.2f\n",
+              a.jobs, a.workers, a.runs, Median(pg), 2 * a.workers, Median(pg_one),
+              2 * a.workers, ref, ref > 0 ? Median(pg) / ref : 0.0,
+              ref > 0 ? Median(pg_one) / ref : 0.0);
   return 0;
 }

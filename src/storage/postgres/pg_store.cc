@@ -1,6 +1,9 @@
 // PostgreSQL backend of the storage contract. See pg_store.h for the design.
 #include "storage/postgres/pg_store.h"
 #include "storage/list_codec.h"
+#include "storage/store_actions.h"
+#include "storage/store_rows.h"
+#include "storage/store_rules.h"
 
 #include <libpq-fe.h>
 #include <poll.h>
@@ -17,7 +20,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/canonical_json.h"
 #include "core/state_machine.h"
 #include "storage/postgres/pg_conn.h"
 #include "storage/postgres/pg_schema.h"
@@ -25,13 +27,10 @@
 namespace taskengine {
 namespace {
 
-using storage_internal::FormatIntList;
-using storage_internal::JoinList;
-using storage_internal::ParseIntList;
-using storage_internal::SplitList;
-using storage_internal::ValidatePrincipalLists;
-
-constexpr Millis kHourMs = 3'600'000;
+// The list codec, the contract's rules and the row readers shared with the
+// SQLite backend (list_codec.h, store_rules.h,
+// store_rows.h, store_actions.h).
+using namespace storage_internal;
 
 using pg::Params;
 using pg::PgConn;
@@ -54,7 +53,6 @@ using pg::PgResult;
   "backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, "                            \
   "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at, "                \
   "max_unsupported_schema_attempts, lane_key, tenant, status, worker, queue"
-constexpr int kStateColumnCount = 25;
 
 // Every call about an execution locks its row first: concurrent calls about
 // one execution (on any node) are serialized by it.
@@ -377,212 +375,18 @@ constexpr const char* kBeginRead = "BEGIN ISOLATION LEVEL REPEATABLE READ READ O
 
 // --- row mapping -------------------------------------------------------------
 
-struct StateRow {
-  ExecutionId id;
-  ExecutionState state;
-  ClaimVersion version;
-  Millis lease_ms = 0;
-  Millis run_at = 0;
-  Millis started_at = 0;
-  Millis finished_at = 0;
-  std::string lane_key;
-  std::string tenant;
-  std::string worker;
-  std::string queue;
+// Row `i` of a result, as the shared readers (store_rows.h) see it.
+class PgRow final : public storage_internal::Row {
+ public:
+  PgRow(const PgResult& r, int i) : r_(r), i_(i) {}
+  std::int64_t Int(int col) const override { return r_.Int(i_, col); }
+  std::string Text(int col) const override { return r_.Text(i_, col); }
+  std::string_view TextView(int col) const override { return r_.TextView(i_, col); }
+
+ private:
+  const PgResult& r_;
+  const int i_;
 };
-
-StateRow ReadState(const PgResult& s, int i) {
-  StateRow r;
-  r.id = ExecutionId(s.Int(i, 0));
-  r.state.status = static_cast<ExecutionStatus>(s.Int(i, 1));
-  r.state.attempt = static_cast<int>(s.Int(i, 2));
-  r.version = ClaimVersion(s.Int(i, 3));
-  r.state.consecutive_lease_expiries = static_cast<int>(s.Int(i, 4));
-  r.state.permanent_failures = static_cast<int>(s.Int(i, 5));
-  r.state.ambiguous_failures = static_cast<int>(s.Int(i, 6));
-  r.state.cancel_requested = s.Int(i, 7) != 0;
-  r.state.failure_class = static_cast<FailureClass>(s.Int(i, 8));
-  r.state.retry.max_attempts = static_cast<int>(s.Int(i, 9));
-  r.state.retry.backoff_base_ms = s.Int(i, 10);
-  r.state.retry.backoff_cap_ms = s.Int(i, 11);
-  r.state.retry.max_permanent_attempts = static_cast<int>(s.Int(i, 12));
-  r.state.retry.max_ambiguous_attempts = static_cast<int>(s.Int(i, 13));
-  r.state.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(i, 14));
-  r.lease_ms = s.Int(i, 15);
-  r.run_at = s.Int(i, 16);
-  r.started_at = s.Int(i, 17);
-  r.finished_at = s.Int(i, 18);
-  r.state.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(i, 19));
-  r.lane_key = s.Text(i, 20);
-  r.tenant = s.Text(i, 21);
-  r.worker = s.Text(i, 23);
-  r.queue = s.Text(i, 24);
-  return r;
-}
-
-Execution ReadExecution(const PgResult& s, int i) {
-  Execution e;
-  e.id = ExecutionId(s.Int(i, 0));
-  e.job = JobName(s.Text(i, 1));
-  e.tenant = TenantId(s.Text(i, 2));
-  e.queue = s.Text(i, 3);
-  e.status = static_cast<ExecutionStatus>(s.Int(i, 4));
-  e.trigger = static_cast<Trigger>(s.Int(i, 5));
-  e.requester = s.Text(i, 6);
-  e.worker = WorkerId(s.Text(i, 7));
-  e.attempt = static_cast<int>(s.Int(i, 8));
-  e.idempotency_key = s.Text(i, 9);
-  e.payload_json = s.Text(i, 10);
-  e.fingerprint = s.Text(i, 11);
-  e.result_json = s.Text(i, 12);
-  e.progress = static_cast<int>(s.Int(i, 13));
-  e.error = s.Text(i, 14);
-  e.failure_class = static_cast<FailureClass>(s.Int(i, 15));
-  e.scheduled_at = s.Int(i, 16);
-  e.run_at = s.Int(i, 17);
-  e.queued_at = s.Int(i, 18);
-  e.started_at = s.Int(i, 19);
-  e.finished_at = s.Int(i, 20);
-  e.claim_version = ClaimVersion(s.Int(i, 21));
-  e.lease_expires_at = s.Int(i, 22);
-  e.cancel_requested = s.Int(i, 23) != 0;
-  e.lane_key = s.Text(i, 24);
-  e.parent = ExecutionId(s.Int(i, 25));
-  e.consecutive_lease_expiries = static_cast<int>(s.Int(i, 26));
-  e.permanent_failures = static_cast<int>(s.Int(i, 27));
-  e.ambiguous_failures = static_cast<int>(s.Int(i, 28));
-  e.retry.max_attempts = static_cast<int>(s.Int(i, 29));
-  e.retry.backoff_base_ms = s.Int(i, 30);
-  e.retry.backoff_cap_ms = s.Int(i, 31);
-  e.retry.max_permanent_attempts = static_cast<int>(s.Int(i, 32));
-  e.retry.max_ambiguous_attempts = static_cast<int>(s.Int(i, 33));
-  e.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(i, 34));
-  e.lease_ms = s.Int(i, 35);
-  e.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(i, 36));
-  return e;
-}
-
-User ReadUser(const PgResult& s, int i) {
-  User u;
-  u.name = s.Text(i, 0);
-  u.password_hash = s.Text(i, 1);
-  u.scopes = SplitList(s.TextView(i, 2));
-  u.tenants = SplitList(s.TextView(i, 3));
-  u.disabled = s.Int(i, 4) != 0;
-  u.created_at = s.Int(i, 5);
-  return u;
-}
-
-ApiToken ReadToken(const PgResult& s, int i) {
-  ApiToken t;
-  t.id = s.Int(i, 0);
-  t.name = s.Text(i, 1);
-  t.secret_hash = s.Text(i, 2);
-  t.principal = s.Text(i, 3);
-  t.scopes = SplitList(s.TextView(i, 4));
-  t.tenants = SplitList(s.TextView(i, 5));
-  t.created_at = s.Int(i, 6);
-  t.expires_at = s.Int(i, 7);
-  t.revoked_at = s.Int(i, 8);
-  t.last_used_at = s.Int(i, 9);
-  return t;
-}
-
-Session ReadSession(const PgResult& s, int i) {
-  Session x;
-  x.id_hash = s.Text(i, 0);
-  x.user = s.Text(i, 1);
-  x.csrf_token = s.Text(i, 2);
-  x.created_at = s.Int(i, 3);
-  x.last_seen_at = s.Int(i, 4);
-  x.expires_at = s.Int(i, 5);
-  return x;
-}
-
-Tenant ReadTenant(const PgResult& s, int i) {
-  Tenant t;
-  t.id = TenantId(s.Text(i, 0));
-  t.name = s.Text(i, 1);
-  t.active = s.Int(i, 2) != 0;
-  t.created_at = s.Int(i, 3);
-  return t;
-}
-
-JobDefinition ReadJob(const PgResult& s, int i) {
-  JobDefinition j;
-  j.name = JobName(s.Text(i, 0));
-  j.display_name = s.Text(i, 1);
-  j.handler = s.Text(i, 2);
-  j.queue = s.Text(i, 3);
-  j.scope = static_cast<JobScope>(s.Int(i, 4));
-  j.schedule = s.Text(i, 5);
-  j.timezone = s.Text(i, 6);
-  j.timeout_ms = s.Int(i, 7);
-  j.lease_ms = s.Int(i, 8);
-  j.retry.max_attempts = static_cast<int>(s.Int(i, 9));
-  j.retry.backoff_base_ms = s.Int(i, 10);
-  j.retry.backoff_cap_ms = s.Int(i, 11);
-  j.retry.max_permanent_attempts = static_cast<int>(s.Int(i, 12));
-  j.retry.max_ambiguous_attempts = static_cast<int>(s.Int(i, 13));
-  j.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(i, 14));
-  j.lane_template = s.Text(i, 15);
-  j.config_json = s.Text(i, 16);
-  j.enabled = s.Int(i, 17) != 0;
-  j.created_at = s.Int(i, 18);
-  j.updated_at = s.Int(i, 19);
-  j.accepted_schema_versions = ParseIntList(s.TextView(i, 20));
-  j.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(i, 21));
-  j.catch_up = static_cast<CatchUpPolicy>(std::clamp<std::int64_t>(s.Int(i, 22), 0, 2));
-  j.catch_up_window_ms = s.Int(i, 23);
-  j.window_ms = s.Int(i, 24);
-  return j;
-}
-
-// The same rules as the SQLite backend (the contract's kInvalidArgument cases).
-Status ValidateJob(const JobDefinition& j) {
-  if (!IsValidJobName(j.name.value)) {
-    return InvalidArgument("invalid job name '" + j.name.value +
-                           "': must match [a-z0-9][a-z0-9._-]{0,99}");
-  }
-  if (!IsValidQueueName(j.queue)) {
-    return InvalidArgument("invalid queue name '" + j.queue + "' for job " + j.name.value);
-  }
-  if (j.handler.empty() || j.handler.size() > 100) {
-    return InvalidArgument("job " + j.name.value + " needs a handler name (1..100 characters)");
-  }
-  const RetryPolicy& r = j.retry;
-  if (r.max_attempts < 1 || r.max_attempts > 1000 || r.max_permanent_attempts < 1 ||
-      r.max_ambiguous_attempts < 1 || r.max_consecutive_lease_expiries < 1 ||
-      r.max_unsupported_schema_attempts < 1) {
-    return InvalidArgument("job " + j.name.value +
-                           ": attempt bounds must be >= 1 (max_attempts <= 1000)");
-  }
-  if (r.backoff_base_ms < 0 || r.backoff_cap_ms < r.backoff_base_ms) {
-    return InvalidArgument("job " + j.name.value + ": backoff needs 0 <= base <= cap");
-  }
-  if (j.lease_ms < 1 || j.timeout_ms < 1) {
-    return InvalidArgument("job " + j.name.value + ": lease and timeout must be >= 1 ms");
-  }
-  for (int v : j.accepted_schema_versions) {
-    if (v < 0 || v > 1'000'000) {
-      return InvalidArgument("job " + j.name.value + ": schema versions must be 0..1000000");
-    }
-  }
-  if (j.catch_up_window_ms < 0 || j.catch_up_window_ms > 7LL * 24 * 3600 * 1000 ||
-      j.window_ms < 0 || j.window_ms > 366LL * 24 * 3600 * 1000) {
-    return InvalidArgument("job " + j.name.value +
-                           ": catch-up window must be 0..7 days and window 0..366 days");
-  }
-  if (j.lane_template.size() > 200) {
-    return InvalidArgument("job " + j.name.value + ": lane template longer than 200 bytes");
-  }
-  auto config = CanonicalizeJson(j.config_json);
-  if (!config.ok()) {
-    return InvalidArgument("job " + j.name.value + ": config must be a JSON object: " +
-                           config.status().message());
-  }
-  return Status::Ok();
-}
 
 std::string QuoteIdentifier(const std::string& name) { return "\"" + name + "\""; }
 
@@ -601,8 +405,7 @@ struct PooledConn {
 // order and never deadlock on them).
 struct Tx {
   PgConn& c;
-  std::map<std::pair<std::string, int>, std::int64_t> counts;
-  std::map<std::pair<std::int64_t, int>, std::int64_t> outcomes;
+  StatusCounters counters;
   // A3: the queue of the first execution this transaction made due; one
   // notification per transaction, sent just before COMMIT.
   std::optional<std::string> wake_queue;
@@ -618,7 +421,7 @@ struct Tx {
 // --- the store -----------------------------------------------------------------
 
 // See pg_store.h. Thread-safe: each call takes its own pooled connection.
-class PostgresStore final : public Store {
+class PostgresStore final : public ActionStore {
  public:
   explicit PostgresStore(const PostgresStoreOptions& o)
       : options_(o),
@@ -666,9 +469,7 @@ class PostgresStore final : public Store {
           tx.c.Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)").status());
       TE_ASSIGN_OR_RETURN(int version, ReadVersion(tx));
       if (version > pg::kSchemaVersion) {
-        return Unavailable("database schema version " + std::to_string(version) +
-                           " is newer than this binary's (" + std::to_string(pg::kSchemaVersion) +
-                           "); upgrade taskengine");
+        return NewerSchemaError(version, pg::kSchemaVersion);
       }
       for (int v = version; v < pg::kSchemaVersion; ++v) {
         TE_RETURN_IF_ERROR(tx.c.Exec(pg::kMigrations[v]).status());
@@ -711,7 +512,7 @@ class PostgresStore final : public Store {
     return ReadTx<JobDefinition>([&](Tx& tx) -> Result<JobDefinition> {
       TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kGetJob, Params().Add(name.value)));
       if (s.rows() == 0) return NotFound("no job named '" + name.value + "'");
-      return ReadJob(s, 0);
+      return ReadJobRow(PgRow(s, 0));
     });
   }
 
@@ -719,7 +520,7 @@ class PostgresStore final : public Store {
     return ReadTx<std::vector<JobDefinition>>([&](Tx& tx) -> Result<std::vector<JobDefinition>> {
       TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListJobs));
       std::vector<JobDefinition> out;
-      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadJob(s, i));
+      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadJobRow(PgRow(s, i)));
       return out;
     });
   }
@@ -765,29 +566,20 @@ class PostgresStore final : public Store {
                             tx.Q(kClaimDue, Params().Add(slot.queue).Add(now).Add(slot.max)));
         std::vector<std::int64_t> ids, statuses, attempts, versions, expiries;
         for (int i = 0; i < s.rows(); ++i) {
-          StateRow row = ReadState(s, i);
+          const ClaimRow claim = ReadClaimRow(PgRow(s, i));
+          const StateRow& row = claim.row;
           Event e;
           e.kind = EventKind::kClaim;
           e.now = now;
           auto t = Decide(row.state, e);
           if (!t.ok()) continue;  // cannot happen for a queued row; never guess
-          Lease lease;
-          lease.id = row.id;
-          lease.version = ClaimVersion(row.version.value + (t->bump_claim ? 1 : 0));
-          lease.job = JobName(s.Text(i, kStateColumnCount));
-          lease.tenant = TenantId(row.tenant);
-          lease.queue = slot.queue;
-          lease.attempt = t->attempt;
-          lease.payload_json = s.Text(i, kStateColumnCount + 1);
-          lease.idempotency_key = s.Text(i, kStateColumnCount + 2);
-          lease.lease_ms = row.lease_ms;
-          lease.lease_expires_at = now + row.lease_ms;
+          Lease lease = NewLease(claim, *t, now, slot.queue);
           ids.push_back(row.id.value);
           statuses.push_back(static_cast<int>(t->to));
           attempts.push_back(t->attempt);
           versions.push_back(lease.version.value);
           expiries.push_back(lease.lease_expires_at);
-          CountTransition(tx, row.queue, row.state.status, t->to, now);
+          tx.counters.CountTransition(row.queue, row.state.status, t->to, now);
           out.push_back(std::move(lease));
         }
         if (ids.empty()) continue;
@@ -817,9 +609,7 @@ class PostgresStore final : public Store {
           out.emplace_back(check);
           continue;
         }
-        HeartbeatReply reply;
-        reply.lease_expires_at = now + row->lease_ms;
-        reply.cancel_requested = row->state.cancel_requested;
+        HeartbeatReply reply = HeartbeatReplyFor(*row, now);
         Params p;
         p.Add(h.lease.id.value).Add(reply.lease_expires_at);
         if (h.progress) {
@@ -863,56 +653,27 @@ class PostgresStore final : public Store {
       }
       TE_ASSIGN_OR_RETURN(LockedRows rows, LockInOrder(tx, ids));
       SuccessBatch successes;
+      PgActionTx actions(*this, tx);
       for (const FinishRequest& f : requests) {
         TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, rows.Get(tx, f.lease.id));
-        Status check = CheckLease(row, f.lease);
-        if (!check.ok()) {
-          out.emplace_back(check);
+        TE_ASSIGN_OR_RETURN(FinishDecision d, DecideFinish(actions, row, f, now, *random_));
+        if (!d.status.ok()) {
+          out.emplace_back(d.status);
           continue;
         }
-        Event e;
-        e.now = now;
-        e.jitter01 = random_->Uniform01();
-        std::optional<std::string_view> result;
-        std::optional<std::string_view> error;
-        std::optional<int> progress;
-        switch (f.kind) {
-          case FinishRequest::Kind::kComplete:
-            e.kind = EventKind::kSucceed;
-            result = f.result_json;
-            error = std::string_view();
-            progress = 100;
-            break;
-          case FinishRequest::Kind::kFail:
-            e.kind = EventKind::kFail;
-            e.failure_class = f.failure_class;
-            e.unsupported_schema = f.unsupported_schema;
-            e.retry_after_ms = std::max<Millis>(0, f.retry_after_ms);
-            error = f.error;
-            break;
-          case FinishRequest::Kind::kRelease:
-            e.kind = EventKind::kRelease;
-            break;
-        }
-        if (row->state.cancel_requested) {
-          TE_ASSIGN_OR_RETURN(e.has_committed_effects, MayHaveEscapedEffects(tx, row->id));
-        }
-        auto t = Decide(row->state, e);
-        if (!t.ok()) {
-          out.emplace_back(t.status());
-          continue;
-        }
-        if (t->to == ExecutionStatus::kSucceeded && row->lane_key.empty() &&
+        const Transition& t = d.transition;
+        if (t.to == ExecutionStatus::kSucceeded && row->lane_key.empty() &&
             occurrences[f.lease.id.value] == 1) {
           // Nothing else in this batch reads this row again, and a success
           // outside a lane touches no other row: write it with the others.
-          successes.Add(*row, *t, now, f.result_json);
-          CountTransition(tx, row->queue, row->state.status, t->to, now);
+          successes.Add(*row, t, now, f.result_json);
+          tx.counters.CountTransition(row->queue, row->state.status, t.to, now);
         } else {
-          TE_RETURN_IF_ERROR(Apply(tx, *row, *t, now, result, error, progress));
+          TE_RETURN_IF_ERROR(
+              Apply(tx, *row, t, now, d.plan.result, d.plan.error, d.plan.progress));
         }
         rows.Touch(f.lease.id);
-        out.emplace_back(FinishReply{t->to, t->to == ExecutionStatus::kQueued ? t->run_at : 0});
+        out.emplace_back(FinishReplyFor(t));
       }
       TE_RETURN_IF_ERROR(successes.Write(tx));
       return out;
@@ -922,277 +683,39 @@ class PostgresStore final : public Store {
   }
 
   Result<SweepReport> SweepExpired(int max_batch) override {
-    if (max_batch < 1) return InvalidArgument("sweep batch must be >= 1");
+    TE_RETURN_IF_ERROR(ValidateSweepBatch(max_batch));
     return Write<SweepReport>([&](Tx& tx) -> Result<SweepReport> {
       const Millis now = clock_->NowMillis();
       std::vector<StateRow> expired;
       {
         TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kExpired, Params().Add(now).Add(max_batch)));
-        for (int i = 0; i < s.rows(); ++i) expired.push_back(ReadState(s, i));
+        for (int i = 0; i < s.rows(); ++i) expired.push_back(ReadStateRow(PgRow(s, i)));
       }
-      SweepReport report;
-      report.more = static_cast<int>(expired.size()) == max_batch;
-      for (const StateRow& row : expired) {
-        Event e;
-        e.kind = EventKind::kLeaseExpired;
-        e.now = now;
-        e.jitter01 = random_->Uniform01();
-        if (row.state.cancel_requested) {
-          TE_ASSIGN_OR_RETURN(e.has_committed_effects, MayHaveEscapedEffects(tx, row.id));
-        }
-        auto t = Decide(row.state, e);
-        if (!t.ok()) continue;
-        std::string error = "lease expired (attempt " + std::to_string(row.state.attempt) + ")";
-        TE_RETURN_IF_ERROR(Apply(tx, row, *t, now, std::nullopt, error, std::nullopt));
-        ++report.recovered;
-        switch (t->to) {
-          case ExecutionStatus::kQueued: ++report.requeued; break;
-          case ExecutionStatus::kFailed: ++report.failed; break;
-          case ExecutionStatus::kQuarantined: ++report.quarantined; break;
-          case ExecutionStatus::kCanceled:
-          case ExecutionStatus::kPartiallyCanceled: ++report.canceled; break;
-          default: break;
-        }
-      }
-      return report;
+      PgActionTx actions(*this, tx);
+      return RecoverExpired(actions, expired, max_batch, now, *random_);
     });
   }
 
   // --- effects ---
 
-  Result<EffectReply> ReserveEffect(const LeaseRef& lease, std::string_view name) override {
-    if (!IsValidEffectName(name)) {
-      return InvalidArgument("invalid effect name: 1..120 characters of [A-Za-z0-9._:-]");
-    }
-    return Write<EffectReply>([&](Tx& tx) -> Result<EffectReply> {
-      const Millis now = clock_->NowMillis();
-      EffectReply reply;
-      reply.key = EffectKey(lease.id, name);
-      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LockState(tx, lease.id));
-      Status check = CheckLease(row, lease);
-      if (check.code() == ErrorCode::kNotFound) return check;
-      if (!check.ok()) {
-        reply.answer = EffectAnswer::kStale;
-        return reply;
-      }
-      {
-        TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kGetEffect, Params().Add(lease.id.value).Add(name)));
-        if (s.rows() > 0) {
-          if (s.Int(0, 0) != 0) {
-            reply.answer = EffectAnswer::kAlreadyDone;
-            reply.committed_at = s.Int(0, 4);
-            reply.detail = s.Text(0, 5);
-            return reply;
-          }
-          if (row->state.cancel_requested) {
-            reply.answer = EffectAnswer::kCanceled;
-            return reply;
-          }
-          reply.answer = ClaimVersion(s.Int(0, 1)) == lease.version ? EffectAnswer::kProceed
-                                                                     : EffectAnswer::kAmbiguous;
-          return reply;
-        }
-      }
-      if (row->state.cancel_requested) {
-        reply.answer = EffectAnswer::kCanceled;
-        return reply;
-      }
-      Params p;
-      p.Add(lease.id.value).Add(name).Add(lease.version.value).Add(row->state.attempt).Add(now);
-      TE_RETURN_IF_ERROR(tx.Q(kReserveEffect, p).status());
-      reply.answer = EffectAnswer::kProceed;
-      return reply;
-    });
-  }
-
-  Result<EffectRecord> CommitEffect(const LeaseRef& lease, std::string_view name,
-                                    std::string_view detail) override {
-    if (!IsValidEffectName(name)) {
-      return InvalidArgument("invalid effect name: 1..120 characters of [A-Za-z0-9._:-]");
-    }
-    if (detail.size() > 64 * 1024) return InvalidArgument("effect detail longer than 64 KiB");
-    return Write<EffectRecord>([&](Tx& tx) -> Result<EffectRecord> {
-      const Millis now = clock_->NowMillis();
-      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LockState(tx, lease.id));
-      TE_RETURN_IF_ERROR(CheckLease(row, lease));
-      EffectRecord rec;
-      rec.execution = lease.id;
-      rec.name = std::string(name);
-      rec.key = EffectKey(lease.id, name);
-      {
-        TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kGetEffect, Params().Add(lease.id.value).Add(name)));
-        if (s.rows() == 0) {
-          return Conflict("effect " + rec.key + " was never reserved: reserve it before the effect");
-        }
-        rec.reserved_at = s.Int(0, 3);
-        if (s.Int(0, 0) != 0) {  // already committed: keep the first record
-          rec.committed = true;
-          rec.reserved_by = ClaimVersion(s.Int(0, 1));
-          rec.attempt = static_cast<int>(s.Int(0, 2));
-          rec.committed_at = s.Int(0, 4);
-          rec.detail = s.Text(0, 5);
-          return rec;
-        }
-      }
-      Params p;
-      p.Add(lease.id.value).Add(name).Add(now).Add(detail).Add(lease.version.value);
-      p.Add(row->state.attempt);
-      TE_RETURN_IF_ERROR(tx.Q(kCommitEffect, p).status());
-      rec.committed = true;
-      rec.reserved_by = lease.version;
-      rec.attempt = row->state.attempt;
-      rec.committed_at = now;
-      rec.detail = std::string(detail);
-      return rec;
-    });
-  }
-
-  Status ReleaseEffect(const LeaseRef& lease, std::string_view name) override {
-    if (!IsValidEffectName(name)) {
-      return InvalidArgument("invalid effect name: 1..120 characters of [A-Za-z0-9._:-]");
-    }
-    return Write<bool>([&](Tx& tx) -> Result<bool> {
-      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LockState(tx, lease.id));
-      TE_RETURN_IF_ERROR(CheckLease(row, lease));
-      Params p;
-      p.Add(lease.id.value).Add(name).Add(lease.version.value);
-      TE_RETURN_IF_ERROR(tx.Q(kReleaseEffect, p).status());
-      return true;
-    }).status();
-  }
+  // ReserveEffect, CommitEffect, ReleaseEffect: ActionStore (store_actions.h).
 
   Result<std::vector<EffectRecord>> GetEffects(ExecutionId id) override {
     return ReadTx<std::vector<EffectRecord>>([&](Tx& tx) -> Result<std::vector<EffectRecord>> {
       TE_RETURN_IF_ERROR(RequireExecution(tx, id));
       TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListEffects, Params().Add(id.value)));
       std::vector<EffectRecord> out;
-      for (int i = 0; i < s.rows(); ++i) {
-        EffectRecord r;
-        r.execution = id;
-        r.name = s.Text(i, 0);
-        r.key = EffectKey(id, r.name);
-        r.committed = s.Int(i, 1) != 0;
-        r.reserved_by = ClaimVersion(s.Int(i, 2));
-        r.attempt = static_cast<int>(s.Int(i, 3));
-        r.reserved_at = s.Int(i, 4);
-        r.committed_at = s.Int(i, 5);
-        r.detail = s.Text(i, 6);
-        out.push_back(std::move(r));
-      }
+      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadEffectRow(PgRow(s, i), id));
       return out;
     });
   }
 
   // --- operator actions ---
 
-  Result<ExecutionStatus> RequestCancel(ExecutionId id, const OperatorAction& action) override {
-    if (action.actor.empty()) return InvalidArgument("cancel needs an actor");
-    return Write<ExecutionStatus>([&](Tx& tx) -> Result<ExecutionStatus> {
-      const Millis now = clock_->NowMillis();
-      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LockState(tx, id));
-      if (!row) return NotFound("no execution " + std::to_string(id.value));
-      Event e;
-      e.kind = EventKind::kCancel;
-      e.now = now;
-      TE_ASSIGN_OR_RETURN(e.has_committed_effects, MayHaveEscapedEffects(tx, id));
-      TE_ASSIGN_OR_RETURN(Transition t, Decide(row->state, e));
-      if (!t.changed) return t.to;
-      TE_RETURN_IF_ERROR(Apply(tx, *row, t, now, std::nullopt, std::nullopt, std::nullopt));
-      AuditRecord a;
-      a.at = now;
-      a.actor = action.actor;
-      a.tenant = row->tenant;
-      a.action = t.to == ExecutionStatus::kRunning ? "execution.cancel_requested"
-                                                    : "execution.cancel";
-      a.target = "execution:" + std::to_string(id.value);
-      a.before_json = StatusJson(row->state.status);
-      a.after_json = StatusJson(t.to);
-      a.reason = action.reason;
-      TE_RETURN_IF_ERROR(InsertAudit(tx, a));
-      return t.to;
-    });
-  }
-
-  Result<ReplayReply> Replay(const ReplayRequest& request) override {
-    if (request.action.actor.empty()) return InvalidArgument("replay needs an operator identity");
-    if (request.action.reason.empty()) return InvalidArgument("replay needs a reason");
-    return Write<ReplayReply>([&](Tx& tx) -> Result<ReplayReply> {
-      const Millis now = clock_->NowMillis();
-      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LockState(tx, request.id));
-      if (!row) return NotFound("no execution " + std::to_string(request.id.value));
-      {
-        TE_ASSIGN_OR_RETURN(PgResult p, tx.Q(kGetPendingReplay, Params().Add(request.id.value)));
-        if (p.rows() > 0) {
-          return Conflict("a replay of execution " + std::to_string(request.id.value) +
-                          " requested by " + p.Text(0, 0) + " is waiting for approval");
-        }
-      }
-      ReplayReply reply;
-      if (request.require_approval) {
-        Event e;
-        e.kind = EventKind::kReplay;
-        e.now = now;
-        TE_RETURN_IF_ERROR(Decide(row->state, e).status());  // legal now?
-        Params p;
-        p.Add(request.id.value).Add(request.action.actor).Add(request.action.reason).Add(now);
-        p.Add(static_cast<int>(request.ambiguous));
-        TE_RETURN_IF_ERROR(tx.Q(kInsertPendingReplay, p).status());
-        AuditRecord a;
-        a.at = now;
-        a.actor = request.action.actor;
-        a.tenant = row->tenant;
-        a.action = "execution.replay_requested";
-        a.target = "execution:" + std::to_string(request.id.value);
-        a.before_json = StatusJson(row->state.status);
-        a.reason = request.action.reason;
-        TE_RETURN_IF_ERROR(InsertAudit(tx, a));
-        reply.outcome = ReplayOutcome::kPendingApproval;
-        reply.status = row->state.status;
-        return reply;
-      }
-      TE_ASSIGN_OR_RETURN(reply.status, DoReplay(tx, *row, now, request.ambiguous,
-                                                 request.action.actor, request.action.reason,
-                                                 "execution.replay"));
-      return reply;
-    });
-  }
-
-  Result<ReplayReply> ApproveReplay(ExecutionId id, const OperatorAction& approver) override {
-    if (approver.actor.empty()) return InvalidArgument("approval needs an operator identity");
-    return Write<ReplayReply>([&](Tx& tx) -> Result<ReplayReply> {
-      const Millis now = clock_->NowMillis();
-      // The execution's row lock first, as every other call about it.
-      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LockState(tx, id));
-      std::string requested_by, reason;
-      AmbiguousResolution ambiguous = AmbiguousResolution::kKeep;
-      {
-        TE_ASSIGN_OR_RETURN(PgResult p, tx.Q(kGetPendingReplay, Params().Add(id.value)));
-        if (p.rows() == 0) {
-          return NotFound("no replay of execution " + std::to_string(id.value) +
-                          " is waiting for approval");
-        }
-        requested_by = p.Text(0, 0);
-        reason = p.Text(0, 1);
-        ambiguous = static_cast<AmbiguousResolution>(std::clamp<std::int64_t>(p.Int(0, 2), 0, 2));
-      }
-      if (requested_by == approver.actor) {
-        return Conflict("four-eyes: " + approver.actor +
-                        " asked for this replay and cannot also approve it");
-      }
-      if (!row) return NotFound("no execution " + std::to_string(id.value));
-      TE_RETURN_IF_ERROR(tx.Q(kDeletePendingReplay, Params().Add(id.value)).status());
-      ReplayReply reply;
-      std::string why = reason + " (requested by " + requested_by + ")";
-      TE_ASSIGN_OR_RETURN(reply.status, DoReplay(tx, *row, now, ambiguous, approver.actor, why,
-                                                 "execution.replay_approved"));
-      return reply;
-    });
-  }
+  // RequestCancel, Replay, ApproveReplay: ActionStore (store_actions.h).
 
   Status AppendAudit(const AuditRecord& record) override {
-    if (record.actor.empty() || record.action.empty() || record.target.empty()) {
-      return InvalidArgument("audit records need an actor, an action and a target");
-    }
+    TE_RETURN_IF_ERROR(ValidateAuditRecord(record));
     return Write<bool>([&](Tx& tx) -> Result<bool> {
       AuditRecord r = record;
       if (r.at == 0) r.at = clock_->NowMillis();
@@ -1202,24 +725,12 @@ class PostgresStore final : public Store {
   }
 
   Result<std::vector<AuditRecord>> ListAudit(const AuditFilter& f) override {
-    if (f.limit < 1 || f.limit > 1000) return InvalidArgument("limit must be 1..1000");
+    TE_RETURN_IF_ERROR(ValidateListLimit(f.limit));
     return ReadTx<std::vector<AuditRecord>>([&](Tx& tx) -> Result<std::vector<AuditRecord>> {
       TE_ASSIGN_OR_RETURN(PgResult s,
                           tx.Q(kListAudit, Params().Add(f.target).Add(f.before_id).Add(f.limit)));
       std::vector<AuditRecord> out;
-      for (int i = 0; i < s.rows(); ++i) {
-        AuditRecord r;
-        r.id = s.Int(i, 0);
-        r.at = s.Int(i, 1);
-        r.actor = s.Text(i, 2);
-        r.tenant = s.Text(i, 3);
-        r.action = s.Text(i, 4);
-        r.target = s.Text(i, 5);
-        r.before_json = s.Text(i, 6);
-        r.after_json = s.Text(i, 7);
-        r.reason = s.Text(i, 8);
-        out.push_back(std::move(r));
-      }
+      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadAuditRow(PgRow(s, i)));
       return out;
     });
   }
@@ -1246,7 +757,7 @@ class PostgresStore final : public Store {
   }
 
   Result<std::vector<LaneStatus>> ListLanes(int limit) override {
-    if (limit < 1 || limit > 1000) return InvalidArgument("limit must be 1..1000");
+    TE_RETURN_IF_ERROR(ValidateListLimit(limit));
     return ReadTx<std::vector<LaneStatus>>([&](Tx& tx) -> Result<std::vector<LaneStatus>> {
       std::vector<std::string> names;
       {
@@ -1258,9 +769,7 @@ class PostgresStore final : public Store {
         TE_ASSIGN_OR_RETURN(LaneStatus lane, LaneOf(tx, name));
         out.push_back(std::move(lane));
       }
-      std::stable_sort(out.begin(), out.end(), [](const LaneStatus& a, const LaneStatus& b) {
-        return a.blocked > b.blocked;
-      });
+      SortBlockedFirst(out);
       return out;
     });
   }
@@ -1268,11 +777,7 @@ class PostgresStore final : public Store {
   // --- tenants ---
 
   Status UpsertTenant(const Tenant& tenant) override {
-    if (!IsValidTenantId(tenant.id.value)) {
-      return InvalidArgument("invalid tenant id '" + tenant.id.value +
-                             "': must match [a-z0-9][a-z0-9_-]{0,49}");
-    }
-    if (tenant.name.size() > 200) return InvalidArgument("tenant name longer than 200 bytes");
+    TE_RETURN_IF_ERROR(ValidateTenant(tenant));
     return Write<bool>([&](Tx& tx) -> Result<bool> {
       Params p;
       p.Add(tenant.id.value).Add(tenant.name).Add(tenant.active ? 1 : 0).Add(clock_->NowMillis());
@@ -1285,7 +790,7 @@ class PostgresStore final : public Store {
     return ReadTx<Tenant>([&](Tx& tx) -> Result<Tenant> {
       TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kGetTenant, Params().Add(id.value)));
       if (s.rows() == 0) return NotFound("no tenant '" + id.value + "'");
-      return ReadTenant(s, 0);
+      return ReadTenantRow(PgRow(s, 0));
     });
   }
 
@@ -1293,7 +798,7 @@ class PostgresStore final : public Store {
     return ReadTx<std::vector<Tenant>>([&](Tx& tx) -> Result<std::vector<Tenant>> {
       TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListTenants, Params().Add(active_only ? 1 : 0)));
       std::vector<Tenant> out;
-      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadTenant(s, i));
+      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadTenantRow(PgRow(s, i)));
       return out;
     });
   }
@@ -1301,9 +806,7 @@ class PostgresStore final : public Store {
   // --- scheduling ---
 
   Result<bool> AcquireLock(std::string_view name, std::string_view holder, Millis ttl_ms) override {
-    if (name.empty() || holder.empty() || ttl_ms < 1) {
-      return InvalidArgument("a lock needs a name, a holder and a positive ttl");
-    }
+    TE_RETURN_IF_ERROR(ValidateLock(name, holder, ttl_ms));
     return Write<bool>([&](Tx& tx) -> Result<bool> {
       const Millis now = clock_->NowMillis();
       TE_RETURN_IF_ERROR(
@@ -1324,15 +827,7 @@ class PostgresStore final : public Store {
     return ReadTx<std::vector<ScheduleState>>([&](Tx& tx) -> Result<std::vector<ScheduleState>> {
       TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListScheduleStates));
       std::vector<ScheduleState> out;
-      for (int i = 0; i < s.rows(); ++i) {
-        ScheduleState st;
-        st.job = JobName(s.Text(i, 0));
-        st.last_fire_at = s.Int(i, 1);
-        st.last_evaluated_at = s.Int(i, 2);
-        st.skipped_fires = s.Int(i, 3);
-        st.last_skipped_at = s.Int(i, 4);
-        out.push_back(std::move(st));
-      }
+      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadScheduleStateRow(PgRow(s, i)));
       return out;
     });
   }
@@ -1340,12 +835,7 @@ class PostgresStore final : public Store {
   // --- principals ---
 
   Status UpsertUser(const User& user) override {
-    if (user.name.empty() || user.name.size() > 100 ||
-        user.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._@-") != std::string::npos) {
-      return InvalidArgument("invalid user name '" + user.name + "': [a-z0-9._@-], 1..100");
-    }
-    if (user.password_hash.empty()) return InvalidArgument("a user needs a password hash");
-    TE_RETURN_IF_ERROR(ValidatePrincipalLists(user.scopes, user.tenants));
+    TE_RETURN_IF_ERROR(ValidateUser(user));
     return Write<bool>([&](Tx& tx) -> Result<bool> {
       Params p;
       p.Add(user.name).Add(user.password_hash).Add(JoinList(user.scopes));
@@ -1359,7 +849,7 @@ class PostgresStore final : public Store {
     return ReadTx<User>([&](Tx& tx) -> Result<User> {
       TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kGetUser, Params().Add(name)));
       if (s.rows() == 0) return NotFound("no user '" + std::string(name) + "'");
-      return ReadUser(s, 0);
+      return ReadUserRow(PgRow(s, 0));
     });
   }
 
@@ -1367,17 +857,13 @@ class PostgresStore final : public Store {
     return ReadTx<std::vector<User>>([&](Tx& tx) -> Result<std::vector<User>> {
       TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListUsers));
       std::vector<User> out;
-      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadUser(s, i));
+      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadUserRow(PgRow(s, i)));
       return out;
     });
   }
 
   Result<std::int64_t> CreateToken(const ApiToken& token) override {
-    if (token.secret_hash.size() != 64) return InvalidArgument("token secret hash must be hex SHA-256");
-    if (token.principal.empty() || token.principal.size() > 200 || token.name.size() > 200) {
-      return InvalidArgument("a token needs a principal (and names of at most 200 bytes)");
-    }
-    TE_RETURN_IF_ERROR(ValidatePrincipalLists(token.scopes, token.tenants));
+    TE_RETURN_IF_ERROR(ValidateToken(token));
     return Write<std::int64_t>([&](Tx& tx) -> Result<std::int64_t> {
       Params p;
       p.Add(token.name).Add(token.secret_hash).Add(token.principal);
@@ -1393,7 +879,7 @@ class PostgresStore final : public Store {
     return ReadTx<ApiToken>([&](Tx& tx) -> Result<ApiToken> {
       TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kFindToken, Params().Add(secret_hash)));
       if (s.rows() == 0) return NotFound("no such token");
-      return ReadToken(s, 0);
+      return ReadTokenRow(PgRow(s, 0));
     });
   }
 
@@ -1409,7 +895,7 @@ class PostgresStore final : public Store {
     return ReadTx<std::vector<ApiToken>>([&](Tx& tx) -> Result<std::vector<ApiToken>> {
       TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListTokens));
       std::vector<ApiToken> out;
-      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadToken(s, i));
+      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadTokenRow(PgRow(s, i)));
       return out;
     });
   }
@@ -1422,9 +908,7 @@ class PostgresStore final : public Store {
   }
 
   Status CreateSession(const Session& session) override {
-    if (session.id_hash.size() != 64 || session.user.empty() || session.csrf_token.empty()) {
-      return InvalidArgument("a session needs an id hash, a user and a CSRF token");
-    }
+    TE_RETURN_IF_ERROR(ValidateSession(session));
     return Write<bool>([&](Tx& tx) -> Result<bool> {
       const Millis now = clock_->NowMillis();
       Params p;
@@ -1439,7 +923,7 @@ class PostgresStore final : public Store {
     return ReadTx<Session>([&](Tx& tx) -> Result<Session> {
       TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kGetSession, Params().Add(id_hash)));
       if (s.rows() == 0) return NotFound("no such session");
-      return ReadSession(s, 0);
+      return ReadSessionRow(PgRow(s, 0));
     });
   }
 
@@ -1461,9 +945,7 @@ class PostgresStore final : public Store {
   // --- workers ---
 
   Status ReportWorker(const WorkerInfo& w) override {
-    if (w.id.empty() || w.id.value.size() > 200 || w.hostname.size() > 255) {
-      return InvalidArgument("a worker needs an id (at most 200 bytes)");
-    }
+    TE_RETURN_IF_ERROR(ValidateWorker(w));
     return Write<bool>([&](Tx& tx) -> Result<bool> {
       const Millis now = clock_->NowMillis();
       Params p;
@@ -1481,19 +963,7 @@ class PostgresStore final : public Store {
       TE_ASSIGN_OR_RETURN(PgResult s,
                           tx.Q(kListWorkers, Params().Add(seen_within_ms).Add(now - seen_within_ms)));
       std::vector<WorkerInfo> out;
-      for (int i = 0; i < s.rows(); ++i) {
-        WorkerInfo w;
-        w.id = WorkerId(s.Text(i, 0));
-        w.hostname = s.Text(i, 1);
-        w.pid = s.Int(i, 2);
-        w.state = static_cast<WorkerState>(std::clamp<std::int64_t>(s.Int(i, 3), 0, 2));
-        w.current = ExecutionId(s.Int(i, 4));
-        w.processed = s.Int(i, 5);
-        w.failed = s.Int(i, 6);
-        w.started_at = s.Int(i, 7);
-        w.last_heartbeat_at = s.Int(i, 8);
-        out.push_back(std::move(w));
-      }
+      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadWorkerRow(PgRow(s, i)));
       return out;
     });
   }
@@ -1504,7 +974,7 @@ class PostgresStore final : public Store {
     return ReadTx<Execution>([&](Tx& tx) -> Result<Execution> {
       TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kSelectExecution, Params().Add(id.value)));
       if (s.rows() == 0) return NotFound("no execution " + std::to_string(id.value));
-      return ReadExecution(s, 0);
+      return ReadExecutionRow(PgRow(s, 0));
     });
   }
 
@@ -1513,26 +983,13 @@ class PostgresStore final : public Store {
       TE_RETURN_IF_ERROR(RequireExecution(tx, id));
       TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListAttempts, Params().Add(id.value)));
       std::vector<AttemptRecord> out;
-      for (int i = 0; i < s.rows(); ++i) {
-        AttemptRecord a;
-        a.execution = id;
-        a.attempt = static_cast<int>(s.Int(i, 0));
-        a.claim_version = ClaimVersion(s.Int(i, 1));
-        a.worker = s.Text(i, 2);
-        a.started_at = s.Int(i, 3);
-        a.ended_at = s.Int(i, 4);
-        a.outcome = static_cast<ExecutionStatus>(s.Int(i, 5));
-        a.failure_class = static_cast<FailureClass>(s.Int(i, 6));
-        a.released = s.Int(i, 7) != 0;
-        a.error = s.Text(i, 8);
-        out.push_back(std::move(a));
-      }
+      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadAttemptRow(PgRow(s, i), id));
       return out;
     });
   }
 
   Result<ExecutionPage> ListExecutions(const ExecutionFilter& f) override {
-    if (f.limit < 1 || f.limit > 1000) return InvalidArgument("limit must be 1..1000");
+    TE_RETURN_IF_ERROR(ValidateListLimit(f.limit));
     return ReadTx<ExecutionPage>([&](Tx& tx) -> Result<ExecutionPage> {
       const char* sql = f.job ? kListByJob : (f.tenant && !f.tenant->empty() ? kListByTenant
                                                                               : kListAll);
@@ -1543,30 +1000,19 @@ class PostgresStore final : public Store {
       p.Add(f.queued_from).Add(f.queued_to).Add(f.before.value).Add(f.limit + 1);
       TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(sql, p));
       ExecutionPage page;
-      for (int i = 0; i < s.rows(); ++i) page.items.push_back(ReadExecution(s, i));
-      if (static_cast<int>(page.items.size()) > f.limit) {
-        page.items.pop_back();
-        page.next_before = page.items.back().id;
-      }
+      for (int i = 0; i < s.rows(); ++i) page.items.push_back(ReadExecutionRow(PgRow(s, i)));
+      TrimPage(page, f.limit);
       return page;
     });
   }
 
   Result<std::vector<LogEntry>> GetLogs(ExecutionId id, int limit) override {
-    if (limit < 1) return InvalidArgument("limit must be >= 1");
+    TE_RETURN_IF_ERROR(ValidateLogLimit(limit));
     return ReadTx<std::vector<LogEntry>>([&](Tx& tx) -> Result<std::vector<LogEntry>> {
       TE_RETURN_IF_ERROR(RequireExecution(tx, id));
       TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kGetLogs, Params().Add(id.value).Add(limit)));
       std::vector<LogEntry> out;
-      for (int i = 0; i < s.rows(); ++i) {
-        LogEntry l;
-        l.execution = ExecutionId(s.Int(i, 0));
-        l.attempt = static_cast<int>(s.Int(i, 1));
-        l.at = s.Int(i, 2);
-        l.level = static_cast<LogLevel>(std::clamp<std::int64_t>(s.Int(i, 3), 0, 3));
-        l.message = s.Text(i, 4);
-        out.push_back(std::move(l));
-      }
+      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadLogRow(PgRow(s, i)));
       return out;
     });
   }
@@ -1577,26 +1023,14 @@ class PostgresStore final : public Store {
       StoreStats out;
       {
         TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kStatusCounts));
-        for (int i = 0; i < s.rows(); ++i) {
-          std::string queue = s.Text(i, 0);
-          const auto status = s.Int(i, 1);
-          if (status < 0 || status >= kExecutionStatusCount) continue;
-          if (out.queues.empty() || out.queues.back().queue != queue) {
-            out.queues.push_back(QueueStats{queue, {}, 0});
-          }
-          out.queues.back().by_status[status] = s.Int(i, 2);
-          out.totals[status] += s.Int(i, 2);
-        }
+        for (int i = 0; i < s.rows(); ++i) AddStatusCountRow(PgRow(s, i), out);
       }
       for (QueueStats& q : out.queues) {
         TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kOldestDue, Params().Add(q.queue).Add(now)));
         if (s.rows() > 0 && !s.IsNull(0, 0)) q.oldest_due_at = s.Int(0, 0);
       }
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kRecentOutcomes, Params().Add(now / kHourMs - 23)));
-      for (int i = 0; i < s.rows(); ++i) {
-        const auto status = s.Int(i, 0);
-        if (status >= 0 && status < kExecutionStatusCount) out.ended_last_24h[status] = s.Int(i, 1);
-      }
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kRecentOutcomes, Params().Add(FirstRecentOutcomeHour(now))));
+      for (int i = 0; i < s.rows(); ++i) AddRecentOutcomeRow(PgRow(s, i), out);
       return out;
     });
   }
@@ -1604,26 +1038,16 @@ class PostgresStore final : public Store {
   Result<std::vector<QueueDepth>> QueueDepths() override {
     const Millis now = clock_->NowMillis();
     return ReadTx<std::vector<QueueDepth>>([&](Tx& tx) -> Result<std::vector<QueueDepth>> {
-      std::map<std::string, QueueDepth> by_queue;
+      QueueDepthMap by_queue;
       {
         TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kQueuedDepths, Params().Add(now)));
-        for (int i = 0; i < s.rows(); ++i) {
-          QueueDepth& d = by_queue[s.Text(i, 0)];
-          d.queued = s.Int(i, 1);
-          d.due = s.Int(i, 2);
-          d.oldest_queued_at = s.Int(i, 3);
-        }
+        for (int i = 0; i < s.rows(); ++i) AddQueuedDepthRow(PgRow(s, i), by_queue);
       }
       {
         TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kRunningDepths));
-        for (int i = 0; i < s.rows(); ++i) by_queue[s.Text(i, 0)].running = s.Int(i, 1);
+        for (int i = 0; i < s.rows(); ++i) AddRunningDepthRow(PgRow(s, i), by_queue);
       }
-      std::vector<QueueDepth> out;
-      for (auto& [name, d] : by_queue) {
-        d.queue = name;
-        out.push_back(d);
-      }
-      return out;
+      return QueueDepthList(by_queue);
     });
   }
 
@@ -1639,6 +1063,15 @@ class PostgresStore final : public Store {
       if (!listener_ || listen_thread_.joinable()) return;
       listen_thread_ = std::thread([this] { ListenLoop(); });
     }
+  }
+
+ protected:
+  Status WithActionTx(const std::function<Status(ActionTx&, Millis)>& body) override {
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+      PgActionTx actions(*this, tx);
+      TE_RETURN_IF_ERROR(body(actions, clock_->NowMillis()));
+      return true;
+    }).status();
   }
 
  private:
@@ -1707,17 +1140,8 @@ class PostgresStore final : public Store {
     if (f) f();
   }
 
-  struct JobPolicy {
-    std::string queue;
-    RetryPolicy retry;
-    Millis lease_ms = 0;
-  };
-
   Status WriteGrant(const char* sql, std::string_view principal, std::string_view tenant) {
-    if (principal.empty() || principal.size() > 200) return InvalidArgument("bad principal");
-    if (tenant != "*" && !IsValidTenantId(tenant)) {
-      return InvalidArgument("invalid tenant '" + std::string(tenant) + "'");
-    }
+    TE_RETURN_IF_ERROR(ValidateGrant(principal, tenant));
     return Write<bool>([&](Tx& tx) -> Result<bool> {
       TE_RETURN_IF_ERROR(tx.Q(sql, Params().Add(principal).Add(tenant)).status());
       return true;
@@ -1743,18 +1167,10 @@ class PostgresStore final : public Store {
     out.lane = std::string(lane);
     {
       TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLaneHead, Params().Add(lane)));
-      if (s.rows() > 0) {
-        out.head = ExecutionId(s.Int(0, 0));
-        out.head_status = static_cast<ExecutionStatus>(s.Int(0, 1));
-        out.blocked = out.head_status == ExecutionStatus::kFailed ||
-                      out.head_status == ExecutionStatus::kQuarantined;
-      }
+      if (s.rows() > 0) ReadLaneHeadRow(PgRow(s, 0), out);
     }
     TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLaneCounts, Params().Add(lane)));
-    if (s.rows() > 0) {
-      out.queued = s.Int(0, 0);
-      out.running = s.Int(0, 1);
-    }
+    if (s.rows() > 0) ReadLaneCountsRow(PgRow(s, 0), out);
     return out;
   }
 
@@ -1763,7 +1179,7 @@ class PostgresStore final : public Store {
   static Result<std::optional<StateRow>> LockState(Tx& tx, ExecutionId id) {
     TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLockState, Params().Add(id.value)));
     if (s.rows() == 0) return std::optional<StateRow>();
-    return std::optional<StateRow>(ReadState(s, 0));
+    return std::optional<StateRow>(ReadStateRow(PgRow(s, 0)));
   }
 
   // Successes of a FinishBatch, written by one UPDATE (kApplySuccesses).
@@ -1826,20 +1242,8 @@ class PostgresStore final : public Store {
   static Result<LockedRows> LockInOrder(Tx& tx, const std::vector<std::int64_t>& ids) {
     TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLockInOrder, Params().AddArray(ids)));
     LockedRows out;
-    for (int i = 0; i < s.rows(); ++i) out.Add(ReadState(s, i));
+    for (int i = 0; i < s.rows(); ++i) out.Add(ReadStateRow(PgRow(s, i)));
     return out;
-  }
-
-  // L2 fencing and L7: the one check every lease call makes.
-  static Status CheckLease(const std::optional<StateRow>& row, const LeaseRef& lease) {
-    if (!row) return NotFound("no execution " + std::to_string(lease.id.value));
-    if (row->version != lease.version || row->state.status != ExecutionStatus::kRunning) {
-      return Stale("claim version " + std::to_string(lease.version.value) + " of execution " +
-                   std::to_string(lease.id.value) + " is not current (current " +
-                   std::to_string(row->version.value) + ", status " +
-                   std::string(ToString(row->state.status)) + ")");
-    }
-    return Status::Ok();
   }
 
   // Writes a state-machine transition decided for `row`.
@@ -1859,12 +1263,11 @@ class PostgresStore final : public Store {
     if (error) p.Add(*error); else p.AddNull();
     if (progress) p.Add(*progress); else p.AddNull();
     TE_RETURN_IF_ERROR(tx.Q(kApplyTransition, p).status());
-    CountTransition(tx, row.queue, row.state.status, t.to, now);
+    tx.counters.CountTransition(row.queue, row.state.status, t.to, now);
     if (t.to == ExecutionStatus::kQueued && row.state.status != ExecutionStatus::kQueued) {
       tx.MarkWork(row.queue);
     }
-    if (row.state.status == ExecutionStatus::kRunning && t.to != ExecutionStatus::kRunning &&
-        t.to != ExecutionStatus::kSucceeded) {
+    if (EndsFailedAttempt(row.state.status, t.to)) {
       // History of an attempt that did not succeed (the success path writes nothing extra).
       Params a;
       a.Add(row.id.value).Add(row.state.attempt).Add(row.version.value);
@@ -1874,30 +1277,22 @@ class PostgresStore final : public Store {
       a.Add(error ? *error : std::string_view());
       TE_RETURN_IF_ERROR(tx.Q(kInsertAttempt, a).status());
     }
-    if (!row.lane_key.empty() && IsOpen(row.state.status) && !IsOpen(t.to)) {
+    if (LeavesLane(row, t.to)) {
       TE_RETURN_IF_ERROR(UnparkLane(tx, row.lane_key, now));
     }
     return Status::Ok();
   }
 
-  static void CountTransition(Tx& tx, const std::string& queue, ExecutionStatus from,
-                              ExecutionStatus to, Millis now) {
-    if (from == to) return;
-    tx.counts[{queue, static_cast<int>(from)}] -= 1;
-    tx.counts[{queue, static_cast<int>(to)}] += 1;
-    if (IsTerminal(to)) tx.outcomes[{now / kHourMs, static_cast<int>(to)}] += 1;
-  }
-
   static Status FlushCounts(Tx& tx) {
     std::vector<std::optional<std::string>> queues;
     std::vector<std::int64_t> statuses, deltas, hours, outcome_statuses, outcome_deltas;
-    for (const auto& [k, v] : tx.counts) {
+    for (const auto& [k, v] : tx.counters.counts) {
       if (v == 0) continue;
       queues.emplace_back(k.first);
       statuses.push_back(k.second);
       deltas.push_back(v);
     }
-    for (const auto& [k, v] : tx.outcomes) {
+    for (const auto& [k, v] : tx.counters.outcomes) {
       if (v == 0) continue;
       hours.push_back(k.first);
       outcome_statuses.push_back(k.second);
@@ -1908,12 +1303,6 @@ class PostgresStore final : public Store {
     p.AddTextArray(queues).AddArray(statuses).AddArray(deltas);
     p.AddArray(hours).AddArray(outcome_statuses).AddArray(outcome_deltas);
     return tx.Q(kAddCounts, p).status();
-  }
-
-  // O1: statuses that hold their lane (a failed or quarantined head blocks it).
-  static bool IsOpen(ExecutionStatus s) {
-    return s == ExecutionStatus::kQueued || s == ExecutionStatus::kRunning ||
-           s == ExecutionStatus::kFailed || s == ExecutionStatus::kQuarantined;
   }
 
   // When the lane has no open, un-parked execution left, the oldest parked
@@ -1931,11 +1320,6 @@ class PostgresStore final : public Store {
     return Status::Ok();
   }
 
-  static Result<bool> MayHaveEscapedEffects(Tx& tx, ExecutionId id) {
-    TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kMayHaveEscapedEffects, Params().Add(id.value)));
-    return s.rows() > 0 && s.Int(0, 0) != 0;
-  }
-
   static Status InsertAudit(Tx& tx, const AuditRecord& r) {
     Params p;
     p.Add(r.at).Add(r.actor).Add(r.tenant).Add(r.action).Add(r.target);
@@ -1943,39 +1327,75 @@ class PostgresStore final : public Store {
     return tx.Q(kInsertAudit, p).status();
   }
 
-  static std::string StatusJson(ExecutionStatus status) {
-    return std::string("{\"status\":\"") + std::string(ToString(status)) + "\"}";
-  }
+  // The steps of the shared operator actions and sweep (store_actions.h) in
+  // one transaction. LoadState locks the execution's row.
+  class PgActionTx final : public ActionTx {
+   public:
+    PgActionTx(PostgresStore& store, Tx& tx) : store_(store), tx_(tx) {}
 
-  // Performs a replay decided legal: resolves unconfirmed effects as told,
-  // requeues through the state machine, and audits it.
-  Result<ExecutionStatus> DoReplay(Tx& tx, const StateRow& row, Millis now,
-                                   AmbiguousResolution ambiguous, const std::string& actor,
-                                   const std::string& reason, const std::string& action) {
-    Event e;
-    e.kind = EventKind::kReplay;
-    e.now = now;
-    TE_ASSIGN_OR_RETURN(Transition t, Decide(row.state, e));
-    if (ambiguous == AmbiguousResolution::kAssumeDone) {
-      Params p;
-      p.Add(row.id.value).Add(now).Add("assumed done by " + actor + " at replay");
-      TE_RETURN_IF_ERROR(tx.Q(kAssumeEffectsDone, p).status());
-    } else if (ambiguous == AmbiguousResolution::kAssumeNotDone) {
-      TE_RETURN_IF_ERROR(tx.Q(kDropUnconfirmedEffects, Params().Add(row.id.value)).status());
+    Result<std::optional<StateRow>> LoadState(ExecutionId id) override {
+      return LockState(tx_, id);
     }
-    TE_RETURN_IF_ERROR(Apply(tx, row, t, now, std::nullopt, std::string_view(), std::nullopt));
-    AuditRecord a;
-    a.at = now;
-    a.actor = actor;
-    a.tenant = row.tenant;
-    a.action = action;
-    a.target = "execution:" + std::to_string(row.id.value);
-    a.before_json = StatusJson(row.state.status);
-    a.after_json = StatusJson(t.to);
-    a.reason = reason;
-    TE_RETURN_IF_ERROR(InsertAudit(tx, a));
-    return t.to;
-  }
+    Result<bool> MayHaveEscapedEffects(ExecutionId id) override {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx_.Q(kMayHaveEscapedEffects, Params().Add(id.value)));
+      return s.rows() > 0 && s.Int(0, 0) != 0;
+    }
+    Status Apply(const StateRow& row, const Transition& t, Millis now,
+                 std::optional<std::string_view> result, std::optional<std::string_view> error,
+                 std::optional<int> progress) override {
+      return store_.Apply(tx_, row, t, now, result, error, progress);
+    }
+    Status InsertAudit(const AuditRecord& record) override {
+      return PostgresStore::InsertAudit(tx_, record);
+    }
+    Result<std::optional<PendingReplay>> GetPendingReplay(ExecutionId id) override {
+      TE_ASSIGN_OR_RETURN(PgResult p, tx_.Q(kGetPendingReplay, Params().Add(id.value)));
+      if (p.rows() == 0) return std::optional<PendingReplay>();
+      return std::optional<PendingReplay>(ReadPendingReplayRow(PgRow(p, 0)));
+    }
+    Status InsertPendingReplay(const ReplayRequest& request, Millis now) override {
+      Params p;
+      p.Add(request.id.value).Add(request.action.actor).Add(request.action.reason).Add(now);
+      p.Add(static_cast<int>(request.ambiguous));
+      return tx_.Q(kInsertPendingReplay, p).status();
+    }
+    Status DeletePendingReplay(ExecutionId id) override {
+      return tx_.Q(kDeletePendingReplay, Params().Add(id.value)).status();
+    }
+    Status AssumeEffectsDone(ExecutionId id, Millis now, const std::string& detail) override {
+      return tx_.Q(kAssumeEffectsDone, Params().Add(id.value).Add(now).Add(detail)).status();
+    }
+    Status DropUnconfirmedEffects(ExecutionId id) override {
+      return tx_.Q(kDropUnconfirmedEffects, Params().Add(id.value)).status();
+    }
+    Result<std::optional<StoredEffect>> GetEffect(ExecutionId id, std::string_view name) override {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx_.Q(kGetEffect, Params().Add(id.value).Add(name)));
+      if (s.rows() == 0) return std::optional<StoredEffect>();
+      return std::optional<StoredEffect>(ReadStoredEffectRow(PgRow(s, 0)));
+    }
+    Status InsertEffect(const LeaseRef& lease, std::string_view name, int attempt,
+                        Millis now) override {
+      Params p;
+      p.Add(lease.id.value).Add(name).Add(lease.version.value).Add(attempt).Add(now);
+      return tx_.Q(kReserveEffect, p).status();
+    }
+    Status UpdateCommittedEffect(const LeaseRef& lease, std::string_view name,
+                                 std::string_view detail, int attempt, Millis now) override {
+      Params p;
+      p.Add(lease.id.value).Add(name).Add(now).Add(detail).Add(lease.version.value);
+      p.Add(attempt);
+      return tx_.Q(kCommitEffect, p).status();
+    }
+    Status DeleteReservedEffect(const LeaseRef& lease, std::string_view name) override {
+      Params p;
+      p.Add(lease.id.value).Add(name).Add(lease.version.value);
+      return tx_.Q(kReleaseEffect, p).status();
+    }
+
+   private:
+    PostgresStore& store_;
+    Tx& tx_;
+  };
 
   // Admits `requests` in order inside `tx`: one INSERT for a batch outside
   // lanes whose jobs all exist, row by row otherwise (lane parking and the
@@ -2013,17 +1433,7 @@ class PostgresStore final : public Store {
     if (jobs.count(name) > 0) return true;
     TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kJobPolicy, Params().Add(name)));
     if (s.rows() == 0) return false;
-    JobPolicy p;
-    p.queue = s.Text(0, 0);
-    p.retry.max_attempts = static_cast<int>(s.Int(0, 1));
-    p.retry.backoff_base_ms = s.Int(0, 2);
-    p.retry.backoff_cap_ms = s.Int(0, 3);
-    p.retry.max_permanent_attempts = static_cast<int>(s.Int(0, 4));
-    p.retry.max_ambiguous_attempts = static_cast<int>(s.Int(0, 5));
-    p.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(0, 6));
-    p.lease_ms = s.Int(0, 7);
-    p.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(0, 8));
-    jobs.emplace(name, std::move(p));
+    jobs.emplace(name, ReadJobPolicyRow(PgRow(s, 0)));
     return true;
   }
 
@@ -2056,7 +1466,7 @@ class PostgresStore final : public Store {
       payload.emplace_back(r.payload_json);
       fingerprint.emplace_back(r.fingerprint);
       scheduled_at.push_back(r.scheduled_at);
-      run_at.push_back(r.run_at > 0 ? r.run_at : now);
+      run_at.push_back(AdmissionRunAt(r, now));
       parent.push_back(r.parent.value);
       max_attempts.push_back(p.retry.max_attempts);
       base.push_back(p.retry.backoff_base_ms);
@@ -2086,7 +1496,7 @@ class PostgresStore final : public Store {
         const std::string& q_name = jobs.at(r.job.value).queue;
         out.push_back(AdmitResult{AdmitOutcome::kCreated, ExecutionId(ids[static_cast<std::size_t>(i)]),
                                   ExecutionStatus::kQueued});
-        tx.counts[{q_name, static_cast<int>(ExecutionStatus::kQueued)}] += 1;
+        tx.counters.CountAdmission(q_name);
         tx.MarkWork(q_name);
         continue;
       }
@@ -2121,17 +1531,7 @@ class PostgresStore final : public Store {
         }
         return NotFound("no job named '" + r.job.value + "'");
       }
-      JobPolicy p;
-      p.queue = s.Text(0, 0);
-      p.retry.max_attempts = static_cast<int>(s.Int(0, 1));
-      p.retry.backoff_base_ms = s.Int(0, 2);
-      p.retry.backoff_cap_ms = s.Int(0, 3);
-      p.retry.max_permanent_attempts = static_cast<int>(s.Int(0, 4));
-      p.retry.max_ambiguous_attempts = static_cast<int>(s.Int(0, 5));
-      p.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(0, 6));
-      p.lease_ms = s.Int(0, 7);
-      p.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(0, 8));
-      it = jobs.emplace(r.job.value, std::move(p)).first;
+      it = jobs.emplace(r.job.value, ReadJobPolicyRow(PgRow(s, 0))).first;
     }
     const JobPolicy& p = it->second;
     bool parked = false;
@@ -2145,7 +1545,7 @@ class PostgresStore final : public Store {
     s.Add(r.job.value).Add(r.tenant.value).Add(p.queue);
     s.Add(static_cast<int>(r.trigger)).Add(r.requester).AddOrNull(r.idempotency_key);
     s.Add(r.payload_json).Add(r.fingerprint).Add(r.scheduled_at);
-    s.Add(r.run_at > 0 ? r.run_at : now).Add(now).Add(r.lane_key);
+    s.Add(AdmissionRunAt(r, now)).Add(now).Add(r.lane_key);
     s.Add(r.parent.value).Add(p.retry.max_attempts).Add(p.retry.backoff_base_ms);
     s.Add(p.retry.backoff_cap_ms).Add(p.retry.max_permanent_attempts);
     s.Add(p.retry.max_ambiguous_attempts).Add(p.retry.max_consecutive_lease_expiries);
@@ -2163,7 +1563,7 @@ class PostgresStore final : public Store {
     res.outcome = AdmitOutcome::kCreated;
     res.id = ExecutionId(ins.Int(0, 0));
     res.status = ExecutionStatus::kQueued;
-    tx.counts[{p.queue, static_cast<int>(ExecutionStatus::kQueued)}] += 1;
+    tx.counters.CountAdmission(p.queue);
     if (!parked) tx.MarkWork(p.queue);
     return res;
   }
@@ -2174,12 +1574,7 @@ class PostgresStore final : public Store {
                                                          .Add(r.tenant.value)
                                                          .Add(r.idempotency_key)));
     if (s.rows() == 0) return std::optional<AdmitResult>();
-    AdmitResult res;
-    res.id = ExecutionId(s.Int(0, 0));
-    res.outcome = s.TextView(0, 1) == r.fingerprint ? AdmitOutcome::kDuplicate
-                                                     : AdmitOutcome::kConflict;
-    res.status = static_cast<ExecutionStatus>(s.Int(0, 2));
-    return std::optional<AdmitResult>(res);
+    return std::optional<AdmitResult>(ReadExistingAdmissionRow(PgRow(s, 0), r));
   }
 
   // --- transactions over the pool ---
@@ -2213,7 +1608,7 @@ class PostgresStore final : public Store {
         }
         return AsUnavailable(begin.status(), lost);
       }
-      Tx tx{c, {}, {}, std::nullopt};
+      Tx tx{c, {}, std::nullopt};
       Result<T> r = body(tx);
       Status st = r.status();
       if (st.ok()) st = FlushCounts(tx);

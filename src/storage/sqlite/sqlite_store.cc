@@ -1,6 +1,9 @@
 // SQLite backend of the storage contract. See sqlite_store.h for the design.
 #include "storage/sqlite/sqlite_store.h"
 #include "storage/list_codec.h"
+#include "storage/store_actions.h"
+#include "storage/store_rows.h"
+#include "storage/store_rules.h"
 
 #include <sqlite3.h>
 
@@ -14,7 +17,6 @@
 #include <thread>
 #include <unordered_map>
 
-#include "core/canonical_json.h"
 #include "core/state_machine.h"
 #include "storage/sqlite/schema.h"
 #include "storage/sqlite/sqlite_db.h"
@@ -22,13 +24,10 @@
 namespace taskengine {
 namespace {
 
-using storage_internal::FormatIntList;
-using storage_internal::JoinList;
-using storage_internal::ParseIntList;
-using storage_internal::SplitList;
-using storage_internal::ValidatePrincipalLists;
-
-constexpr Millis kHourMs = 3'600'000;
+// The list codec, the contract's rules and the row readers shared with the
+// PostgreSQL backend (list_codec.h, store_rules.h,
+// store_rows.h, store_actions.h).
+using namespace storage_internal;
 
 using sqlite::Connection;
 using sqlite::Stmt;
@@ -50,7 +49,6 @@ using sqlite::Stmt;
   "backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, "                            \
   "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at, "                \
   "max_unsupported_schema_attempts, lane_key, tenant, status, worker, queue"
-constexpr int kStateColumnCount = 25;
 
 constexpr const char* kSelectState = "SELECT " TE_STATE_COLUMNS " FROM executions WHERE id = ?1";
 constexpr const char* kSelectExecution =
@@ -291,215 +289,21 @@ constexpr const char* kRunningDepths =
 
 // --- row mapping -------------------------------------------------------------
 
-struct StateRow {
-  ExecutionId id;
-  ExecutionState state;
-  ClaimVersion version;
-  Millis lease_ms = 0;
-  Millis run_at = 0;
-  Millis started_at = 0;
-  Millis finished_at = 0;
-  std::string lane_key;
-  std::string tenant;
-  std::string worker;
-  std::string queue;
+// A statement's current row, as the shared readers (store_rows.h) see it.
+class StmtRow final : public storage_internal::Row {
+ public:
+  explicit StmtRow(const Stmt& s) : s_(s) {}
+  std::int64_t Int(int col) const override { return s_.Int(col); }
+  std::string Text(int col) const override { return s_.Text(col); }
+  std::string_view TextView(int col) const override { return s_.TextView(col); }
+
+ private:
+  const Stmt& s_;
 };
-
-StateRow ReadState(const Stmt& s) {
-  StateRow r;
-  r.id = ExecutionId(s.Int(0));
-  r.state.status = static_cast<ExecutionStatus>(s.Int(1));
-  r.state.attempt = static_cast<int>(s.Int(2));
-  r.version = ClaimVersion(s.Int(3));
-  r.state.consecutive_lease_expiries = static_cast<int>(s.Int(4));
-  r.state.permanent_failures = static_cast<int>(s.Int(5));
-  r.state.ambiguous_failures = static_cast<int>(s.Int(6));
-  r.state.cancel_requested = s.Int(7) != 0;
-  r.state.failure_class = static_cast<FailureClass>(s.Int(8));
-  r.state.retry.max_attempts = static_cast<int>(s.Int(9));
-  r.state.retry.backoff_base_ms = s.Int(10);
-  r.state.retry.backoff_cap_ms = s.Int(11);
-  r.state.retry.max_permanent_attempts = static_cast<int>(s.Int(12));
-  r.state.retry.max_ambiguous_attempts = static_cast<int>(s.Int(13));
-  r.state.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(14));
-  r.lease_ms = s.Int(15);
-  r.run_at = s.Int(16);
-  r.started_at = s.Int(17);
-  r.finished_at = s.Int(18);
-  r.state.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(19));
-  r.lane_key = s.Text(20);
-  r.tenant = s.Text(21);
-  r.worker = s.Text(23);
-  r.queue = s.Text(24);
-  return r;
-}
-
-Execution ReadExecution(const Stmt& s) {
-  Execution e;
-  e.id = ExecutionId(s.Int(0));
-  e.job = JobName(s.Text(1));
-  e.tenant = TenantId(s.Text(2));
-  e.queue = s.Text(3);
-  e.status = static_cast<ExecutionStatus>(s.Int(4));
-  e.trigger = static_cast<Trigger>(s.Int(5));
-  e.requester = s.Text(6);
-  e.worker = WorkerId(s.Text(7));
-  e.attempt = static_cast<int>(s.Int(8));
-  e.idempotency_key = s.Text(9);
-  e.payload_json = s.Text(10);
-  e.fingerprint = s.Text(11);
-  e.result_json = s.Text(12);
-  e.progress = static_cast<int>(s.Int(13));
-  e.error = s.Text(14);
-  e.failure_class = static_cast<FailureClass>(s.Int(15));
-  e.scheduled_at = s.Int(16);
-  e.run_at = s.Int(17);
-  e.queued_at = s.Int(18);
-  e.started_at = s.Int(19);
-  e.finished_at = s.Int(20);
-  e.claim_version = ClaimVersion(s.Int(21));
-  e.lease_expires_at = s.Int(22);
-  e.cancel_requested = s.Int(23) != 0;
-  e.lane_key = s.Text(24);
-  e.parent = ExecutionId(s.Int(25));
-  e.consecutive_lease_expiries = static_cast<int>(s.Int(26));
-  e.permanent_failures = static_cast<int>(s.Int(27));
-  e.ambiguous_failures = static_cast<int>(s.Int(28));
-  e.retry.max_attempts = static_cast<int>(s.Int(29));
-  e.retry.backoff_base_ms = s.Int(30);
-  e.retry.backoff_cap_ms = s.Int(31);
-  e.retry.max_permanent_attempts = static_cast<int>(s.Int(32));
-  e.retry.max_ambiguous_attempts = static_cast<int>(s.Int(33));
-  e.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(34));
-  e.lease_ms = s.Int(35);
-  e.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(36));
-  return e;
-}
-
-User ReadUser(const Stmt& s) {
-  User u;
-  u.name = s.Text(0);
-  u.password_hash = s.Text(1);
-  u.scopes = SplitList(s.TextView(2));
-  u.tenants = SplitList(s.TextView(3));
-  u.disabled = s.Int(4) != 0;
-  u.created_at = s.Int(5);
-  return u;
-}
-
-ApiToken ReadToken(const Stmt& s) {
-  ApiToken t;
-  t.id = s.Int(0);
-  t.name = s.Text(1);
-  t.secret_hash = s.Text(2);
-  t.principal = s.Text(3);
-  t.scopes = SplitList(s.TextView(4));
-  t.tenants = SplitList(s.TextView(5));
-  t.created_at = s.Int(6);
-  t.expires_at = s.Int(7);
-  t.revoked_at = s.Int(8);
-  t.last_used_at = s.Int(9);
-  return t;
-}
-
-Session ReadSession(const Stmt& s) {
-  Session x;
-  x.id_hash = s.Text(0);
-  x.user = s.Text(1);
-  x.csrf_token = s.Text(2);
-  x.created_at = s.Int(3);
-  x.last_seen_at = s.Int(4);
-  x.expires_at = s.Int(5);
-  return x;
-}
-
-Tenant ReadTenant(const Stmt& s) {
-  Tenant t;
-  t.id = TenantId(s.Text(0));
-  t.name = s.Text(1);
-  t.active = s.Int(2) != 0;
-  t.created_at = s.Int(3);
-  return t;
-}
-
-JobDefinition ReadJob(const Stmt& s) {
-  JobDefinition j;
-  j.name = JobName(s.Text(0));
-  j.display_name = s.Text(1);
-  j.handler = s.Text(2);
-  j.queue = s.Text(3);
-  j.scope = static_cast<JobScope>(s.Int(4));
-  j.schedule = s.Text(5);
-  j.timezone = s.Text(6);
-  j.timeout_ms = s.Int(7);
-  j.lease_ms = s.Int(8);
-  j.retry.max_attempts = static_cast<int>(s.Int(9));
-  j.retry.backoff_base_ms = s.Int(10);
-  j.retry.backoff_cap_ms = s.Int(11);
-  j.retry.max_permanent_attempts = static_cast<int>(s.Int(12));
-  j.retry.max_ambiguous_attempts = static_cast<int>(s.Int(13));
-  j.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(14));
-  j.lane_template = s.Text(15);
-  j.config_json = s.Text(16);
-  j.enabled = s.Int(17) != 0;
-  j.created_at = s.Int(18);
-  j.updated_at = s.Int(19);
-  j.accepted_schema_versions = ParseIntList(s.TextView(20));
-  j.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(21));
-  j.catch_up = static_cast<CatchUpPolicy>(std::clamp<std::int64_t>(s.Int(22), 0, 2));
-  j.catch_up_window_ms = s.Int(23);
-  j.window_ms = s.Int(24);
-  return j;
-}
-
-Status ValidateJob(const JobDefinition& j) {
-  if (!IsValidJobName(j.name.value)) {
-    return InvalidArgument("invalid job name '" + j.name.value +
-                           "': must match [a-z0-9][a-z0-9._-]{0,99}");
-  }
-  if (!IsValidQueueName(j.queue)) {
-    return InvalidArgument("invalid queue name '" + j.queue + "' for job " + j.name.value);
-  }
-  if (j.handler.empty() || j.handler.size() > 100) {
-    return InvalidArgument("job " + j.name.value + " needs a handler name (1..100 characters)");
-  }
-  const RetryPolicy& r = j.retry;
-  if (r.max_attempts < 1 || r.max_attempts > 1000 || r.max_permanent_attempts < 1 ||
-      r.max_ambiguous_attempts < 1 || r.max_consecutive_lease_expiries < 1 ||
-      r.max_unsupported_schema_attempts < 1) {
-    return InvalidArgument("job " + j.name.value +
-                           ": attempt bounds must be >= 1 (max_attempts <= 1000)");
-  }
-  if (r.backoff_base_ms < 0 || r.backoff_cap_ms < r.backoff_base_ms) {
-    return InvalidArgument("job " + j.name.value + ": backoff needs 0 <= base <= cap");
-  }
-  if (j.lease_ms < 1 || j.timeout_ms < 1) {
-    return InvalidArgument("job " + j.name.value + ": lease and timeout must be >= 1 ms");
-  }
-  for (int v : j.accepted_schema_versions) {
-    if (v < 0 || v > 1'000'000) {
-      return InvalidArgument("job " + j.name.value + ": schema versions must be 0..1000000");
-    }
-  }
-  if (j.catch_up_window_ms < 0 || j.catch_up_window_ms > 7LL * 24 * 3600 * 1000 ||
-      j.window_ms < 0 || j.window_ms > 366LL * 24 * 3600 * 1000) {
-    return InvalidArgument("job " + j.name.value +
-                           ": catch-up window must be 0..7 days and window 0..366 days");
-  }
-  if (j.lane_template.size() > 200) {
-    return InvalidArgument("job " + j.name.value + ": lane template longer than 200 bytes");
-  }
-  auto config = CanonicalizeJson(j.config_json);
-  if (!config.ok()) {
-    return InvalidArgument("job " + j.name.value + ": config must be a JSON object: " +
-                           config.status().message());
-  }
-  return Status::Ok();
-}
 
 // --- the store -----------------------------------------------------------------
 
-class SqliteStore final : public Store {
+class SqliteStore final : public ActionStore {
  public:
   explicit SqliteStore(const SqliteStoreOptions& o)
       : options_(o),
@@ -547,9 +351,7 @@ class SqliteStore final : public Store {
     return Write<bool>([](Connection& c) -> Result<bool> {
       TE_ASSIGN_OR_RETURN(int version, UserVersion(c));
       if (version > sqlite::kSchemaVersion) {
-        return Unavailable("database schema version " + std::to_string(version) +
-                           " is newer than this binary's (" +
-                           std::to_string(sqlite::kSchemaVersion) + "); upgrade taskengine");
+        return NewerSchemaError(version, sqlite::kSchemaVersion);
       }
       for (int v = version; v < sqlite::kSchemaVersion; ++v) {
         TE_RETURN_IF_ERROR(c.Exec(sqlite::kMigrations[v]));
@@ -592,7 +394,7 @@ class SqliteStore final : public Store {
       s.Bind(1, name.value);
       TE_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) return NotFound("no job named '" + name.value + "'");
-      return ReadJob(s);
+      return ReadJobRow(StmtRow(s));
     });
   }
 
@@ -604,7 +406,7 @@ class SqliteStore final : public Store {
           while (true) {
             TE_ASSIGN_OR_RETURN(bool row, s.Step());
             if (!row) break;
-            out.push_back(ReadJob(s));
+            out.push_back(ReadJobRow(StmtRow(s)));
           }
           return out;
         });
@@ -661,7 +463,7 @@ class SqliteStore final : public Store {
     return Write<std::vector<Lease>>([&](Connection& c) -> Result<std::vector<Lease>> {
       const Millis now = clock_->NowMillis();
       std::vector<Lease> out;
-      std::vector<std::pair<StateRow, Lease>> due;
+      std::vector<ClaimRow> due;
       for (const QueueSlot& slot : request.slots) {
         if (slot.max <= 0) continue;
         due.clear();
@@ -671,33 +473,23 @@ class SqliteStore final : public Store {
           while (true) {
             TE_ASSIGN_OR_RETURN(bool row, s.Step());
             if (!row) break;
-            Lease lease;
-            StateRow state = ReadState(s);
-            lease.job = JobName(s.Text(kStateColumnCount));
-            lease.tenant = TenantId(state.tenant);
-            lease.payload_json = s.Text(kStateColumnCount + 1);
-            lease.idempotency_key = s.Text(kStateColumnCount + 2);
-            lease.queue = slot.queue;
-            due.emplace_back(std::move(state), std::move(lease));
+            due.push_back(ReadClaimRow(StmtRow(s)));
           }
         }
-        for (auto& [row, lease] : due) {
+        for (const ClaimRow& claim : due) {
+          const StateRow& row = claim.row;
           Event e;
           e.kind = EventKind::kClaim;
           e.now = now;
           auto t = Decide(row.state, e);
           if (!t.ok()) continue;  // cannot happen for a queued row; never guess
-          lease.id = row.id;
-          lease.version = ClaimVersion(row.version.value + (t->bump_claim ? 1 : 0));
-          lease.attempt = t->attempt;
-          lease.lease_ms = row.lease_ms;
-          lease.lease_expires_at = now + row.lease_ms;
+          Lease lease = NewLease(claim, *t, now, slot.queue);
           TE_ASSIGN_OR_RETURN(Stmt u, c.Prepare(kClaimUpdate));
           u.Bind(1, row.id.value).Bind(2, static_cast<int>(t->to)).Bind(3, t->attempt);
           u.Bind(4, lease.version.value).Bind(5, request.worker.value).Bind(6, now);
           u.Bind(7, lease.lease_expires_at);
           TE_RETURN_IF_ERROR(u.Run());
-          CountTransition(row.queue, row.state.status, t->to, now);
+          op_counters_.CountTransition(row.queue, row.state.status, t->to, now);
           out.push_back(std::move(lease));
         }
       }
@@ -719,9 +511,7 @@ class SqliteStore final : public Store {
           out.emplace_back(check);
           continue;
         }
-        HeartbeatReply reply;
-        reply.lease_expires_at = now + row->lease_ms;
-        reply.cancel_requested = row->state.cancel_requested;
+        HeartbeatReply reply = HeartbeatReplyFor(*row, now);
         TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kHeartbeat));
         s.Bind(1, h.lease.id.value).Bind(2, reply.lease_expires_at);
         if (h.progress) {
@@ -756,47 +546,17 @@ class SqliteStore final : public Store {
       const Millis now = clock_->NowMillis();
       Replies out;
       out.reserve(requests.size());
+      SqliteActionTx tx(*this, c);
       for (const FinishRequest& f : requests) {
         TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, f.lease.id));
-        Status check = CheckLease(row, f.lease);
-        if (!check.ok()) {
-          out.emplace_back(check);
+        TE_ASSIGN_OR_RETURN(FinishDecision d, DecideFinish(tx, row, f, now, *random_));
+        if (!d.status.ok()) {
+          out.emplace_back(d.status);
           continue;
         }
-        Event e;
-        e.now = now;
-        e.jitter01 = random_->Uniform01();
-        std::optional<std::string_view> result;
-        std::optional<std::string_view> error;
-        std::optional<int> progress;
-        switch (f.kind) {
-          case FinishRequest::Kind::kComplete:
-            e.kind = EventKind::kSucceed;
-            result = f.result_json;
-            error = std::string_view();
-            progress = 100;
-            break;
-          case FinishRequest::Kind::kFail:
-            e.kind = EventKind::kFail;
-            e.failure_class = f.failure_class;
-            e.unsupported_schema = f.unsupported_schema;
-            e.retry_after_ms = std::max<Millis>(0, f.retry_after_ms);
-            error = f.error;
-            break;
-          case FinishRequest::Kind::kRelease:
-            e.kind = EventKind::kRelease;
-            break;
-        }
-        if (row->state.cancel_requested) {
-          TE_ASSIGN_OR_RETURN(e.has_committed_effects, MayHaveEscapedEffects(c, row->id));
-        }
-        auto t = Decide(row->state, e);
-        if (!t.ok()) {
-          out.emplace_back(t.status());
-          continue;
-        }
-        TE_RETURN_IF_ERROR(Apply(c, *row, *t, now, result, error, progress));
-        out.emplace_back(FinishReply{t->to, t->to == ExecutionStatus::kQueued ? t->run_at : 0});
+        TE_RETURN_IF_ERROR(Apply(c, *row, d.transition, now, d.plan.result, d.plan.error,
+                                 d.plan.progress));
+        out.emplace_back(FinishReplyFor(d.transition));
       }
       return out;
     });
@@ -805,7 +565,7 @@ class SqliteStore final : public Store {
   }
 
   Result<SweepReport> SweepExpired(int max_batch) override {
-    if (max_batch < 1) return InvalidArgument("sweep batch must be >= 1");
+    TE_RETURN_IF_ERROR(ValidateSweepBatch(max_batch));
     return Write<SweepReport>([&](Connection& c) -> Result<SweepReport> {
       const Millis now = clock_->NowMillis();
       std::vector<StateRow> expired;
@@ -815,144 +575,17 @@ class SqliteStore final : public Store {
         while (true) {
           TE_ASSIGN_OR_RETURN(bool row, s.Step());
           if (!row) break;
-          expired.push_back(ReadState(s));
+          expired.push_back(ReadStateRow(StmtRow(s)));
         }
       }
-      SweepReport report;
-      report.more = static_cast<int>(expired.size()) == max_batch;
-      for (const StateRow& row : expired) {
-        Event e;
-        e.kind = EventKind::kLeaseExpired;
-        e.now = now;
-        e.jitter01 = random_->Uniform01();
-        if (row.state.cancel_requested) {
-          TE_ASSIGN_OR_RETURN(e.has_committed_effects, MayHaveEscapedEffects(c, row.id));
-        }
-        auto t = Decide(row.state, e);
-        if (!t.ok()) continue;
-        std::string error = "lease expired (attempt " + std::to_string(row.state.attempt) + ")";
-        TE_RETURN_IF_ERROR(Apply(c, row, *t, now, std::nullopt, error, std::nullopt));
-        ++report.recovered;
-        switch (t->to) {
-          case ExecutionStatus::kQueued: ++report.requeued; break;
-          case ExecutionStatus::kFailed: ++report.failed; break;
-          case ExecutionStatus::kQuarantined: ++report.quarantined; break;
-          case ExecutionStatus::kCanceled:
-          case ExecutionStatus::kPartiallyCanceled: ++report.canceled; break;
-          default: break;
-        }
-      }
-      return report;
+      SqliteActionTx tx(*this, c);
+      return RecoverExpired(tx, expired, max_batch, now, *random_);
     }, Durability::kRelaxed);
   }
 
   // --- effects ---
 
-  Result<EffectReply> ReserveEffect(const LeaseRef& lease, std::string_view name) override {
-    if (!IsValidEffectName(name)) {
-      return InvalidArgument("invalid effect name: 1..120 characters of [A-Za-z0-9._:-]");
-    }
-    return Write<EffectReply>([&](Connection& c) -> Result<EffectReply> {
-      const Millis now = clock_->NowMillis();
-      EffectReply reply;
-      reply.key = EffectKey(lease.id, name);
-      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, lease.id));
-      Status check = CheckLease(row, lease);
-      if (check.code() == ErrorCode::kNotFound) return check;
-      if (!check.ok()) {
-        reply.answer = EffectAnswer::kStale;
-        return reply;
-      }
-      {
-        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kGetEffect));
-        s.Bind(1, lease.id.value).Bind(2, name);
-        TE_ASSIGN_OR_RETURN(bool exists, s.Step());
-        if (exists) {
-          if (s.Int(0) != 0) {
-            reply.answer = EffectAnswer::kAlreadyDone;
-            reply.committed_at = s.Int(4);
-            reply.detail = s.Text(5);
-            return reply;
-          }
-          if (row->state.cancel_requested) {
-            reply.answer = EffectAnswer::kCanceled;
-            return reply;
-          }
-          reply.answer = ClaimVersion(s.Int(1)) == lease.version ? EffectAnswer::kProceed
-                                                                 : EffectAnswer::kAmbiguous;
-          return reply;
-        }
-      }
-      if (row->state.cancel_requested) {
-        reply.answer = EffectAnswer::kCanceled;
-        return reply;
-      }
-      TE_ASSIGN_OR_RETURN(Stmt ins, c.Prepare(kReserveEffect));
-      ins.Bind(1, lease.id.value).Bind(2, name).Bind(3, lease.version.value);
-      ins.Bind(4, row->state.attempt).Bind(5, now);
-      TE_RETURN_IF_ERROR(ins.Run());
-      reply.answer = EffectAnswer::kProceed;
-      return reply;
-    });
-  }
-
-  Result<EffectRecord> CommitEffect(const LeaseRef& lease, std::string_view name,
-                                    std::string_view detail) override {
-    if (!IsValidEffectName(name)) {
-      return InvalidArgument("invalid effect name: 1..120 characters of [A-Za-z0-9._:-]");
-    }
-    if (detail.size() > 64 * 1024) return InvalidArgument("effect detail longer than 64 KiB");
-    return Write<EffectRecord>([&](Connection& c) -> Result<EffectRecord> {
-      const Millis now = clock_->NowMillis();
-      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, lease.id));
-      TE_RETURN_IF_ERROR(CheckLease(row, lease));
-      EffectRecord rec;
-      rec.execution = lease.id;
-      rec.name = std::string(name);
-      rec.key = EffectKey(lease.id, name);
-      {
-        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kGetEffect));
-        s.Bind(1, lease.id.value).Bind(2, name);
-        TE_ASSIGN_OR_RETURN(bool exists, s.Step());
-        if (!exists) {
-          return Conflict("effect " + rec.key + " was never reserved: reserve it before the effect");
-        }
-        rec.reserved_at = s.Int(3);
-        if (s.Int(0) != 0) {  // already committed: keep the first record
-          rec.committed = true;
-          rec.reserved_by = ClaimVersion(s.Int(1));
-          rec.attempt = static_cast<int>(s.Int(2));
-          rec.committed_at = s.Int(4);
-          rec.detail = s.Text(5);
-          return rec;
-        }
-      }
-      TE_ASSIGN_OR_RETURN(Stmt u, c.Prepare(kCommitEffect));
-      u.Bind(1, lease.id.value).Bind(2, name).Bind(3, now).Bind(4, detail);
-      u.Bind(5, lease.version.value).Bind(6, row->state.attempt);
-      TE_RETURN_IF_ERROR(u.Run());
-      rec.committed = true;
-      rec.reserved_by = lease.version;
-      rec.attempt = row->state.attempt;
-      rec.committed_at = now;
-      rec.detail = std::string(detail);
-      return rec;
-    });
-  }
-
-  Status ReleaseEffect(const LeaseRef& lease, std::string_view name) override {
-    if (!IsValidEffectName(name)) {
-      return InvalidArgument("invalid effect name: 1..120 characters of [A-Za-z0-9._:-]");
-    }
-    return Write<bool>([&](Connection& c) -> Result<bool> {
-      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, lease.id));
-      TE_RETURN_IF_ERROR(CheckLease(row, lease));
-      TE_ASSIGN_OR_RETURN(Stmt d, c.Prepare(kReleaseEffect));
-      d.Bind(1, lease.id.value).Bind(2, name).Bind(3, lease.version.value);
-      TE_RETURN_IF_ERROR(d.Run());
-      return true;
-    }).status();
-  }
+  // ReserveEffect, CommitEffect, ReleaseEffect: ActionStore (store_actions.h).
 
   Result<std::vector<EffectRecord>> GetEffects(ExecutionId id) override {
     return Read<std::vector<EffectRecord>>([&](Connection& c) -> Result<std::vector<EffectRecord>> {
@@ -963,17 +596,7 @@ class SqliteStore final : public Store {
       while (true) {
         TE_ASSIGN_OR_RETURN(bool row, s.Step());
         if (!row) break;
-        EffectRecord r;
-        r.execution = id;
-        r.name = s.Text(0);
-        r.key = EffectKey(id, r.name);
-        r.committed = s.Int(1) != 0;
-        r.reserved_by = ClaimVersion(s.Int(2));
-        r.attempt = static_cast<int>(s.Int(3));
-        r.reserved_at = s.Int(4);
-        r.committed_at = s.Int(5);
-        r.detail = s.Text(6);
-        out.push_back(std::move(r));
+        out.push_back(ReadEffectRow(StmtRow(s), id));
       }
       return out;
     });
@@ -981,119 +604,10 @@ class SqliteStore final : public Store {
 
   // --- operator actions ---
 
-  Result<ExecutionStatus> RequestCancel(ExecutionId id, const OperatorAction& action) override {
-    if (action.actor.empty()) return InvalidArgument("cancel needs an actor");
-    return Write<ExecutionStatus>([&](Connection& c) -> Result<ExecutionStatus> {
-      const Millis now = clock_->NowMillis();
-      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, id));
-      if (!row) return NotFound("no execution " + std::to_string(id.value));
-      Event e;
-      e.kind = EventKind::kCancel;
-      e.now = now;
-      TE_ASSIGN_OR_RETURN(e.has_committed_effects, MayHaveEscapedEffects(c, id));
-      TE_ASSIGN_OR_RETURN(Transition t, Decide(row->state, e));
-      if (!t.changed) return t.to;
-      TE_RETURN_IF_ERROR(Apply(c, *row, t, now, std::nullopt, std::nullopt, std::nullopt));
-      AuditRecord a;
-      a.at = now;
-      a.actor = action.actor;
-      a.tenant = row->tenant;
-      a.action = t.to == ExecutionStatus::kRunning ? "execution.cancel_requested"
-                                                    : "execution.cancel";
-      a.target = "execution:" + std::to_string(id.value);
-      a.before_json = StatusJson(row->state.status);
-      a.after_json = StatusJson(t.to);
-      a.reason = action.reason;
-      TE_RETURN_IF_ERROR(InsertAudit(c, a));
-      return t.to;
-    });
-  }
-
-  Result<ReplayReply> Replay(const ReplayRequest& request) override {
-    if (request.action.actor.empty()) return InvalidArgument("replay needs an operator identity");
-    if (request.action.reason.empty()) return InvalidArgument("replay needs a reason");
-    return Write<ReplayReply>([&](Connection& c) -> Result<ReplayReply> {
-      const Millis now = clock_->NowMillis();
-      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, request.id));
-      if (!row) return NotFound("no execution " + std::to_string(request.id.value));
-      {
-        TE_ASSIGN_OR_RETURN(Stmt p, c.Prepare(kGetPendingReplay));
-        p.Bind(1, request.id.value);
-        TE_ASSIGN_OR_RETURN(bool pending, p.Step());
-        if (pending) {
-          return Conflict("a replay of execution " + std::to_string(request.id.value) +
-                          " requested by " + p.Text(0) + " is waiting for approval");
-        }
-      }
-      ReplayReply reply;
-      if (request.require_approval) {
-        Event e;
-        e.kind = EventKind::kReplay;
-        e.now = now;
-        TE_RETURN_IF_ERROR(Decide(row->state, e).status());  // legal now?
-        TE_ASSIGN_OR_RETURN(Stmt ins, c.Prepare(kInsertPendingReplay));
-        ins.Bind(1, request.id.value).Bind(2, request.action.actor).Bind(3, request.action.reason);
-        ins.Bind(4, now).Bind(5, static_cast<int>(request.ambiguous));
-        TE_RETURN_IF_ERROR(ins.Run());
-        AuditRecord a;
-        a.at = now;
-        a.actor = request.action.actor;
-        a.tenant = row->tenant;
-        a.action = "execution.replay_requested";
-        a.target = "execution:" + std::to_string(request.id.value);
-        a.before_json = StatusJson(row->state.status);
-        a.reason = request.action.reason;
-        TE_RETURN_IF_ERROR(InsertAudit(c, a));
-        reply.outcome = ReplayOutcome::kPendingApproval;
-        reply.status = row->state.status;
-        return reply;
-      }
-      TE_ASSIGN_OR_RETURN(reply.status, DoReplay(c, *row, now, request.ambiguous,
-                                                 request.action.actor, request.action.reason,
-                                                 "execution.replay"));
-      return reply;
-    });
-  }
-
-  Result<ReplayReply> ApproveReplay(ExecutionId id, const OperatorAction& approver) override {
-    if (approver.actor.empty()) return InvalidArgument("approval needs an operator identity");
-    return Write<ReplayReply>([&](Connection& c) -> Result<ReplayReply> {
-      const Millis now = clock_->NowMillis();
-      std::string requested_by, reason;
-      AmbiguousResolution ambiguous = AmbiguousResolution::kKeep;
-      {
-        TE_ASSIGN_OR_RETURN(Stmt p, c.Prepare(kGetPendingReplay));
-        p.Bind(1, id.value);
-        TE_ASSIGN_OR_RETURN(bool pending, p.Step());
-        if (!pending) return NotFound("no replay of execution " + std::to_string(id.value) +
-                                      " is waiting for approval");
-        requested_by = p.Text(0);
-        reason = p.Text(1);
-        ambiguous = static_cast<AmbiguousResolution>(std::clamp<std::int64_t>(p.Int(2), 0, 2));
-      }
-      if (requested_by == approver.actor) {
-        return Conflict("four-eyes: " + approver.actor +
-                        " asked for this replay and cannot also approve it");
-      }
-      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, id));
-      if (!row) return NotFound("no execution " + std::to_string(id.value));
-      {
-        TE_ASSIGN_OR_RETURN(Stmt d, c.Prepare(kDeletePendingReplay));
-        d.Bind(1, id.value);
-        TE_RETURN_IF_ERROR(d.Run());
-      }
-      ReplayReply reply;
-      std::string why = reason + " (requested by " + requested_by + ")";
-      TE_ASSIGN_OR_RETURN(reply.status, DoReplay(c, *row, now, ambiguous, approver.actor, why,
-                                                 "execution.replay_approved"));
-      return reply;
-    });
-  }
+  // RequestCancel, Replay, ApproveReplay: ActionStore (store_actions.h).
 
   Status AppendAudit(const AuditRecord& record) override {
-    if (record.actor.empty() || record.action.empty() || record.target.empty()) {
-      return InvalidArgument("audit records need an actor, an action and a target");
-    }
+    TE_RETURN_IF_ERROR(ValidateAuditRecord(record));
     return Write<bool>([&](Connection& c) -> Result<bool> {
       AuditRecord r = record;
       if (r.at == 0) r.at = clock_->NowMillis();
@@ -1103,7 +617,7 @@ class SqliteStore final : public Store {
   }
 
   Result<std::vector<AuditRecord>> ListAudit(const AuditFilter& f) override {
-    if (f.limit < 1 || f.limit > 1000) return InvalidArgument("limit must be 1..1000");
+    TE_RETURN_IF_ERROR(ValidateListLimit(f.limit));
     return Read<std::vector<AuditRecord>>([&](Connection& c) -> Result<std::vector<AuditRecord>> {
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListAudit));
       s.Bind(1, f.target).Bind(2, f.before_id).Bind(3, f.limit);
@@ -1111,17 +625,7 @@ class SqliteStore final : public Store {
       while (true) {
         TE_ASSIGN_OR_RETURN(bool row, s.Step());
         if (!row) break;
-        AuditRecord r;
-        r.id = s.Int(0);
-        r.at = s.Int(1);
-        r.actor = s.Text(2);
-        r.tenant = s.Text(3);
-        r.action = s.Text(4);
-        r.target = s.Text(5);
-        r.before_json = s.Text(6);
-        r.after_json = s.Text(7);
-        r.reason = s.Text(8);
-        out.push_back(std::move(r));
+        out.push_back(ReadAuditRow(StmtRow(s)));
       }
       return out;
     });
@@ -1151,7 +655,7 @@ class SqliteStore final : public Store {
   }
 
   Result<std::vector<LaneStatus>> ListLanes(int limit) override {
-    if (limit < 1 || limit > 1000) return InvalidArgument("limit must be 1..1000");
+    TE_RETURN_IF_ERROR(ValidateListLimit(limit));
     return Read<std::vector<LaneStatus>>([&](Connection& c) -> Result<std::vector<LaneStatus>> {
       std::vector<std::string> names;
       {
@@ -1168,9 +672,7 @@ class SqliteStore final : public Store {
         TE_ASSIGN_OR_RETURN(LaneStatus lane, LaneOf(c, name));
         out.push_back(std::move(lane));
       }
-      std::stable_sort(out.begin(), out.end(), [](const LaneStatus& a, const LaneStatus& b) {
-        return a.blocked > b.blocked;
-      });
+      SortBlockedFirst(out);
       return out;
     });
   }
@@ -1178,11 +680,7 @@ class SqliteStore final : public Store {
   // --- tenants ---
 
   Status UpsertTenant(const Tenant& tenant) override {
-    if (!IsValidTenantId(tenant.id.value)) {
-      return InvalidArgument("invalid tenant id '" + tenant.id.value +
-                             "': must match [a-z0-9][a-z0-9_-]{0,49}");
-    }
-    if (tenant.name.size() > 200) return InvalidArgument("tenant name longer than 200 bytes");
+    TE_RETURN_IF_ERROR(ValidateTenant(tenant));
     return Write<bool>([&](Connection& c) -> Result<bool> {
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpsertTenant));
       s.Bind(1, tenant.id.value).Bind(2, tenant.name).Bind(3, tenant.active ? 1 : 0);
@@ -1198,7 +696,7 @@ class SqliteStore final : public Store {
       s.Bind(1, id.value);
       TE_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) return NotFound("no tenant '" + id.value + "'");
-      return ReadTenant(s);
+      return ReadTenantRow(StmtRow(s));
     });
   }
 
@@ -1210,7 +708,7 @@ class SqliteStore final : public Store {
       while (true) {
         TE_ASSIGN_OR_RETURN(bool row, s.Step());
         if (!row) break;
-        out.push_back(ReadTenant(s));
+        out.push_back(ReadTenantRow(StmtRow(s)));
       }
       return out;
     });
@@ -1219,9 +717,7 @@ class SqliteStore final : public Store {
   // --- scheduling ---
 
   Result<bool> AcquireLock(std::string_view name, std::string_view holder, Millis ttl_ms) override {
-    if (name.empty() || holder.empty() || ttl_ms < 1) {
-      return InvalidArgument("a lock needs a name, a holder and a positive ttl");
-    }
+    TE_RETURN_IF_ERROR(ValidateLock(name, holder, ttl_ms));
     return Write<bool>([&](Connection& c) -> Result<bool> {
       const Millis now = clock_->NowMillis();
       {
@@ -1253,13 +749,7 @@ class SqliteStore final : public Store {
           while (true) {
             TE_ASSIGN_OR_RETURN(bool row, s.Step());
             if (!row) break;
-            ScheduleState st;
-            st.job = JobName(s.Text(0));
-            st.last_fire_at = s.Int(1);
-            st.last_evaluated_at = s.Int(2);
-            st.skipped_fires = s.Int(3);
-            st.last_skipped_at = s.Int(4);
-            out.push_back(std::move(st));
+            out.push_back(ReadScheduleStateRow(StmtRow(s)));
           }
           return out;
         });
@@ -1268,12 +758,7 @@ class SqliteStore final : public Store {
   // --- principals ---
 
   Status UpsertUser(const User& user) override {
-    if (user.name.empty() || user.name.size() > 100 ||
-        user.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._@-") != std::string::npos) {
-      return InvalidArgument("invalid user name '" + user.name + "': [a-z0-9._@-], 1..100");
-    }
-    if (user.password_hash.empty()) return InvalidArgument("a user needs a password hash");
-    TE_RETURN_IF_ERROR(ValidatePrincipalLists(user.scopes, user.tenants));
+    TE_RETURN_IF_ERROR(ValidateUser(user));
     return Write<bool>([&](Connection& c) -> Result<bool> {
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpsertUser));
       s.Bind(1, user.name).Bind(2, user.password_hash).Bind(3, JoinList(user.scopes));
@@ -1289,7 +774,7 @@ class SqliteStore final : public Store {
       s.Bind(1, name);
       TE_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) return NotFound("no user '" + std::string(name) + "'");
-      return ReadUser(s);
+      return ReadUserRow(StmtRow(s));
     });
   }
 
@@ -1300,18 +785,14 @@ class SqliteStore final : public Store {
       while (true) {
         TE_ASSIGN_OR_RETURN(bool row, s.Step());
         if (!row) break;
-        out.push_back(ReadUser(s));
+        out.push_back(ReadUserRow(StmtRow(s)));
       }
       return out;
     });
   }
 
   Result<std::int64_t> CreateToken(const ApiToken& token) override {
-    if (token.secret_hash.size() != 64) return InvalidArgument("token secret hash must be hex SHA-256");
-    if (token.principal.empty() || token.principal.size() > 200 || token.name.size() > 200) {
-      return InvalidArgument("a token needs a principal (and names of at most 200 bytes)");
-    }
-    TE_RETURN_IF_ERROR(ValidatePrincipalLists(token.scopes, token.tenants));
+    TE_RETURN_IF_ERROR(ValidateToken(token));
     return Write<std::int64_t>([&](Connection& c) -> Result<std::int64_t> {
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kCreateToken));
       s.Bind(1, token.name).Bind(2, token.secret_hash).Bind(3, token.principal);
@@ -1328,7 +809,7 @@ class SqliteStore final : public Store {
       s.Bind(1, secret_hash);
       TE_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) return NotFound("no such token");
-      return ReadToken(s);
+      return ReadTokenRow(StmtRow(s));
     });
   }
 
@@ -1349,7 +830,7 @@ class SqliteStore final : public Store {
       while (true) {
         TE_ASSIGN_OR_RETURN(bool row, s.Step());
         if (!row) break;
-        out.push_back(ReadToken(s));
+        out.push_back(ReadTokenRow(StmtRow(s)));
       }
       return out;
     });
@@ -1365,9 +846,7 @@ class SqliteStore final : public Store {
   }
 
   Status CreateSession(const Session& session) override {
-    if (session.id_hash.size() != 64 || session.user.empty() || session.csrf_token.empty()) {
-      return InvalidArgument("a session needs an id hash, a user and a CSRF token");
-    }
+    TE_RETURN_IF_ERROR(ValidateSession(session));
     return Write<bool>([&](Connection& c) -> Result<bool> {
       const Millis now = clock_->NowMillis();
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kCreateSession));
@@ -1384,7 +863,7 @@ class SqliteStore final : public Store {
       s.Bind(1, id_hash);
       TE_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) return NotFound("no such session");
-      return ReadSession(s);
+      return ReadSessionRow(StmtRow(s));
     });
   }
 
@@ -1409,9 +888,7 @@ class SqliteStore final : public Store {
   // --- workers ---
 
   Status ReportWorker(const WorkerInfo& w) override {
-    if (w.id.empty() || w.id.value.size() > 200 || w.hostname.size() > 255) {
-      return InvalidArgument("a worker needs an id (at most 200 bytes)");
-    }
+    TE_RETURN_IF_ERROR(ValidateWorker(w));
     return Write<bool>([&](Connection& c) -> Result<bool> {
       const Millis now = clock_->NowMillis();
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kReportWorker));
@@ -1432,17 +909,7 @@ class SqliteStore final : public Store {
       while (true) {
         TE_ASSIGN_OR_RETURN(bool row, s.Step());
         if (!row) break;
-        WorkerInfo w;
-        w.id = WorkerId(s.Text(0));
-        w.hostname = s.Text(1);
-        w.pid = s.Int(2);
-        w.state = static_cast<WorkerState>(std::clamp<std::int64_t>(s.Int(3), 0, 2));
-        w.current = ExecutionId(s.Int(4));
-        w.processed = s.Int(5);
-        w.failed = s.Int(6);
-        w.started_at = s.Int(7);
-        w.last_heartbeat_at = s.Int(8);
-        out.push_back(std::move(w));
+        out.push_back(ReadWorkerRow(StmtRow(s)));
       }
       return out;
     });
@@ -1456,7 +923,7 @@ class SqliteStore final : public Store {
       s.Bind(1, id.value);
       TE_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) return NotFound("no execution " + std::to_string(id.value));
-      return ReadExecution(s);
+      return ReadExecutionRow(StmtRow(s));
     });
   }
 
@@ -1469,25 +936,14 @@ class SqliteStore final : public Store {
       while (true) {
         TE_ASSIGN_OR_RETURN(bool row, s.Step());
         if (!row) break;
-        AttemptRecord a;
-        a.execution = id;
-        a.attempt = static_cast<int>(s.Int(0));
-        a.claim_version = ClaimVersion(s.Int(1));
-        a.worker = s.Text(2);
-        a.started_at = s.Int(3);
-        a.ended_at = s.Int(4);
-        a.outcome = static_cast<ExecutionStatus>(s.Int(5));
-        a.failure_class = static_cast<FailureClass>(s.Int(6));
-        a.released = s.Int(7) != 0;
-        a.error = s.Text(8);
-        out.push_back(std::move(a));
+        out.push_back(ReadAttemptRow(StmtRow(s), id));
       }
       return out;
     });
   }
 
   Result<ExecutionPage> ListExecutions(const ExecutionFilter& f) override {
-    if (f.limit < 1 || f.limit > 1000) return InvalidArgument("limit must be 1..1000");
+    TE_RETURN_IF_ERROR(ValidateListLimit(f.limit));
     return Read<ExecutionPage>([&](Connection& c) -> Result<ExecutionPage> {
       const char* sql = f.job ? kListByJob : (f.tenant && !f.tenant->empty() ? kListByTenant
                                                                               : kListAll);
@@ -1500,18 +956,15 @@ class SqliteStore final : public Store {
       while (true) {
         TE_ASSIGN_OR_RETURN(bool row, s.Step());
         if (!row) break;
-        page.items.push_back(ReadExecution(s));
+        page.items.push_back(ReadExecutionRow(StmtRow(s)));
       }
-      if (static_cast<int>(page.items.size()) > f.limit) {
-        page.items.pop_back();
-        page.next_before = page.items.back().id;
-      }
+      TrimPage(page, f.limit);
       return page;
     });
   }
 
   Result<std::vector<LogEntry>> GetLogs(ExecutionId id, int limit) override {
-    if (limit < 1) return InvalidArgument("limit must be >= 1");
+    TE_RETURN_IF_ERROR(ValidateLogLimit(limit));
     return Read<std::vector<LogEntry>>([&](Connection& c) -> Result<std::vector<LogEntry>> {
       TE_RETURN_IF_ERROR(RequireExecution(c, id));
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kGetLogs));
@@ -1520,13 +973,7 @@ class SqliteStore final : public Store {
       while (true) {
         TE_ASSIGN_OR_RETURN(bool row, s.Step());
         if (!row) break;
-        LogEntry l;
-        l.execution = ExecutionId(s.Int(0));
-        l.attempt = static_cast<int>(s.Int(1));
-        l.at = s.Int(2);
-        l.level = static_cast<LogLevel>(std::clamp<std::int64_t>(s.Int(3), 0, 3));
-        l.message = s.Text(4);
-        out.push_back(std::move(l));
+        out.push_back(ReadLogRow(StmtRow(s)));
       }
       return out;
     });
@@ -1541,14 +988,7 @@ class SqliteStore final : public Store {
         while (true) {
           TE_ASSIGN_OR_RETURN(bool row, s.Step());
           if (!row) break;
-          std::string queue = s.Text(0);
-          const auto status = s.Int(1);
-          if (status < 0 || status >= kExecutionStatusCount) continue;
-          if (out.queues.empty() || out.queues.back().queue != queue) {
-            out.queues.push_back(QueueStats{queue, {}, 0});
-          }
-          out.queues.back().by_status[status] = s.Int(2);
-          out.totals[status] += s.Int(2);
+          AddStatusCountRow(StmtRow(s), out);
         }
       }
       for (QueueStats& q : out.queues) {
@@ -1558,12 +998,11 @@ class SqliteStore final : public Store {
         if (row && !s.IsNull(0)) q.oldest_due_at = s.Int(0);
       }
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kRecentOutcomes));
-      s.Bind(1, now / kHourMs - 23);
+      s.Bind(1, FirstRecentOutcomeHour(now));
       while (true) {
         TE_ASSIGN_OR_RETURN(bool row, s.Step());
         if (!row) break;
-        const auto status = s.Int(0);
-        if (status >= 0 && status < kExecutionStatusCount) out.ended_last_24h[status] = s.Int(1);
+        AddRecentOutcomeRow(StmtRow(s), out);
       }
       return out;
     });
@@ -1572,17 +1011,14 @@ class SqliteStore final : public Store {
   Result<std::vector<QueueDepth>> QueueDepths() override {
     const Millis now = clock_->NowMillis();
     return Read<std::vector<QueueDepth>>([&](Connection& c) -> Result<std::vector<QueueDepth>> {
-      std::map<std::string, QueueDepth> by_queue;
+      QueueDepthMap by_queue;
       {
         TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kQueuedDepths));
         s.Bind(1, now);
         while (true) {
           TE_ASSIGN_OR_RETURN(bool row, s.Step());
           if (!row) break;
-          QueueDepth& d = by_queue[s.Text(0)];
-          d.queued = s.Int(1);
-          d.due = s.Int(2);
-          d.oldest_queued_at = s.Int(3);
+          AddQueuedDepthRow(StmtRow(s), by_queue);
         }
       }
       {
@@ -1590,25 +1026,23 @@ class SqliteStore final : public Store {
         while (true) {
           TE_ASSIGN_OR_RETURN(bool row, s.Step());
           if (!row) break;
-          by_queue[s.Text(0)].running = s.Int(1);
+          AddRunningDepthRow(StmtRow(s), by_queue);
         }
       }
-      std::vector<QueueDepth> out;
-      for (auto& [name, d] : by_queue) {
-        d.queue = name;
-        out.push_back(d);
-      }
-      return out;
+      return QueueDepthList(by_queue);
     });
   }
 
- private:
-  struct JobPolicy {
-    std::string queue;
-    RetryPolicy retry;
-    Millis lease_ms = 0;
-  };
+ protected:
+  Status WithActionTx(const std::function<Status(ActionTx&, Millis)>& body) override {
+    return Write<bool>([&](Connection& c) -> Result<bool> {
+      SqliteActionTx tx(*this, c);
+      TE_RETURN_IF_ERROR(body(tx, clock_->NowMillis()));
+      return true;
+    }).status();
+  }
 
+ private:
   // One operation for the writer thread. Lives on the caller's stack until done.
   // Whether an operation's commit must reach the disk before it is
   // acknowledged. Claims, heartbeats, log lines and sweeps are kRelaxed: if a
@@ -1639,10 +1073,7 @@ class SqliteStore final : public Store {
   }
 
   Status WriteGrant(const char* sql, std::string_view principal, std::string_view tenant) {
-    if (principal.empty() || principal.size() > 200) return InvalidArgument("bad principal");
-    if (tenant != "*" && !IsValidTenantId(tenant)) {
-      return InvalidArgument("invalid tenant '" + std::string(tenant) + "'");
-    }
+    TE_RETURN_IF_ERROR(ValidateGrant(principal, tenant));
     return Write<bool>([&](Connection& c) -> Result<bool> {
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(sql));
       s.Bind(1, principal).Bind(2, tenant);
@@ -1666,20 +1097,12 @@ class SqliteStore final : public Store {
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kLaneHead));
       s.Bind(1, lane);
       TE_ASSIGN_OR_RETURN(bool row, s.Step());
-      if (row) {
-        out.head = ExecutionId(s.Int(0));
-        out.head_status = static_cast<ExecutionStatus>(s.Int(1));
-        out.blocked = out.head_status == ExecutionStatus::kFailed ||
-                      out.head_status == ExecutionStatus::kQuarantined;
-      }
+      if (row) ReadLaneHeadRow(StmtRow(s), out);
     }
     TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kLaneCounts));
     s.Bind(1, lane);
     TE_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (row) {
-      out.queued = s.Int(0);
-      out.running = s.Int(1);
-    }
+    if (row) ReadLaneCountsRow(StmtRow(s), out);
     return out;
   }
 
@@ -1695,19 +1118,7 @@ class SqliteStore final : public Store {
     s.Bind(1, id.value);
     TE_ASSIGN_OR_RETURN(bool row, s.Step());
     if (!row) return std::optional<StateRow>();
-    return std::optional<StateRow>(ReadState(s));
-  }
-
-  // L2 fencing and L7: the one check every lease call makes.
-  static Status CheckLease(const std::optional<StateRow>& row, const LeaseRef& lease) {
-    if (!row) return NotFound("no execution " + std::to_string(lease.id.value));
-    if (row->version != lease.version || row->state.status != ExecutionStatus::kRunning) {
-      return Stale("claim version " + std::to_string(lease.version.value) + " of execution " +
-                   std::to_string(lease.id.value) + " is not current (current " +
-                   std::to_string(row->version.value) + ", status " +
-                   std::string(ToString(row->state.status)) + ")");
-    }
-    return Status::Ok();
+    return std::optional<StateRow>(ReadStateRow(StmtRow(s)));
   }
 
   // Writes a state-machine transition decided for `row`.
@@ -1726,9 +1137,8 @@ class SqliteStore final : public Store {
     if (error) s.Bind(13, *error); else s.BindNull(13);
     if (progress) s.Bind(14, *progress); else s.BindNull(14);
     TE_RETURN_IF_ERROR(s.Run());
-    CountTransition(row.queue, row.state.status, t.to, now);
-    if (row.state.status == ExecutionStatus::kRunning && t.to != ExecutionStatus::kRunning &&
-        t.to != ExecutionStatus::kSucceeded) {
+    op_counters_.CountTransition(row.queue, row.state.status, t.to, now);
+    if (EndsFailedAttempt(row.state.status, t.to)) {
       // History of an attempt that did not succeed (the success path writes nothing extra).
       TE_ASSIGN_OR_RETURN(Stmt a, c.Prepare(kInsertAttempt));
       a.Bind(1, row.id.value).Bind(2, row.state.attempt).Bind(3, row.version.value);
@@ -1738,7 +1148,7 @@ class SqliteStore final : public Store {
       a.Bind(10, error ? *error : std::string_view());
       TE_RETURN_IF_ERROR(a.Run());
     }
-    if (!row.lane_key.empty() && IsOpen(row.state.status) && !IsOpen(t.to)) {
+    if (LeavesLane(row, t.to)) {
       TE_RETURN_IF_ERROR(UnparkLane(c, row.lane_key, now));
     }
     return Status::Ok();
@@ -1747,44 +1157,23 @@ class SqliteStore final : public Store {
   // Counters change with the operation that changes the status; the writer
   // keeps an operation's deltas apart until it succeeds and writes a batch's
   // deltas just before its COMMIT. Writer thread only.
-  void CountTransition(const std::string& queue, ExecutionStatus from, ExecutionStatus to,
-                       Millis now) {
-    if (from == to) return;
-    op_counts_[{queue, static_cast<int>(from)}] -= 1;
-    op_counts_[{queue, static_cast<int>(to)}] += 1;
-    if (IsTerminal(to)) op_outcomes_[{now / kHourMs, static_cast<int>(to)}] += 1;
-  }
-  void CountAdmission(const std::string& queue) {
-    op_counts_[{queue, static_cast<int>(ExecutionStatus::kQueued)}] += 1;
-  }
   void KeepOpCounts() {
-    for (auto& [k, v] : op_counts_) batch_counts_[k] += v;
-    for (auto& [k, v] : op_outcomes_) batch_outcomes_[k] += v;
-    DropOpCounts();
-  }
-  void DropOpCounts() {
-    op_counts_.clear();
-    op_outcomes_.clear();
+    batch_counters_.Add(op_counters_);
+    op_counters_.Clear();
   }
   Status FlushCounts(Connection& c) {
-    for (const auto& [k, v] : batch_counts_) {
+    for (const auto& [k, v] : batch_counters_.counts) {
       if (v == 0) continue;
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kAddStatusCount));
       s.Bind(1, k.first).Bind(2, k.second).Bind(3, v);
       TE_RETURN_IF_ERROR(s.Run());
     }
-    for (const auto& [k, v] : batch_outcomes_) {
+    for (const auto& [k, v] : batch_counters_.outcomes) {
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kAddOutcome));
       s.Bind(1, k.first).Bind(2, k.second).Bind(3, v);
       TE_RETURN_IF_ERROR(s.Run());
     }
     return Status::Ok();
-  }
-
-  // O1: statuses that hold their lane (a failed or quarantined head blocks it).
-  static bool IsOpen(ExecutionStatus s) {
-    return s == ExecutionStatus::kQueued || s == ExecutionStatus::kRunning ||
-           s == ExecutionStatus::kFailed || s == ExecutionStatus::kQuarantined;
   }
 
   // When the lane has no open, un-parked execution left, the oldest parked
@@ -1801,13 +1190,6 @@ class SqliteStore final : public Store {
     return u.Run();
   }
 
-  static Result<bool> MayHaveEscapedEffects(Connection& c, ExecutionId id) {
-    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kMayHaveEscapedEffects));
-    s.Bind(1, id.value);
-    TE_ASSIGN_OR_RETURN(bool row, s.Step());
-    return row && s.Int(0) != 0;
-  }
-
   static Status InsertAudit(Connection& c, const AuditRecord& r) {
     TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kInsertAudit));
     s.Bind(1, r.at).Bind(2, r.actor).Bind(3, r.tenant).Bind(4, r.action).Bind(5, r.target);
@@ -1815,41 +1197,88 @@ class SqliteStore final : public Store {
     return s.Run();
   }
 
-  static std::string StatusJson(ExecutionStatus status) {
-    return std::string("{\"status\":\"") + std::string(ToString(status)) + "\"}";
-  }
+  // The steps of the shared operator actions and sweep (store_actions.h) in
+  // one writer transaction.
+  class SqliteActionTx final : public ActionTx {
+   public:
+    SqliteActionTx(SqliteStore& store, Connection& c) : store_(store), c_(c) {}
 
-  // Performs a replay decided legal: resolves unconfirmed effects as told,
-  // requeues through the state machine, and audits it.
-  Result<ExecutionStatus> DoReplay(Connection& c, const StateRow& row, Millis now,
-                                   AmbiguousResolution ambiguous, const std::string& actor,
-                                   const std::string& reason, const std::string& action) {
-    Event e;
-    e.kind = EventKind::kReplay;
-    e.now = now;
-    TE_ASSIGN_OR_RETURN(Transition t, Decide(row.state, e));
-    if (ambiguous == AmbiguousResolution::kAssumeDone) {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kAssumeEffectsDone));
-      s.Bind(1, row.id.value).Bind(2, now).Bind(3, "assumed done by " + actor + " at replay");
-      TE_RETURN_IF_ERROR(s.Run());
-    } else if (ambiguous == AmbiguousResolution::kAssumeNotDone) {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kDropUnconfirmedEffects));
-      s.Bind(1, row.id.value);
-      TE_RETURN_IF_ERROR(s.Run());
+    Result<std::optional<StateRow>> LoadState(ExecutionId id) override {
+      return SqliteStore::LoadState(c_, id);
     }
-    TE_RETURN_IF_ERROR(Apply(c, row, t, now, std::nullopt, std::string_view(), std::nullopt));
-    AuditRecord a;
-    a.at = now;
-    a.actor = actor;
-    a.tenant = row.tenant;
-    a.action = action;
-    a.target = "execution:" + std::to_string(row.id.value);
-    a.before_json = StatusJson(row.state.status);
-    a.after_json = StatusJson(t.to);
-    a.reason = reason;
-    TE_RETURN_IF_ERROR(InsertAudit(c, a));
-    return t.to;
-  }
+    Result<bool> MayHaveEscapedEffects(ExecutionId id) override {
+      TE_ASSIGN_OR_RETURN(Stmt s, c_.Prepare(kMayHaveEscapedEffects));
+      s.Bind(1, id.value);
+      TE_ASSIGN_OR_RETURN(bool row, s.Step());
+      return row && s.Int(0) != 0;
+    }
+    Status Apply(const StateRow& row, const Transition& t, Millis now,
+                 std::optional<std::string_view> result, std::optional<std::string_view> error,
+                 std::optional<int> progress) override {
+      return store_.Apply(c_, row, t, now, result, error, progress);
+    }
+    Status InsertAudit(const AuditRecord& record) override {
+      return SqliteStore::InsertAudit(c_, record);
+    }
+    Result<std::optional<PendingReplay>> GetPendingReplay(ExecutionId id) override {
+      TE_ASSIGN_OR_RETURN(Stmt p, c_.Prepare(kGetPendingReplay));
+      p.Bind(1, id.value);
+      TE_ASSIGN_OR_RETURN(bool pending, p.Step());
+      if (!pending) return std::optional<PendingReplay>();
+      return std::optional<PendingReplay>(ReadPendingReplayRow(StmtRow(p)));
+    }
+    Status InsertPendingReplay(const ReplayRequest& request, Millis now) override {
+      TE_ASSIGN_OR_RETURN(Stmt ins, c_.Prepare(kInsertPendingReplay));
+      ins.Bind(1, request.id.value).Bind(2, request.action.actor).Bind(3, request.action.reason);
+      ins.Bind(4, now).Bind(5, static_cast<int>(request.ambiguous));
+      return ins.Run();
+    }
+    Status DeletePendingReplay(ExecutionId id) override {
+      TE_ASSIGN_OR_RETURN(Stmt d, c_.Prepare(kDeletePendingReplay));
+      d.Bind(1, id.value);
+      return d.Run();
+    }
+    Status AssumeEffectsDone(ExecutionId id, Millis now, const std::string& detail) override {
+      TE_ASSIGN_OR_RETURN(Stmt s, c_.Prepare(kAssumeEffectsDone));
+      s.Bind(1, id.value).Bind(2, now).Bind(3, detail);
+      return s.Run();
+    }
+    Status DropUnconfirmedEffects(ExecutionId id) override {
+      TE_ASSIGN_OR_RETURN(Stmt s, c_.Prepare(kDropUnconfirmedEffects));
+      s.Bind(1, id.value);
+      return s.Run();
+    }
+    Result<std::optional<StoredEffect>> GetEffect(ExecutionId id, std::string_view name) override {
+      TE_ASSIGN_OR_RETURN(Stmt s, c_.Prepare(kGetEffect));
+      s.Bind(1, id.value).Bind(2, name);
+      TE_ASSIGN_OR_RETURN(bool exists, s.Step());
+      if (!exists) return std::optional<StoredEffect>();
+      return std::optional<StoredEffect>(ReadStoredEffectRow(StmtRow(s)));
+    }
+    Status InsertEffect(const LeaseRef& lease, std::string_view name, int attempt,
+                        Millis now) override {
+      TE_ASSIGN_OR_RETURN(Stmt ins, c_.Prepare(kReserveEffect));
+      ins.Bind(1, lease.id.value).Bind(2, name).Bind(3, lease.version.value);
+      ins.Bind(4, attempt).Bind(5, now);
+      return ins.Run();
+    }
+    Status UpdateCommittedEffect(const LeaseRef& lease, std::string_view name,
+                                 std::string_view detail, int attempt, Millis now) override {
+      TE_ASSIGN_OR_RETURN(Stmt u, c_.Prepare(kCommitEffect));
+      u.Bind(1, lease.id.value).Bind(2, name).Bind(3, now).Bind(4, detail);
+      u.Bind(5, lease.version.value).Bind(6, attempt);
+      return u.Run();
+    }
+    Status DeleteReservedEffect(const LeaseRef& lease, std::string_view name) override {
+      TE_ASSIGN_OR_RETURN(Stmt d, c_.Prepare(kReleaseEffect));
+      d.Bind(1, lease.id.value).Bind(2, name).Bind(3, lease.version.value);
+      return d.Run();
+    }
+
+   private:
+    SqliteStore& store_;
+    Connection& c_;
+  };
 
   Result<AdmitResult> AdmitOne(Connection& c, const AdmitRequest& r, Millis now,
                                std::unordered_map<std::string, JobPolicy>& jobs) {
@@ -1857,14 +1286,7 @@ class SqliteStore final : public Store {
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kFindByKey));
       s.Bind(1, r.job.value).Bind(2, r.tenant.value).Bind(3, r.idempotency_key);
       TE_ASSIGN_OR_RETURN(bool row, s.Step());
-      if (row) {
-        AdmitResult res;
-        res.id = ExecutionId(s.Int(0));
-        res.outcome = s.TextView(1) == r.fingerprint ? AdmitOutcome::kDuplicate
-                                                      : AdmitOutcome::kConflict;
-        res.status = static_cast<ExecutionStatus>(s.Int(2));
-        return res;
-      }
+      if (row) return ReadExistingAdmissionRow(StmtRow(s), r);
     }
     auto it = jobs.find(r.job.value);
     if (it == jobs.end()) {
@@ -1872,17 +1294,7 @@ class SqliteStore final : public Store {
       s.Bind(1, r.job.value);
       TE_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) return NotFound("no job named '" + r.job.value + "'");
-      JobPolicy p;
-      p.queue = s.Text(0);
-      p.retry.max_attempts = static_cast<int>(s.Int(1));
-      p.retry.backoff_base_ms = s.Int(2);
-      p.retry.backoff_cap_ms = s.Int(3);
-      p.retry.max_permanent_attempts = static_cast<int>(s.Int(4));
-      p.retry.max_ambiguous_attempts = static_cast<int>(s.Int(5));
-      p.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(6));
-      p.lease_ms = s.Int(7);
-      p.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(8));
-      it = jobs.emplace(r.job.value, std::move(p)).first;
+      it = jobs.emplace(r.job.value, ReadJobPolicyRow(StmtRow(s))).first;
     }
     const JobPolicy& p = it->second;
     bool parked = false;
@@ -1895,7 +1307,7 @@ class SqliteStore final : public Store {
     s.Bind(1, r.job.value).Bind(2, r.tenant.value).Bind(3, p.queue);
     s.Bind(4, static_cast<int>(r.trigger)).Bind(5, r.requester).BindOrNull(6, r.idempotency_key);
     s.Bind(7, r.payload_json).Bind(8, r.fingerprint).Bind(9, r.scheduled_at);
-    s.Bind(10, r.run_at > 0 ? r.run_at : now).Bind(11, now).Bind(12, r.lane_key);
+    s.Bind(10, AdmissionRunAt(r, now)).Bind(11, now).Bind(12, r.lane_key);
     s.Bind(13, r.parent.value).Bind(14, p.retry.max_attempts).Bind(15, p.retry.backoff_base_ms);
     s.Bind(16, p.retry.backoff_cap_ms).Bind(17, p.retry.max_permanent_attempts);
     s.Bind(18, p.retry.max_ambiguous_attempts).Bind(19, p.retry.max_consecutive_lease_expiries);
@@ -1906,7 +1318,7 @@ class SqliteStore final : public Store {
     res.outcome = AdmitOutcome::kCreated;
     res.id = ExecutionId(c.last_insert_rowid());
     res.status = ExecutionStatus::kQueued;
-    CountAdmission(p.queue);
+    op_counters_.CountAdmission(p.queue);
     return res;
   }
 
@@ -1996,7 +1408,7 @@ class SqliteStore final : public Store {
     for (std::size_t i = 0; i < batch.size(); ++i) {
       Op* op = batch[i];
       Status sp = RunCached(c, kSavepoint);
-      DropOpCounts();
+      op_counters_.Clear();
       if (sp.ok()) {
         op->result = op->body(c);
         if (op->result.ok()) KeepOpCounts();
@@ -2013,14 +1425,12 @@ class SqliteStore final : public Store {
         if (aborted.code() == ErrorCode::kInternal) aborted = Unavailable(aborted.message());
         for (Op* o : batch) o->result = aborted;
         if (!c.autocommit()) (void)c.Exec("ROLLBACK");
-        batch_counts_.clear();
-        batch_outcomes_.clear();
+        batch_counters_.Clear();
         return;
       }
     }
     Status commit = FlushCounts(c);
-    batch_counts_.clear();
-    batch_outcomes_.clear();
+    batch_counters_.Clear();
     if (commit.ok()) commit = RunCached(c, kCommit);
     if (!commit.ok()) {
       if (!c.autocommit()) (void)c.Exec("ROLLBACK");
@@ -2039,8 +1449,7 @@ class SqliteStore final : public Store {
   std::thread writer_;
   bool synced_commits_ = true;  // the writer connection's current synchronous mode is FULL
   // Counter deltas of the running operation and of the batch (writer thread only).
-  std::map<std::pair<std::string, int>, std::int64_t> op_counts_, batch_counts_;
-  std::map<std::pair<std::int64_t, int>, std::int64_t> op_outcomes_, batch_outcomes_;
+  StatusCounters op_counters_, batch_counters_;
 
   // Protected by mu_.
   std::mutex mu_;

@@ -1,0 +1,425 @@
+#include "storage/store_rules.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/canonical_json.h"
+#include "storage/list_codec.h"
+
+namespace taskengine::storage_internal {
+namespace {
+constexpr Millis kHourMs = 3'600'000;
+}  // namespace
+
+// --- validation --------------------------------------------------------------
+
+Status ValidateJob(const JobDefinition& j) {
+  if (!IsValidJobName(j.name.value)) {
+    return InvalidArgument("invalid job name '" + j.name.value +
+                           "': must match [a-z0-9][a-z0-9._-]{0,99}");
+  }
+  if (!IsValidQueueName(j.queue)) {
+    return InvalidArgument("invalid queue name '" + j.queue + "' for job " + j.name.value);
+  }
+  if (j.handler.empty() || j.handler.size() > 100) {
+    return InvalidArgument("job " + j.name.value + " needs a handler name (1..100 characters)");
+  }
+  const RetryPolicy& r = j.retry;
+  if (r.max_attempts < 1 || r.max_attempts > 1000 || r.max_permanent_attempts < 1 ||
+      r.max_ambiguous_attempts < 1 || r.max_consecutive_lease_expiries < 1 ||
+      r.max_unsupported_schema_attempts < 1) {
+    return InvalidArgument("job " + j.name.value +
+                           ": attempt bounds must be >= 1 (max_attempts <= 1000)");
+  }
+  if (r.backoff_base_ms < 0 || r.backoff_cap_ms < r.backoff_base_ms) {
+    return InvalidArgument("job " + j.name.value + ": backoff needs 0 <= base <= cap");
+  }
+  if (j.lease_ms < 1 || j.timeout_ms < 1) {
+    return InvalidArgument("job " + j.name.value + ": lease and timeout must be >= 1 ms");
+  }
+  for (int v : j.accepted_schema_versions) {
+    if (v < 0 || v > 1'000'000) {
+      return InvalidArgument("job " + j.name.value + ": schema versions must be 0..1000000");
+    }
+  }
+  if (j.catch_up_window_ms < 0 || j.catch_up_window_ms > 7LL * 24 * 3600 * 1000 ||
+      j.window_ms < 0 || j.window_ms > 366LL * 24 * 3600 * 1000) {
+    return InvalidArgument("job " + j.name.value +
+                           ": catch-up window must be 0..7 days and window 0..366 days");
+  }
+  if (j.lane_template.size() > 200) {
+    return InvalidArgument("job " + j.name.value + ": lane template longer than 200 bytes");
+  }
+  auto config = CanonicalizeJson(j.config_json);
+  if (!config.ok()) {
+    return InvalidArgument("job " + j.name.value + ": config must be a JSON object: " +
+                           config.status().message());
+  }
+  return Status::Ok();
+}
+
+Status ValidateTenant(const Tenant& tenant) {
+  if (!IsValidTenantId(tenant.id.value)) {
+    return InvalidArgument("invalid tenant id '" + tenant.id.value +
+                           "': must match [a-z0-9][a-z0-9_-]{0,49}");
+  }
+  if (tenant.name.size() > 200) return InvalidArgument("tenant name longer than 200 bytes");
+  return Status::Ok();
+}
+
+Status ValidateUser(const User& user) {
+  if (user.name.empty() || user.name.size() > 100 ||
+      user.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._@-") != std::string::npos) {
+    return InvalidArgument("invalid user name '" + user.name + "': [a-z0-9._@-], 1..100");
+  }
+  if (user.password_hash.empty()) return InvalidArgument("a user needs a password hash");
+  return ValidatePrincipalLists(user.scopes, user.tenants);
+}
+
+Status ValidateToken(const ApiToken& token) {
+  if (token.secret_hash.size() != 64) return InvalidArgument("token secret hash must be hex SHA-256");
+  if (token.principal.empty() || token.principal.size() > 200 || token.name.size() > 200) {
+    return InvalidArgument("a token needs a principal (and names of at most 200 bytes)");
+  }
+  return ValidatePrincipalLists(token.scopes, token.tenants);
+}
+
+Status ValidateSession(const Session& session) {
+  if (session.id_hash.size() != 64 || session.user.empty() || session.csrf_token.empty()) {
+    return InvalidArgument("a session needs an id hash, a user and a CSRF token");
+  }
+  return Status::Ok();
+}
+
+Status ValidateWorker(const WorkerInfo& w) {
+  if (w.id.empty() || w.id.value.size() > 200 || w.hostname.size() > 255) {
+    return InvalidArgument("a worker needs an id (at most 200 bytes)");
+  }
+  return Status::Ok();
+}
+
+Status ValidateGrant(std::string_view principal, std::string_view tenant) {
+  if (principal.empty() || principal.size() > 200) return InvalidArgument("bad principal");
+  if (tenant != "*" && !IsValidTenantId(tenant)) {
+    return InvalidArgument("invalid tenant '" + std::string(tenant) + "'");
+  }
+  return Status::Ok();
+}
+
+Status ValidateLock(std::string_view name, std::string_view holder, Millis ttl_ms) {
+  if (name.empty() || holder.empty() || ttl_ms < 1) {
+    return InvalidArgument("a lock needs a name, a holder and a positive ttl");
+  }
+  return Status::Ok();
+}
+
+Status ValidateEffectName(std::string_view name) {
+  if (!IsValidEffectName(name)) {
+    return InvalidArgument("invalid effect name: 1..120 characters of [A-Za-z0-9._:-]");
+  }
+  return Status::Ok();
+}
+
+Status ValidateEffectCommit(std::string_view name, std::string_view detail) {
+  TE_RETURN_IF_ERROR(ValidateEffectName(name));
+  if (detail.size() > 64 * 1024) return InvalidArgument("effect detail longer than 64 KiB");
+  return Status::Ok();
+}
+
+Status ValidateAuditRecord(const AuditRecord& record) {
+  if (record.actor.empty() || record.action.empty() || record.target.empty()) {
+    return InvalidArgument("audit records need an actor, an action and a target");
+  }
+  return Status::Ok();
+}
+
+Status ValidateListLimit(int limit) {
+  if (limit < 1 || limit > 1000) return InvalidArgument("limit must be 1..1000");
+  return Status::Ok();
+}
+
+Status ValidateLogLimit(int limit) {
+  if (limit < 1) return InvalidArgument("limit must be >= 1");
+  return Status::Ok();
+}
+
+Status ValidateSweepBatch(int max_batch) {
+  if (max_batch < 1) return InvalidArgument("sweep batch must be >= 1");
+  return Status::Ok();
+}
+
+Status ValidateCancel(const OperatorAction& action) {
+  if (action.actor.empty()) return InvalidArgument("cancel needs an actor");
+  return Status::Ok();
+}
+
+Status ValidateReplay(const ReplayRequest& request) {
+  if (request.action.actor.empty()) return InvalidArgument("replay needs an operator identity");
+  if (request.action.reason.empty()) return InvalidArgument("replay needs a reason");
+  return Status::Ok();
+}
+
+Status ValidateApproval(const OperatorAction& approver) {
+  if (approver.actor.empty()) return InvalidArgument("approval needs an operator identity");
+  return Status::Ok();
+}
+
+Status NewerSchemaError(int version, int supported) {
+  return Unavailable("database schema version " + std::to_string(version) +
+                     " is newer than this binary's (" + std::to_string(supported) +
+                     "); upgrade taskengine");
+}
+
+// --- executions --------------------------------------------------------------
+
+Status CheckLease(const std::optional<StateRow>& row, const LeaseRef& lease) {
+  if (!row) return NotFound("no execution " + std::to_string(lease.id.value));
+  if (row->version != lease.version || row->state.status != ExecutionStatus::kRunning) {
+    return Stale("claim version " + std::to_string(lease.version.value) + " of execution " +
+                 std::to_string(lease.id.value) + " is not current (current " +
+                 std::to_string(row->version.value) + ", status " +
+                 std::string(ToString(row->state.status)) + ")");
+  }
+  return Status::Ok();
+}
+
+Lease NewLease(const ClaimRow& due, const Transition& t, Millis now, const std::string& queue) {
+  const StateRow& row = due.row;
+  Lease lease;
+  lease.id = row.id;
+  lease.version = ClaimVersion(row.version.value + (t.bump_claim ? 1 : 0));
+  lease.job = due.job;
+  lease.tenant = TenantId(row.tenant);
+  lease.queue = queue;
+  lease.attempt = t.attempt;
+  lease.payload_json = due.payload_json;
+  lease.idempotency_key = due.idempotency_key;
+  lease.lease_ms = row.lease_ms;
+  lease.lease_expires_at = now + row.lease_ms;
+  return lease;
+}
+
+HeartbeatReply HeartbeatReplyFor(const StateRow& row, Millis now) {
+  HeartbeatReply reply;
+  reply.lease_expires_at = now + row.lease_ms;
+  reply.cancel_requested = row.state.cancel_requested;
+  return reply;
+}
+
+bool EndsFailedAttempt(ExecutionStatus from, ExecutionStatus to) {
+  return from == ExecutionStatus::kRunning && to != ExecutionStatus::kRunning &&
+         to != ExecutionStatus::kSucceeded;
+}
+
+bool HoldsLane(ExecutionStatus s) {
+  return s == ExecutionStatus::kQueued || s == ExecutionStatus::kRunning ||
+         s == ExecutionStatus::kFailed || s == ExecutionStatus::kQuarantined;
+}
+
+bool BlocksLane(ExecutionStatus head_status) {
+  return head_status == ExecutionStatus::kFailed || head_status == ExecutionStatus::kQuarantined;
+}
+
+bool LeavesLane(const StateRow& row, ExecutionStatus to) {
+  return !row.lane_key.empty() && HoldsLane(row.state.status) && !HoldsLane(to);
+}
+
+void SortBlockedFirst(std::vector<LaneStatus>& lanes) {
+  std::stable_sort(lanes.begin(), lanes.end(), [](const LaneStatus& a, const LaneStatus& b) {
+    return a.blocked > b.blocked;
+  });
+}
+
+std::int64_t FirstRecentOutcomeHour(Millis now) { return now / kHourMs - 23; }
+
+void StatusCounters::CountTransition(const std::string& queue, ExecutionStatus from,
+                                     ExecutionStatus to, Millis now) {
+  if (from == to) return;
+  counts[{queue, static_cast<int>(from)}] -= 1;
+  counts[{queue, static_cast<int>(to)}] += 1;
+  if (IsTerminal(to)) outcomes[{now / kHourMs, static_cast<int>(to)}] += 1;
+}
+
+void StatusCounters::CountAdmission(const std::string& queue) {
+  counts[{queue, static_cast<int>(ExecutionStatus::kQueued)}] += 1;
+}
+
+void StatusCounters::Add(const StatusCounters& other) {
+  for (const auto& [k, v] : other.counts) counts[k] += v;
+  for (const auto& [k, v] : other.outcomes) outcomes[k] += v;
+}
+
+void StatusCounters::Clear() {
+  counts.clear();
+  outcomes.clear();
+}
+
+FinishPlan PlanFinish(const FinishRequest& f, Millis now, double jitter01) {
+  FinishPlan plan;
+  Event& e = plan.event;
+  e.now = now;
+  e.jitter01 = jitter01;
+  switch (f.kind) {
+    case FinishRequest::Kind::kComplete:
+      e.kind = EventKind::kSucceed;
+      plan.result = f.result_json;
+      plan.error = std::string_view();
+      plan.progress = 100;
+      break;
+    case FinishRequest::Kind::kFail:
+      e.kind = EventKind::kFail;
+      e.failure_class = f.failure_class;
+      e.unsupported_schema = f.unsupported_schema;
+      e.retry_after_ms = std::max<Millis>(0, f.retry_after_ms);
+      plan.error = f.error;
+      break;
+    case FinishRequest::Kind::kRelease:
+      e.kind = EventKind::kRelease;
+      break;
+  }
+  return plan;
+}
+
+std::string LeaseExpiredError(int attempt) {
+  return "lease expired (attempt " + std::to_string(attempt) + ")";
+}
+
+void CountRecovered(SweepReport& report, ExecutionStatus to) {
+  ++report.recovered;
+  switch (to) {
+    case ExecutionStatus::kQueued: ++report.requeued; break;
+    case ExecutionStatus::kFailed: ++report.failed; break;
+    case ExecutionStatus::kQuarantined: ++report.quarantined; break;
+    case ExecutionStatus::kCanceled:
+    case ExecutionStatus::kPartiallyCanceled: ++report.canceled; break;
+    default: break;
+  }
+}
+
+void TrimPage(ExecutionPage& page, int limit) {
+  if (static_cast<int>(page.items.size()) > limit) {
+    page.items.pop_back();
+    page.next_before = page.items.back().id;
+  }
+}
+
+Status ReplayAlreadyPending(ExecutionId id, const std::string& requested_by) {
+  return Conflict("a replay of execution " + std::to_string(id.value) + " requested by " +
+                  requested_by + " is waiting for approval");
+}
+
+Status NoPendingReplay(ExecutionId id) {
+  return NotFound("no replay of execution " + std::to_string(id.value) +
+                  " is waiting for approval");
+}
+
+Status CheckFourEyes(const PendingReplay& pending, const OperatorAction& approver) {
+  if (pending.requested_by == approver.actor) {
+    return Conflict("four-eyes: " + approver.actor +
+                    " asked for this replay and cannot also approve it");
+  }
+  return Status::Ok();
+}
+
+std::string ApprovedReplayReason(const PendingReplay& pending) {
+  return pending.reason + " (requested by " + pending.requested_by + ")";
+}
+
+std::string AssumedDoneDetail(const std::string& actor) {
+  return "assumed done by " + actor + " at replay";
+}
+
+const char* CancelAuditAction(ExecutionStatus to) {
+  return to == ExecutionStatus::kRunning ? "execution.cancel_requested" : "execution.cancel";
+}
+
+std::string StatusJson(ExecutionStatus status) {
+  return std::string("{\"status\":\"") + std::string(ToString(status)) + "\"}";
+}
+
+AuditRecord ExecutionAudit(Millis at, const std::string& actor, const std::string& tenant,
+                           std::string action, ExecutionId id, ExecutionStatus before,
+                           std::optional<ExecutionStatus> after, const std::string& reason) {
+  AuditRecord a;
+  a.at = at;
+  a.actor = actor;
+  a.tenant = tenant;
+  a.action = std::move(action);
+  a.target = "execution:" + std::to_string(id.value);
+  a.before_json = StatusJson(before);
+  if (after) a.after_json = StatusJson(*after);
+  a.reason = reason;
+  return a;
+}
+
+// --- effects -----------------------------------------------------------------
+
+bool AnswerReserve(const std::optional<StoredEffect>& stored, bool cancel_requested,
+                   const LeaseRef& lease, EffectReply& reply) {
+  if (stored) {
+    if (stored->committed) {
+      reply.answer = EffectAnswer::kAlreadyDone;
+      reply.committed_at = stored->committed_at;
+      reply.detail = stored->detail;
+      return true;
+    }
+    if (cancel_requested) {
+      reply.answer = EffectAnswer::kCanceled;
+      return true;
+    }
+    reply.answer =
+        stored->reserved_by == lease.version ? EffectAnswer::kProceed : EffectAnswer::kAmbiguous;
+    return true;
+  }
+  if (cancel_requested) {
+    reply.answer = EffectAnswer::kCanceled;
+    return true;
+  }
+  return false;
+}
+
+Result<EffectCommit> PlanCommit(const LeaseRef& lease, std::string_view name,
+                                std::string_view detail, const std::optional<StoredEffect>& stored,
+                                int attempt, Millis now) {
+  EffectCommit out;
+  EffectRecord& rec = out.record;
+  rec.execution = lease.id;
+  rec.name = std::string(name);
+  rec.key = EffectKey(lease.id, name);
+  if (!stored) {
+    return Conflict("effect " + rec.key + " was never reserved: reserve it before the effect");
+  }
+  rec.reserved_at = stored->reserved_at;
+  rec.committed = true;
+  if (stored->committed) {  // already committed: keep the first record
+    rec.reserved_by = stored->reserved_by;
+    rec.attempt = stored->attempt;
+    rec.committed_at = stored->committed_at;
+    rec.detail = stored->detail;
+    return out;
+  }
+  out.write = true;
+  rec.reserved_by = lease.version;
+  rec.attempt = attempt;
+  rec.committed_at = now;
+  rec.detail = std::string(detail);
+  return out;
+}
+
+// --- admission -----------------------------------------------------------------
+
+Millis AdmissionRunAt(const AdmitRequest& request, Millis now) {
+  return request.run_at > 0 ? request.run_at : now;
+}
+
+AdmitResult ExistingAdmission(ExecutionId id, std::string_view fingerprint,
+                              ExecutionStatus status, const AdmitRequest& request) {
+  AdmitResult res;
+  res.id = id;
+  res.outcome = fingerprint == request.fingerprint ? AdmitOutcome::kDuplicate
+                                                   : AdmitOutcome::kConflict;
+  res.status = status;
+  return res;
+}
+
+}  // namespace taskengine::storage_internal

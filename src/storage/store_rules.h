@@ -1,0 +1,203 @@
+// The rules of the storage contract that do not depend on the database:
+// argument validation (the contract's kInvalidArgument cases), lease fencing,
+// and the small decisions both backends make the same way around their SQL.
+// Each backend keeps its SQL and its transactions; what it decides with the
+// rows it reads lives here, once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/state_machine.h"
+#include "storage/store.h"
+#include "taskengine/status.h"
+#include "taskengine/types.h"
+
+namespace taskengine::storage_internal {
+
+// --- validation (before any SQL runs) --------------------------------------
+
+Status ValidateJob(const JobDefinition& job);
+Status ValidateTenant(const Tenant& tenant);
+Status ValidateUser(const User& user);
+Status ValidateToken(const ApiToken& token);
+Status ValidateSession(const Session& session);
+Status ValidateWorker(const WorkerInfo& worker);
+Status ValidateGrant(std::string_view principal, std::string_view tenant);
+Status ValidateLock(std::string_view name, std::string_view holder, Millis ttl_ms);
+Status ValidateEffectName(std::string_view name);
+// An effect name and the detail of its commit.
+Status ValidateEffectCommit(std::string_view name, std::string_view detail);
+Status ValidateAuditRecord(const AuditRecord& record);
+// A page size of a list call (audit, lanes, executions): 1..1000.
+Status ValidateListLimit(int limit);
+// A page size of GetLogs (>= 1) and the batch of a sweep (>= 1).
+Status ValidateLogLimit(int limit);
+Status ValidateSweepBatch(int max_batch);
+Status ValidateCancel(const OperatorAction& action);
+Status ValidateReplay(const ReplayRequest& request);
+Status ValidateApproval(const OperatorAction& approver);
+
+// Migrate() on a database whose schema `version` is newer than `supported`.
+Status NewerSchemaError(int version, int supported);
+
+// --- executions --------------------------------------------------------------
+
+// An execution as the state machine and fencing see it (the state columns).
+struct StateRow {
+  ExecutionId id;
+  ExecutionState state;
+  ClaimVersion version;
+  Millis lease_ms = 0;
+  Millis run_at = 0;
+  Millis started_at = 0;
+  Millis finished_at = 0;
+  std::string lane_key;
+  std::string tenant;
+  std::string worker;
+  std::string queue;
+};
+
+// L2 fencing and L7: the one check every lease call makes. kNotFound when
+// `row` is nullopt (no such execution), kStale when the lease is not current.
+Status CheckLease(const std::optional<StateRow>& row, const LeaseRef& lease);
+
+// A due execution a claim reads: its state and what a worker needs.
+struct ClaimRow {
+  StateRow row;
+  JobName job;
+  std::string payload_json;
+  std::string idempotency_key;
+};
+// The lease a claim of `due` in `queue` hands out, `t` being its transition.
+Lease NewLease(const ClaimRow& due, const Transition& t, Millis now, const std::string& queue);
+// A heartbeat's answer for the lease of `row`.
+HeartbeatReply HeartbeatReplyFor(const StateRow& row, Millis now);
+
+// A transition from `row`'s status to `to` ends a running attempt without
+// success: the attempt's history is written.
+bool EndsFailedAttempt(ExecutionStatus from, ExecutionStatus to);
+// O1: statuses that hold their lane (a failed or quarantined head blocks it).
+bool HoldsLane(ExecutionStatus status);
+// A lane whose head has this status is blocked.
+bool BlocksLane(ExecutionStatus head_status);
+// `row` moving to `to` leaves its lane: the next parked execution may become due.
+bool LeavesLane(const StateRow& row, ExecutionStatus to);
+// Lanes with a blocked head first, otherwise in the given order.
+void SortBlockedFirst(std::vector<LaneStatus>& lanes);
+
+// The first hour (ms / 1 hour) of the 24 whose outcomes GetStats reports.
+std::int64_t FirstRecentOutcomeHour(Millis now);
+
+// Per-transaction changes of the status counters (P8): executions per
+// (queue, status), and terminal outcomes per (hour, status).
+struct StatusCounters {
+  std::map<std::pair<std::string, int>, std::int64_t> counts;
+  std::map<std::pair<std::int64_t, int>, std::int64_t> outcomes;
+
+  void CountTransition(const std::string& queue, ExecutionStatus from, ExecutionStatus to,
+                       Millis now);
+  void CountAdmission(const std::string& queue);
+  // Adds `other`'s changes to these.
+  void Add(const StatusCounters& other);
+  void Clear();
+};
+
+// What a FinishRequest asks of the state machine, and what it writes.
+struct FinishPlan {
+  Event event;
+  std::optional<std::string_view> result;  // views into the request
+  std::optional<std::string_view> error;
+  std::optional<int> progress;
+};
+// `jitter01` is the request's draw from the store's random source.
+FinishPlan PlanFinish(const FinishRequest& request, Millis now, double jitter01);
+
+// The error recorded when a lease of `attempt` expires.
+std::string LeaseExpiredError(int attempt);
+// Counts one execution recovered by a sweep that moved it to `to`.
+void CountRecovered(SweepReport& report, ExecutionStatus to);
+
+// Cuts a page read with limit + 1 rows to `limit`, setting next_before when
+// there are more.
+void TrimPage(ExecutionPage& page, int limit);
+
+// --- operator actions ------------------------------------------------------------
+
+// A replay waiting for a second operator's approval (four-eyes).
+struct PendingReplay {
+  std::string requested_by;
+  std::string reason;
+  AmbiguousResolution ambiguous = AmbiguousResolution::kKeep;
+};
+// kConflict: a replay of execution `id` by `requested_by` already waits.
+Status ReplayAlreadyPending(ExecutionId id, const std::string& requested_by);
+// kNotFound: no replay of execution `id` waits for approval.
+Status NoPendingReplay(ExecutionId id);
+// kConflict when `approver` asked for the replay itself.
+Status CheckFourEyes(const PendingReplay& pending, const OperatorAction& approver);
+// The reason recorded for an approved replay.
+std::string ApprovedReplayReason(const PendingReplay& pending);
+// The detail of effects assumed done by a replay of `actor`.
+std::string AssumedDoneDetail(const std::string& actor);
+// The audit action of a cancel that moved an execution to `to`.
+const char* CancelAuditAction(ExecutionStatus to);
+
+// {"status":"<name>"}, the before/after of an operator action's audit record.
+std::string StatusJson(ExecutionStatus status);
+// An audit record about execution `id` (target "execution:<id>"). An empty
+// `after` leaves after_json empty.
+AuditRecord ExecutionAudit(Millis at, const std::string& actor, const std::string& tenant,
+                           std::string action, ExecutionId id, ExecutionStatus before,
+                           std::optional<ExecutionStatus> after, const std::string& reason);
+
+// --- effects -----------------------------------------------------------------
+
+// An effect's stored row, as ReserveEffect and CommitEffect look at it.
+struct StoredEffect {
+  bool committed = false;
+  ClaimVersion reserved_by;
+  int attempt = 0;
+  Millis reserved_at = 0;
+  Millis committed_at = 0;
+  std::string detail;
+};
+// ReserveEffect under a current lease: answers in `reply` and returns true,
+// or returns false when the caller must reserve the effect now (and answer
+// kProceed). `stored` is the effect's row, nullopt when there is none.
+bool AnswerReserve(const std::optional<StoredEffect>& stored, bool cancel_requested,
+                   const LeaseRef& lease, EffectReply& reply);
+// CommitEffect under a current lease. kConflict when the effect was never
+// reserved. Otherwise the record to return; `write` says whether the caller
+// must record the commit (false: it was committed already, keep the first).
+struct EffectCommit {
+  EffectRecord record;
+  bool write = false;
+};
+Result<EffectCommit> PlanCommit(const LeaseRef& lease, std::string_view name,
+                                std::string_view detail, const std::optional<StoredEffect>& stored,
+                                int attempt, Millis now);
+
+// --- admission -----------------------------------------------------------------
+
+// The part of a job definition an admission copies into the execution.
+struct JobPolicy {
+  std::string queue;
+  RetryPolicy retry;
+  Millis lease_ms = 0;
+};
+
+// When an admitted execution first becomes due: the requested run_at, or now.
+Millis AdmissionRunAt(const AdmitRequest& request, Millis now);
+
+// The answer to an admission whose idempotency key already names execution
+// `id` (with `fingerprint` and `status`).
+AdmitResult ExistingAdmission(ExecutionId id, std::string_view fingerprint,
+                              ExecutionStatus status, const AdmitRequest& request);
+
+}  // namespace taskengine::storage_internal
