@@ -5,8 +5,8 @@
 //                       [--runs N] [--dir PATH]
 //
 // P5: bulk-dispatch N no-op jobs (batches of 1,000; each node dispatches half
-// at the same time) into a fresh schema, then drain them with TWO engine nodes (two Engine objects in this process, each
-// with its own connection pool, worker pool and sweeper, sharing the work
+// at the same time) into a fresh schema, then drain them with TWO engine nodes (two Engine objects
+// in this process, each with its own connection pool, worker pool and sweeper, sharing the work
 // through the database exactly as two processes would). The server keeps its
 // durable defaults (synchronous_commit=on, fsync on: scripts/pg_cluster.sh).
 // P1 (same run): the same N with one engine of 2x the workers, on PostgreSQL
@@ -152,14 +152,14 @@ int main(int argc, char** argv) {
   }
   std::vector<double> pg, pg_one, sqlite;
   auto report = [&](const char* what, int r, double d, double w) {
-    std::printf("  run %d %-24s dispatch %.0f/s, drain %.0f jobs/s, end to end %.0f jobs/s\n", r + 1,
-                what, a.jobs / d, a.jobs / w, a.jobs / (d + w));
+    std::printf("  run %d %-24s dispatch %.0f/s, drain %.0f jobs/s, end to end %.0f jobs/s\n",
+                r + 1, what, a.jobs / d, a.jobs / w, a.jobs / (d + w));
   };
   auto pg_options = [&](const char* tag, int r) {
     te::EngineOptions o;
     o.database_url = a.url;
-    o.database_schema = std::string(tag) + "_" + std::to_string(std::time(nullptr)) + "_" +
-                        std::to_string(r);
+    o.database_schema =
+        std::string(tag) + "_" + std::to_string(std::time(nullptr)) + "_" + std::to_string(r);
     return o;
   };
   for (int r = 0; r < a.runs; ++r) {
@@ -189,15 +189,15 @@ int main(int argc, char** argv) {
     }
   }
   const double ref = Median(sqlite);
-  std::printf("P5 PostgreSQL end-to-end: bulk-dispatch %ld no-op jobs (batches of 1000, each node "
-              "half at once), drain with 2 engine nodes x %d worker threads; "
-              "synchronous_commit=on.\n"
-              "   median of %d runs: %.0f jobs/s (target >= 20000)\n"
-              "P1 on PostgreSQL, same run (1 engine x %d threads): %.0f jobs/s\n"
-              "P1 on SQLite, same run (1 engine x %d threads, WAL, synchronous=FULL): %.0f jobs/s\n"
-              "   ratios to SQLite: PostgreSQL 2 nodes %.2f, PostgreSQL 1 node %.2f\n",
-              a.jobs, a.workers, a.runs, Median(pg), 2 * a.workers, Median(pg_one),
-              2 * a.workers, ref, ref > 0 ? Median(pg) / ref : 0.0,
-              ref > 0 ? Median(pg_one) / ref : 0.0);
+  std::printf(
+      "P5 PostgreSQL end-to-end: bulk-dispatch %ld no-op jobs (batches of 1000, each node "
+      "half at once), drain with 2 engine nodes x %d worker threads; "
+      "synchronous_commit=on.\n"
+      "   median of %d runs: %.0f jobs/s (target >= 20000)\n"
+      "P1 on PostgreSQL, same run (1 engine x %d threads): %.0f jobs/s\n"
+      "P1 on SQLite, same run (1 engine x %d threads, WAL, synchronous=FULL): %.0f jobs/s\n"
+      "   ratios to SQLite: PostgreSQL 2 nodes %.2f, PostgreSQL 1 node %.2f\n",
+      a.jobs, a.workers, a.runs, Median(pg), 2 * a.workers, Median(pg_one), 2 * a.workers, ref,
+      ref > 0 ? Median(pg) / ref : 0.0, ref > 0 ? Median(pg_one) / ref : 0.0);
   return 0;
 }

@@ -32,8 +32,8 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "cli.h"

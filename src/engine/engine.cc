@@ -386,7 +386,8 @@ Result<std::unique_ptr<Engine>> Engine::Open(EngineOptions options) {
   }
   if (options.worker_id.empty()) options.worker_id = DefaultWorkerId();
   if (options.poll_interval_ms < 1 || options.sweep_interval_ms < 1 || options.sweep_batch < 1 ||
-      options.claim_batch < 1 || options.worker_threads < 0 || options.prefetch < 0 || options.max_prefetch < 0) {
+      options.claim_batch < 1 || options.worker_threads < 0 || options.prefetch < 0 ||
+      options.max_prefetch < 0) {
     return InvalidArgument("engine options: intervals, batches must be >= 1, counts >= 0");
   }
   StoreLocation location;

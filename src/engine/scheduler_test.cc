@@ -683,9 +683,10 @@ TEST_F(SchedulerTest, FollowerTakesOverSoonAfterTheLeaderDiedAndFiresOnTime) {
   ASSERT_TRUE(wait_for(3));
   b.Stop();
   std::lock_guard<std::mutex> lock(mu);
-  EXPECT_EQ(cycles, (std::vector<std::pair<Millis, bool>>{{kT0 + kMinute + 50 * kSecond, false},
-                                                          {kT0 + 2 * kMinute + kSecond, false},
-                                                          {kT0 + 2 * kMinute + 7 * kSecond, true}}));
+  EXPECT_EQ(cycles,
+            (std::vector<std::pair<Millis, bool>>{{kT0 + kMinute + 50 * kSecond, false},
+                                                  {kT0 + 2 * kMinute + kSecond, false},
+                                                  {kT0 + 2 * kMinute + 7 * kSecond, true}}));
   EXPECT_EQ(Keys(), (std::vector<std::string>{"tick:2026-01-01T00:01Z", "tick:2026-01-01T00:02Z"}))
       << "00:02 fired in its own minute, on time";
 }

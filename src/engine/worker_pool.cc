@@ -251,7 +251,8 @@ int WorkerPool::TargetInHand(const QueueState& q) const {
   int prefetch = std::max(0, options_.prefetch);
   if (options_.max_prefetch > prefetch) {
     const double grown = q.rate * kPrefetchHorizonSeconds;
-    prefetch = static_cast<int>(std::min<double>(options_.max_prefetch, std::max<double>(prefetch, grown)));
+    prefetch = static_cast<int>(
+        std::min<double>(options_.max_prefetch, std::max<double>(prefetch, grown)));
   }
   return q.limit + prefetch;
 }

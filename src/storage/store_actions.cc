@@ -87,8 +87,8 @@ FinishReply FinishReplyFor(const Transition& t) {
   return FinishReply{t.to, t.to == ExecutionStatus::kQueued ? t.run_at : 0};
 }
 
-Result<ExecutionStatus> CancelExecution(ActionTx& tx, ExecutionId id,
-                                        const OperatorAction& action, Millis now) {
+Result<ExecutionStatus> CancelExecution(ActionTx& tx, ExecutionId id, const OperatorAction& action,
+                                        Millis now) {
   TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, tx.LoadState(id));
   if (!row) return NoExecution(id);
   Event e;
@@ -98,9 +98,9 @@ Result<ExecutionStatus> CancelExecution(ActionTx& tx, ExecutionId id,
   TE_ASSIGN_OR_RETURN(Transition t, Decide(row->state, e));
   if (!t.changed) return t.to;
   TE_RETURN_IF_ERROR(tx.Apply(*row, t, now, std::nullopt, std::nullopt, std::nullopt));
-  TE_RETURN_IF_ERROR(tx.InsertAudit(ExecutionAudit(now, action.actor, row->tenant,
-                                                   CancelAuditAction(t.to), id,
-                                                   row->state.status, t.to, action.reason)));
+  TE_RETURN_IF_ERROR(
+      tx.InsertAudit(ExecutionAudit(now, action.actor, row->tenant, CancelAuditAction(t.to), id,
+                                    row->state.status, t.to, action.reason)));
   return t.to;
 }
 
@@ -118,16 +118,15 @@ Result<ReplayReply> ReplayExecution(ActionTx& tx, const ReplayRequest& request, 
     e.now = now;
     TE_RETURN_IF_ERROR(Decide(row->state, e).status());  // legal now?
     TE_RETURN_IF_ERROR(tx.InsertPendingReplay(request, now));
-    TE_RETURN_IF_ERROR(tx.InsertAudit(ExecutionAudit(
-        now, request.action.actor, row->tenant, "execution.replay_requested", request.id,
-        row->state.status, std::nullopt, request.action.reason)));
+    TE_RETURN_IF_ERROR(tx.InsertAudit(
+        ExecutionAudit(now, request.action.actor, row->tenant, "execution.replay_requested",
+                       request.id, row->state.status, std::nullopt, request.action.reason)));
     reply.outcome = ReplayOutcome::kPendingApproval;
     reply.status = row->state.status;
     return reply;
   }
-  TE_ASSIGN_OR_RETURN(reply.status, DoReplay(tx, *row, now, request.ambiguous,
-                                             request.action.actor, request.action.reason,
-                                             "execution.replay"));
+  TE_ASSIGN_OR_RETURN(reply.status, DoReplay(tx, *row, now, request.ambiguous, request.action.actor,
+                                             request.action.reason, "execution.replay"));
   return reply;
 }
 

@@ -73,15 +73,14 @@ struct FinishDecision {
   Transition transition;
 };
 Result<FinishDecision> DecideFinish(ActionTx& tx, const std::optional<StateRow>& row,
-                                    const FinishRequest& request, Millis now,
-                                    RandomSource& random);
+                                    const FinishRequest& request, Millis now, RandomSource& random);
 // The answer to a finish call whose transition was `t`.
 FinishReply FinishReplyFor(const Transition& t);
 
 // Store::RequestCancel, Replay and ApproveReplay inside `tx`, at `now`
 // (requests already validated).
-Result<ExecutionStatus> CancelExecution(ActionTx& tx, ExecutionId id,
-                                        const OperatorAction& action, Millis now);
+Result<ExecutionStatus> CancelExecution(ActionTx& tx, ExecutionId id, const OperatorAction& action,
+                                        Millis now);
 Result<ReplayReply> ReplayExecution(ActionTx& tx, const ReplayRequest& request, Millis now);
 Result<ReplayReply> ApprovePendingReplay(ActionTx& tx, ExecutionId id,
                                          const OperatorAction& approver, Millis now);

@@ -52,8 +52,8 @@ Status ValidateJob(const JobDefinition& j) {
   }
   auto config = CanonicalizeJson(j.config_json);
   if (!config.ok()) {
-    return InvalidArgument("job " + j.name.value + ": config must be a JSON object: " +
-                           config.status().message());
+    return InvalidArgument("job " + j.name.value +
+                           ": config must be a JSON object: " + config.status().message());
   }
   return Status::Ok();
 }
@@ -69,7 +69,8 @@ Status ValidateTenant(const Tenant& tenant) {
 
 Status ValidateUser(const User& user) {
   if (user.name.empty() || user.name.size() > 100 ||
-      user.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._@-") != std::string::npos) {
+      user.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._@-") !=
+          std::string::npos) {
     return InvalidArgument("invalid user name '" + user.name + "': [a-z0-9._@-], 1..100");
   }
   if (user.password_hash.empty()) return InvalidArgument("a user needs a password hash");
@@ -77,7 +78,8 @@ Status ValidateUser(const User& user) {
 }
 
 Status ValidateToken(const ApiToken& token) {
-  if (token.secret_hash.size() != 64) return InvalidArgument("token secret hash must be hex SHA-256");
+  if (token.secret_hash.size() != 64)
+    return InvalidArgument("token secret hash must be hex SHA-256");
   if (token.principal.empty() || token.principal.size() > 200 || token.name.size() > 200) {
     return InvalidArgument("a token needs a principal (and names of at most 200 bytes)");
   }
@@ -225,9 +227,8 @@ bool LeavesLane(const StateRow& row, ExecutionStatus to) {
 }
 
 void SortBlockedFirst(std::vector<LaneStatus>& lanes) {
-  std::stable_sort(lanes.begin(), lanes.end(), [](const LaneStatus& a, const LaneStatus& b) {
-    return a.blocked > b.blocked;
-  });
+  std::stable_sort(lanes.begin(), lanes.end(),
+                   [](const LaneStatus& a, const LaneStatus& b) { return a.blocked > b.blocked; });
 }
 
 std::int64_t FirstRecentOutcomeHour(Millis now) { return now / kHourMs - 23; }
@@ -287,12 +288,21 @@ std::string LeaseExpiredError(int attempt) {
 void CountRecovered(SweepReport& report, ExecutionStatus to) {
   ++report.recovered;
   switch (to) {
-    case ExecutionStatus::kQueued: ++report.requeued; break;
-    case ExecutionStatus::kFailed: ++report.failed; break;
-    case ExecutionStatus::kQuarantined: ++report.quarantined; break;
+    case ExecutionStatus::kQueued:
+      ++report.requeued;
+      break;
+    case ExecutionStatus::kFailed:
+      ++report.failed;
+      break;
+    case ExecutionStatus::kQuarantined:
+      ++report.quarantined;
+      break;
     case ExecutionStatus::kCanceled:
-    case ExecutionStatus::kPartiallyCanceled: ++report.canceled; break;
-    default: break;
+    case ExecutionStatus::kPartiallyCanceled:
+      ++report.canceled;
+      break;
+    default:
+      break;
   }
 }
 
@@ -412,12 +422,12 @@ Millis AdmissionRunAt(const AdmitRequest& request, Millis now) {
   return request.run_at > 0 ? request.run_at : now;
 }
 
-AdmitResult ExistingAdmission(ExecutionId id, std::string_view fingerprint,
-                              ExecutionStatus status, const AdmitRequest& request) {
+AdmitResult ExistingAdmission(ExecutionId id, std::string_view fingerprint, ExecutionStatus status,
+                              const AdmitRequest& request) {
   AdmitResult res;
   res.id = id;
-  res.outcome = fingerprint == request.fingerprint ? AdmitOutcome::kDuplicate
-                                                   : AdmitOutcome::kConflict;
+  res.outcome =
+      fingerprint == request.fingerprint ? AdmitOutcome::kDuplicate : AdmitOutcome::kConflict;
   res.status = status;
   return res;
 }

@@ -197,7 +197,7 @@ Millis AdmissionRunAt(const AdmitRequest& request, Millis now);
 
 // The answer to an admission whose idempotency key already names execution
 // `id` (with `fingerprint` and `status`).
-AdmitResult ExistingAdmission(ExecutionId id, std::string_view fingerprint,
-                              ExecutionStatus status, const AdmitRequest& request);
+AdmitResult ExistingAdmission(ExecutionId id, std::string_view fingerprint, ExecutionStatus status,
+                              const AdmitRequest& request);
 
 }  // namespace taskengine::storage_internal

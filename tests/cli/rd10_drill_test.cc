@@ -25,12 +25,12 @@
 // TASKENGINE_RD10_JOBS overrides the number of executions (default 2000),
 // TASKENGINE_RD10_KILL_MS the mean pause between kills (default 1000 ms); both
 // apply to both variants.
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <ctime>
-#include <dirent.h>
 #include <fstream>
 #include <iomanip>
 #include <random>
@@ -178,8 +178,8 @@ std::string WithDatabase(const Rd10Database& db, std::string engine_section) {
   if (db.pg_url.empty()) return engine_section;
   const std::string table = "[database]\n";
   EXPECT_EQ(engine_section.rfind(table, 0), 0u) << engine_section;
-  engine_section.insert(table.size(), "url = \"" + db.pg_url + "\"\nschema = \"" + db.pg_schema +
-                                          "\"\n");
+  engine_section.insert(table.size(),
+                        "url = \"" + db.pg_url + "\"\nschema = \"" + db.pg_schema + "\"\n");
   return engine_section;
 }
 
@@ -206,8 +206,7 @@ void RunRd10Drill(const Rd10Database& db) {
   ASSERT_NO_FATAL_FAILURE(te.StartServe(&serve));
   ASSERT_TRUE(te.WaitServing(1, milliseconds(20'000))) << ReadFile(te.serve_log());
   // The drill runs on the backend it names (the serve log's database line).
-  const std::string database_line =
-      db.pg_url.empty() ? "database sqlite " : "database postgresql ";
+  const std::string database_line = db.pg_url.empty() ? "database sqlite " : "database postgresql ";
   ASSERT_NE(ReadFile(te.serve_log()).find(database_line), std::string::npos)
       << ReadFile(te.serve_log());
   if (!db.pg_url.empty()) {
@@ -377,11 +376,10 @@ void RunRd10Drill(const Rd10Database& db) {
   std::cout << "[ measure ] RD10 (" << db.backend << "): " << jobs << " executions, " << kills
             << " worker kill -9s, " << restarts << " restarts by worker:manager, " << succeeded
             << " succeeded, " << ambiguous << " quarantined as ambiguous, " << doubled
-            << " doubled effects, " << mismatched
-            << " ledger/file mismatches, worst lease overrun " << worst_overdue_ms
-            << " ms (lease " << kLeaseMs << " ms, sweep " << kSweepMs << " ms), drained "
-            << drain_ms << " ms after the load phase (" << load_ms << " ms), total " << MillisSince(t_start) << " ms"
-            << std::endl;
+            << " doubled effects, " << mismatched << " ledger/file mismatches, worst lease overrun "
+            << worst_overdue_ms << " ms (lease " << kLeaseMs << " ms, sweep " << kSweepMs
+            << " ms), drained " << drain_ms << " ms after the load phase (" << load_ms
+            << " ms), total " << MillisSince(t_start) << " ms" << std::endl;
 }
 
 TEST(Rd10DrillTest, SqliteKillingRandomWorkersDuringLoadKeepsLDS) {

@@ -44,9 +44,9 @@ class CountingHttpSink {
  public:
   // One recorded arrival.
   struct Arrival {
-    int count = 0;              // how many requests carried this key
-    std::string body;           // the body of the first complete one ("" if none completed)
-    std::string request_line;   // e.g. "POST /effect HTTP/1.1"
+    int count = 0;             // how many requests carried this key
+    std::string body;          // the body of the first complete one ("" if none completed)
+    std::string request_line;  // e.g. "POST /effect HTTP/1.1"
   };
 
   explicit CountingHttpSink(bool keep_alive = false) : keep_alive_(keep_alive) {

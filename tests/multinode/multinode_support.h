@@ -168,9 +168,9 @@ inline std::string NodeToml(const NodeConfig& c, const DrillFiles& files,
                      std::to_string(c.workers) + "\npoll_interval_ms = " + std::to_string(c.poll_ms) +
                      "\nsweep_interval_ms = " + std::to_string(c.sweep_ms) +
                      "\nshutdown_grace_ms = 5000\n\n[http]\nport = 0\n\n[[queue]]\nname = \"default\"\n";
-  const std::string work_keys = "lease_ms = " + std::to_string(c.lease_ms) +
-                                "\nmax_attempts = 25\nbackoff_base_ms = 100\nbackoff_cap_ms = 1000\n" +
-                                c.work_keys;
+  const std::string work_keys =
+      "lease_ms = " + std::to_string(c.lease_ms) +
+      "\nmax_attempts = 25\nbackoff_base_ms = 100\nbackoff_cap_ms = 1000\n" + c.work_keys;
   if (c.work_http_url.empty()) {
     toml += ShellJob("work", CountableEffect(files, "notice") + extra_script, work_keys);
   } else {
@@ -436,11 +436,11 @@ inline void ExpectLAndDHttp(const std::string& url, const CountingHttpSink& sink
   EXPECT_EQ(wrong_line, 0) << "requests other than POST /effect HTTP/1.1";
   EXPECT_EQ(wrong_body, 0) << "requests whose body is not their execution's payload:" << examples;
 
-  const std::set<std::int64_t> committed =
-      SqlIds(url, "SELECT execution_id FROM taskengine.effects WHERE name = 'http' AND "
-                  "committed = 1 AND execution_id BETWEEN " +
-                      std::to_string(ids.front()) + " AND " + std::to_string(ids.back()) +
-                      " ORDER BY 1");
+  const std::set<std::int64_t> committed = SqlIds(
+      url,
+      "SELECT execution_id FROM taskengine.effects WHERE name = 'http' AND "
+      "committed = 1 AND execution_id BETWEEN " +
+          std::to_string(ids.front()) + " AND " + std::to_string(ids.back()) + " ORDER BY 1");
   const std::set<std::int64_t> succeeded =
       SqlIds(url, "SELECT id FROM taskengine.executions WHERE " + range + " AND status = 2");
   const std::set<std::int64_t> quarantined =
@@ -460,7 +460,8 @@ inline void ExpectLAndDHttp(const std::string& url, const CountingHttpSink& sink
     ++arrived_uncommitted;
     if (quarantined.count(id) == 0) ++arrived_uncommitted_not_quarantined;
   }
-  for (std::int64_t id : quarantined) (by_id.count(id) ? quarantined_arrived : quarantined_silent)++;
+  for (std::int64_t id : quarantined)
+    (by_id.count(id) ? quarantined_arrived : quarantined_silent)++;
   EXPECT_EQ(committed_not_once, 0) << "D: ledger says committed but the sink did not see it once";
   EXPECT_EQ(succeeded_not_committed, 0) << "D: succeeded without its effect committed";
   EXPECT_EQ(succeeded_not_once, 0) << "D: succeeded without exactly one arrival";
@@ -472,11 +473,10 @@ inline void ExpectLAndDHttp(const std::string& url, const CountingHttpSink& sink
             << "; succeeded " << succeeded.size() << ", quarantined " << quarantined.size()
             << " (ambiguous " << ambiguous << ": " << quarantined_arrived << " with an arrival, "
             << quarantined_silent << " without)" << std::endl;
-  std::cout << "[ measure ] sink: " << total << " arrivals of " << arrivals.size()
-            << " keys over " << sink.connections() << " connections, answered "
-            << sink.answered() << ", cut off " << sink.cut_off() << "; ledger committed "
-            << committed.size() << ", arrivals without ledger commit " << arrived_uncommitted
-            << std::endl;
+  std::cout << "[ measure ] sink: " << total << " arrivals of " << arrivals.size() << " keys over "
+            << sink.connections() << " connections, answered " << sink.answered() << ", cut off "
+            << sink.cut_off() << "; ledger committed " << committed.size()
+            << ", arrivals without ledger commit " << arrived_uncommitted << std::endl;
 }
 
 }  // namespace taskengine::testing

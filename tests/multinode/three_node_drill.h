@@ -17,13 +17,13 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <sstream>
 #include <string>
-#include <vector>
-#include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "multinode_support.h"
 
@@ -61,8 +61,9 @@ inline void RunThreeNodeDrill(WorkEffect effect, int count) {
   std::ofstream(config) << NodeToml(nc, files);
 
   // `taskengine migrate` on PostgreSQL, once, before the nodes start.
-  ProcessResult migrate = RunProcess({TASKENGINE_BIN, "--config", config, "migrate"}, "",
-                                     std::chrono::seconds(60), ChildEnvironment(), work.path().string());
+  ProcessResult migrate =
+      RunProcess({TASKENGINE_BIN, "--config", config, "migrate"}, "", std::chrono::seconds(60),
+                 ChildEnvironment(), work.path().string());
   ASSERT_EQ(migrate.exit_code, 0) << migrate.Describe();
   EXPECT_THAT(migrate.out, ::testing::HasSubstr("postgresql postgres://"));
 
@@ -83,12 +84,12 @@ inline void RunThreeNodeDrill(WorkEffect effect, int count) {
   const long long slack = nc.sweep_ms + 1000;
   std::thread sampler([&] {
     while (!stop_sampler) {
-      ProcessResult r = RunProcess(
-          {kPsql, url, "-Atqc",
-           std::string("SELECT count(*) FROM taskengine.executions WHERE status = 1 AND "
-                       "lease_expires_at < ") +
-               kDbNowMs + " - " + std::to_string(slack)},
-          "", std::chrono::seconds(30));
+      ProcessResult r =
+          RunProcess({kPsql, url, "-Atqc",
+                      std::string("SELECT count(*) FROM taskengine.executions WHERE status = 1 AND "
+                                  "lease_expires_at < ") +
+                          kDbNowMs + " - " + std::to_string(slack)},
+                     "", std::chrono::seconds(30));
       if (r.exit_code == 0) {
         ++samples;
         long long n = std::atoll(r.out.c_str());
@@ -108,14 +109,15 @@ inline void RunThreeNodeDrill(WorkEffect effect, int count) {
             << " ms" << std::endl;
 
   // Kill -9 node 1 once about a third of the work is done, restart it 1 s later.
-  const std::string done_sql = "SELECT count(*) FROM taskengine.executions WHERE job = 'work' AND "
-                               "status NOT IN (0, 1)";
+  const std::string done_sql =
+      "SELECT count(*) FROM taskengine.executions WHERE job = 'work' AND "
+      "status NOT IN (0, 1)";
   EXPECT_TRUE(WaitUntil(
       std::chrono::seconds(300), [&] { return SqlInt(url, done_sql) >= count / 3; },
       std::chrono::milliseconds(250)));
   nodes[1]->Kill9();
-  std::cout << "[ measure ] " << what << ": killed node 1 at " << SqlInt(url, done_sql)
-            << " done, " << MillisSince(t0) << " ms" << std::endl;
+  std::cout << "[ measure ] " << what << ": killed node 1 at " << SqlInt(url, done_sql) << " done, "
+            << MillisSince(t0) << " ms" << std::endl;
   std::this_thread::sleep_for(std::chrono::seconds(1));
   nodes[1]->Start();
   ASSERT_TRUE(nodes[1]->WaitServing(std::chrono::seconds(30))) << nodes[1]->log();
@@ -130,7 +132,9 @@ inline void RunThreeNodeDrill(WorkEffect effect, int count) {
   // C: the cron job fired (a minute boundary passes within 70 s of start).
   EXPECT_TRUE(WaitUntil(
       std::chrono::seconds(75),
-      [&] { return SqlInt(url, "SELECT count(*) FROM taskengine.executions WHERE job = 'tick'") >= 1; },
+      [&] {
+        return SqlInt(url, "SELECT count(*) FROM taskengine.executions WHERE job = 'tick'") >= 1;
+      },
       std::chrono::milliseconds(500)))
       << "the per-minute cron job never fired";
   stop_sampler = true;
@@ -148,26 +152,31 @@ inline void RunThreeNodeDrill(WorkEffect effect, int count) {
   } else {
     ExpectLAndD(url, files, ids);
   }
-  EXPECT_EQ(SqlInt(url, "SELECT count(*) FROM (SELECT idempotency_key FROM taskengine.executions "
-                        "WHERE job = 'tick' GROUP BY idempotency_key HAVING count(*) > 1) d"),
+  EXPECT_EQ(SqlInt(url,
+                   "SELECT count(*) FROM (SELECT idempotency_key FROM taskengine.executions "
+                   "WHERE job = 'tick' GROUP BY idempotency_key HAVING count(*) > 1) d"),
             0)
       << "C: a fire minute has two executions: "
       << Sql(url, "SELECT idempotency_key FROM taskengine.executions WHERE job = 'tick'");
-  EXPECT_EQ(SqlInt(url, "SELECT count(*) FROM taskengine.executions WHERE job = 'tick' AND "
-                        "idempotency_key IS NULL"),
+  EXPECT_EQ(SqlInt(url,
+                   "SELECT count(*) FROM taskengine.executions WHERE job = 'tick' AND "
+                   "idempotency_key IS NULL"),
             0);
   // ... and every minute from the first fire to the last has its own
   // execution: a killed leader's successor takes over within the minute
   // (the lock's ttl plus a third), so no fire is folded into a later one.
-  EXPECT_EQ(SqlInt(url, "SELECT (max(scheduled_at) - min(scheduled_at)) / 60000 + 1 - count(*) "
-                        "FROM taskengine.executions WHERE job = 'tick'"),
+  EXPECT_EQ(SqlInt(url,
+                   "SELECT (max(scheduled_at) - min(scheduled_at)) / 60000 + 1 - count(*) "
+                   "FROM taskengine.executions WHERE job = 'tick'"),
             0)
       << "C: a fire minute has no execution of its own: "
-      << Sql(url, "SELECT string_agg(idempotency_key, ', ') FROM taskengine.executions WHERE "
-                  "job = 'tick'");
+      << Sql(url,
+             "SELECT string_agg(idempotency_key, ', ') FROM taskengine.executions WHERE "
+             "job = 'tick'");
   std::cout << "[ measure ] cron fires: "
-            << Sql(url, "SELECT string_agg(idempotency_key, ', ') FROM taskengine.executions WHERE "
-                        "job = 'tick'")
+            << Sql(url,
+                   "SELECT string_agg(idempotency_key, ', ') FROM taskengine.executions WHERE "
+                   "job = 'tick'")
             << std::endl;
   std::cout << "[ measure ] " << what << ": whole drill (cluster start to checks) "
             << MillisSince(t_setup) << " ms" << std::endl;
@@ -192,7 +201,8 @@ inline void RunThreeNodeDrill(WorkEffect effect, int count) {
     std::cout << "[ measure ] " << what << ": node" << i << ".log";
     for (const auto& [level, n] : levels) std::cout << " " << level << "=" << n;
     std::cout << std::endl;
-    for (const std::string& line : notable) std::cout << "    node" << i << ": " << line << std::endl;
+    for (const std::string& line : notable)
+      std::cout << "    node" << i << ": " << line << std::endl;
     if (keep != nullptr && *keep != '\0') {
       std::error_code ec;
       std::filesystem::create_directories(keep, ec);

@@ -1,9 +1,5 @@
 // PostgreSQL backend of the storage contract. See pg_store.h for the design.
 #include "storage/postgres/pg_store.h"
-#include "storage/list_codec.h"
-#include "storage/store_actions.h"
-#include "storage/store_rows.h"
-#include "storage/store_rules.h"
 
 #include <libpq-fe.h>
 #include <poll.h>
@@ -21,8 +17,12 @@
 #include <vector>
 
 #include "core/state_machine.h"
+#include "storage/list_codec.h"
 #include "storage/postgres/pg_conn.h"
 #include "storage/postgres/pg_schema.h"
+#include "storage/store_actions.h"
+#include "storage/store_rows.h"
+#include "storage/store_rules.h"
 
 namespace taskengine {
 namespace {
@@ -47,11 +47,11 @@ using pg::PgResult;
   "max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts"
 
 // The columns the state machine and fencing look at.
-#define TE_PG_STATE_COLUMNS                                                                     \
-  "id, status, attempt, claim_version, consecutive_lease_expiries, permanent_failures, "        \
-  "ambiguous_failures, cancel_requested, failure_class, max_attempts, backoff_base_ms, "        \
-  "backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, "                            \
-  "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at, "                \
+#define TE_PG_STATE_COLUMNS                                                              \
+  "id, status, attempt, claim_version, consecutive_lease_expiries, permanent_failures, " \
+  "ambiguous_failures, cancel_requested, failure_class, max_attempts, backoff_base_ms, " \
+  "backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, "                     \
+  "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at, "          \
   "max_unsupported_schema_attempts, lane_key, tenant, status, worker, queue"
 
 // Every call about an execution locks its row first: concurrent calls about
@@ -669,8 +669,7 @@ class PostgresStore final : public ActionStore {
           successes.Add(*row, t, now, f.result_json);
           tx.counters.CountTransition(row->queue, row->state.status, t.to, now);
         } else {
-          TE_RETURN_IF_ERROR(
-              Apply(tx, *row, t, now, d.plan.result, d.plan.error, d.plan.progress));
+          TE_RETURN_IF_ERROR(Apply(tx, *row, t, now, d.plan.result, d.plan.error, d.plan.progress));
         }
         rows.Touch(f.lease.id);
         out.emplace_back(FinishReplyFor(t));
@@ -1029,7 +1028,8 @@ class PostgresStore final : public ActionStore {
         TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kOldestDue, Params().Add(q.queue).Add(now)));
         if (s.rows() > 0 && !s.IsNull(0, 0)) q.oldest_due_at = s.Int(0, 0);
       }
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kRecentOutcomes, Params().Add(FirstRecentOutcomeHour(now))));
+      TE_ASSIGN_OR_RETURN(PgResult s,
+                          tx.Q(kRecentOutcomes, Params().Add(FirstRecentOutcomeHour(now))));
       for (int i = 0; i < s.rows(); ++i) AddRecentOutcomeRow(PgRow(s, i), out);
       return out;
     });
@@ -1068,10 +1068,11 @@ class PostgresStore final : public ActionStore {
  protected:
   Status WithActionTx(const std::function<Status(ActionTx&, Millis)>& body) override {
     return Write<bool>([&](Tx& tx) -> Result<bool> {
-      PgActionTx actions(*this, tx);
-      TE_RETURN_IF_ERROR(body(actions, clock_->NowMillis()));
-      return true;
-    }).status();
+             PgActionTx actions(*this, tx);
+             TE_RETURN_IF_ERROR(body(actions, clock_->NowMillis()));
+             return true;
+           })
+        .status();
   }
 
  private:

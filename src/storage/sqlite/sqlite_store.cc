@@ -1,9 +1,5 @@
 // SQLite backend of the storage contract. See sqlite_store.h for the design.
 #include "storage/sqlite/sqlite_store.h"
-#include "storage/list_codec.h"
-#include "storage/store_actions.h"
-#include "storage/store_rows.h"
-#include "storage/store_rules.h"
 
 #include <sqlite3.h>
 
@@ -18,8 +14,12 @@
 #include <unordered_map>
 
 #include "core/state_machine.h"
+#include "storage/list_codec.h"
 #include "storage/sqlite/schema.h"
 #include "storage/sqlite/sqlite_db.h"
+#include "storage/store_actions.h"
+#include "storage/store_rows.h"
+#include "storage/store_rules.h"
 
 namespace taskengine {
 namespace {
@@ -43,11 +43,11 @@ using sqlite::Stmt;
   "max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts"
 
 // The columns the state machine and fencing look at.
-#define TE_STATE_COLUMNS                                                                        \
-  "id, status, attempt, claim_version, consecutive_lease_expiries, permanent_failures, "        \
-  "ambiguous_failures, cancel_requested, failure_class, max_attempts, backoff_base_ms, "        \
-  "backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, "                            \
-  "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at, "                \
+#define TE_STATE_COLUMNS                                                                 \
+  "id, status, attempt, claim_version, consecutive_lease_expiries, permanent_failures, " \
+  "ambiguous_failures, cancel_requested, failure_class, max_attempts, backoff_base_ms, " \
+  "backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, "                     \
+  "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at, "          \
   "max_unsupported_schema_attempts, lane_key, tenant, status, worker, queue"
 
 constexpr const char* kSelectState = "SELECT " TE_STATE_COLUMNS " FROM executions WHERE id = ?1";
@@ -554,8 +554,8 @@ class SqliteStore final : public ActionStore {
           out.emplace_back(d.status);
           continue;
         }
-        TE_RETURN_IF_ERROR(Apply(c, *row, d.transition, now, d.plan.result, d.plan.error,
-                                 d.plan.progress));
+        TE_RETURN_IF_ERROR(
+            Apply(c, *row, d.transition, now, d.plan.result, d.plan.error, d.plan.progress));
         out.emplace_back(FinishReplyFor(d.transition));
       }
       return out;
@@ -1036,10 +1036,11 @@ class SqliteStore final : public ActionStore {
  protected:
   Status WithActionTx(const std::function<Status(ActionTx&, Millis)>& body) override {
     return Write<bool>([&](Connection& c) -> Result<bool> {
-      SqliteActionTx tx(*this, c);
-      TE_RETURN_IF_ERROR(body(tx, clock_->NowMillis()));
-      return true;
-    }).status();
+             SqliteActionTx tx(*this, c);
+             TE_RETURN_IF_ERROR(body(tx, clock_->NowMillis()));
+             return true;
+           })
+        .status();
   }
 
  private:
