@@ -24,6 +24,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -145,6 +146,18 @@ inline std::vector<std::pair<std::int64_t, std::string>> Answers(const DrillFile
     if (effect == name && exec == id) out.emplace_back(version, answer);
   }
   return out;
+}
+
+// The last "listening on http://..." URL of the serve log ("" when none yet).
+inline std::string ServeUrl(const TaskengineInstall& te) {
+  const std::string log = ReadFile(te.serve_log());
+  static const std::regex kListening("listening on (http://[0-9.]+:[0-9]+)");
+  std::string url;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), kListening);
+       it != std::sregex_iterator(); ++it) {
+    url = (*it)[1];
+  }
+  return url;
 }
 
 // Dispatches through the CLI and returns the new id (0 after a test failure).

@@ -1,5 +1,6 @@
 #include "process_util.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -189,6 +190,28 @@ std::string ReadFile(const std::string& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::vector<pid_t> out;
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return out;
+  while (dirent* e = readdir(dir)) {
+    const std::string name = e->d_name;
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat("/proc/" + name + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const std::size_t paren = line.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream rest(line.substr(paren + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent && state != 'Z') out.push_back(static_cast<pid_t>(std::stoi(name)));
+  }
+  closedir(dir);
+  return out;
 }
 
 }  // namespace taskengine::testing

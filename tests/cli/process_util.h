@@ -81,4 +81,7 @@ bool WaitUntil(std::chrono::milliseconds timeout, const std::function<bool()>& d
 // The whole file, or "" when it cannot be read.
 std::string ReadFile(const std::string& path);
 
+// The live (not zombie) processes whose parent is `parent`, from /proc.
+std::vector<pid_t> ChildrenOf(pid_t parent);
+
 }  // namespace taskengine::testing

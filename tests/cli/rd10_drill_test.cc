@@ -25,7 +25,6 @@
 // TASKENGINE_RD10_JOBS overrides the number of executions (default 2000),
 // TASKENGINE_RD10_KILL_MS the mean pause between kills (default 1000 ms); both
 // apply to both variants.
-#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,6 +36,7 @@
 #include <regex>
 
 #include "drill_support.h"
+#include "remote_dispatch.h"
 #include "taskengine_client/client.h"
 
 namespace taskengine::testing {
@@ -56,35 +56,6 @@ std::string RemoteCountableEffect(const DrillFiles& f, const std::string& name) 
     }
   }
   return s;
-}
-
-std::string ServeUrl(const TaskengineInstall& te) {
-  const std::string log = ReadFile(te.serve_log());
-  static const std::regex kListening("listening on (http://[0-9.]+:[0-9]+)");
-  std::smatch m;
-  return std::regex_search(log, m, kListening) ? m[1].str() : "";
-}
-
-std::vector<pid_t> ChildrenOf(pid_t parent) {
-  std::vector<pid_t> out;
-  DIR* dir = opendir("/proc");
-  if (dir == nullptr) return out;
-  while (dirent* e = readdir(dir)) {
-    const std::string name = e->d_name;
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat("/proc/" + name + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    const std::size_t paren = line.rfind(')');
-    if (paren == std::string::npos) continue;
-    std::istringstream rest(line.substr(paren + 2));
-    char state = 0;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (ppid == parent && state != 'Z') out.push_back(static_cast<pid_t>(std::stoi(name)));
-  }
-  closedir(dir);
-  return out;
 }
 
 // "2026-01-01T00:00:00.123Z" -> Unix milliseconds (0 when unparsable).
@@ -219,22 +190,7 @@ void RunRd10Drill(const Rd10Database& db) {
 
   // Dispatch in bulk.
   std::vector<std::string> ids;
-  for (int start = 0; start < jobs; start += 1000) {
-    std::vector<taskengine_client::BulkItem> batch;
-    for (int i = start; i < std::min(jobs, start + 1000); ++i) {
-      taskengine_client::BulkItem item;
-      item.job = "remote";
-      item.options.payload = {{"n", i}};
-      item.options.idempotency_key = "rd10-" + std::to_string(i);
-      batch.push_back(std::move(item));
-    }
-    auto r = ops.DispatchBulk(batch);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    for (const auto& item : *r) {
-      ASSERT_TRUE(item.status.ok()) << item.status.ToString();
-      ids.push_back(item.result.id);
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(DispatchRemoteJobs(ops, jobs, "rd10-", &ids));
   ASSERT_EQ(static_cast<int>(ids.size()), jobs);
 
   ChildProcess manager;

@@ -50,6 +50,7 @@
 #include <regex>
 
 #include "drill_support.h"
+#include "remote_dispatch.h"
 #include "taskengine_client/client.h"
 
 namespace taskengine::testing {
@@ -226,22 +227,7 @@ TEST(Rd9Drill, KillNineTheServerFiveTimesDuringARemoteWorkerRunKeepsLDS) {
 
   // Every dispatch acknowledged (committed) before the first kill.
   std::vector<std::string> ids;
-  for (int start = 0; start < jobs; start += 1000) {
-    std::vector<taskengine_client::BulkItem> batch;
-    for (int i = start; i < std::min(jobs, start + 1000); ++i) {
-      taskengine_client::BulkItem item;
-      item.job = "remote";
-      item.options.payload = {{"n", i}};
-      item.options.idempotency_key = "rd9-" + std::to_string(i);
-      batch.push_back(std::move(item));
-    }
-    auto r = ops.DispatchBulk(batch);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    for (const auto& item : *r) {
-      ASSERT_TRUE(item.status.ok()) << item.status.ToString();
-      ids.push_back(item.result.id);
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(DispatchRemoteJobs(ops, jobs, "rd9-", &ids));
   ASSERT_EQ(static_cast<int>(ids.size()), jobs);
   const long long dispatch_ms = MillisSince(t_start);
 

@@ -4,7 +4,6 @@
 // logs, results and countable effects reported over HTTP (worker:effect);
 // --max-jobs; graceful SIGTERM; a serve restart under a running worker; and
 // worker:manager restarting a kill -9'd worker and stopping on SIGTERM.
-#include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -58,41 +57,6 @@ int FreePort() {
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   close(fd);
   return ntohs(addr.sin_port);
-}
-
-// The last "listening on http://..." URL of the serve log ("" when none yet).
-std::string ServeUrl(const TaskengineInstall& te) {
-  const std::string log = ReadFile(te.serve_log());
-  static const std::regex kListening("listening on (http://[0-9.]+:[0-9]+)");
-  std::string url;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), kListening);
-       it != std::sregex_iterator(); ++it) {
-    url = (*it)[1];
-  }
-  return url;
-}
-
-// The pids whose parent is `parent` (from /proc).
-std::vector<pid_t> ChildrenOf(pid_t parent) {
-  std::vector<pid_t> out;
-  DIR* dir = opendir("/proc");
-  if (dir == nullptr) return out;
-  while (dirent* e = readdir(dir)) {
-    const std::string name = e->d_name;
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat("/proc/" + name + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    const std::size_t paren = line.rfind(')');
-    if (paren == std::string::npos) continue;
-    std::istringstream rest(line.substr(paren + 2));
-    char state = 0;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (ppid == parent && state != 'Z') out.push_back(static_cast<pid_t>(std::stoi(name)));
-  }
-  closedir(dir);
-  return out;
 }
 
 // serve on HTTP plus a worker token; see each test.
