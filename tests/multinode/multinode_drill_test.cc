@@ -11,7 +11,7 @@
 // every committed ledger entry and every succeeded execution has exactly one
 // arrival, and an arrival without a ledger commit only belongs to an
 // execution quarantined as ambiguous. No process per job, so the full 20,000
-// runs in the Release suite (a few minutes on a 2-core machine); the
+// runs in the Release suite (about a minute on a 2-core machine); the
 // sanitizer stage sets TASKENGINE_MULTINODE_JOBS=200.
 //
 // multinode_command_drill_test runs the same drill with the `command`

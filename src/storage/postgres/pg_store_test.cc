@@ -518,59 +518,6 @@ TEST(PgStoreTest, BatchedAdmitClaimCompleteRates) {
   EXPECT_EQ(stats.totals[static_cast<int>(ExecutionStatus::kSucceeded)], kJobs);
 }
 
-// Throughput (P1, P5), run by hand in a Release build:
-//   pg_store_test --gtest_also_run_disabled_tests --gtest_filter='*Throughput*'
-// Admits kJobs in batches of 1000, then claims and completes them in batches
-// of 500, one store call at a time, fsync and synchronous_commit on.
-TEST(PgStoreTest, DISABLED_ThroughputWithLargeBatches) {
-  Cluster& cluster = SharedCluster();
-  ASSERT_TRUE(cluster.started()) << cluster.url();
-  FakeClock clock;
-  ASSERT_OK_AND_ASSIGN(auto store, OpenPostgresStore(Options(cluster, &clock, "te_throughput")));
-  ASSERT_OK(store->Migrate());
-  ASSERT_OK(store->UpsertJob(Job()));
-  constexpr int kJobs = 50000;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int base = 0; base < kJobs; base += 1000) {
-    std::vector<AdmitRequest> batch;
-    for (int i = base; i < base + 1000; ++i) batch.push_back(Request(i));
-    ASSERT_OK(store->AdmitBatch(batch));
-  }
-  const auto t1 = std::chrono::steady_clock::now();
-  ClaimRequest claim;
-  claim.worker = WorkerId("w1");
-  claim.slots.push_back(QueueSlot{"default", 500});
-  int done = 0;
-  std::chrono::steady_clock::duration claiming{}, finishing{};
-  while (true) {
-    const auto c0 = std::chrono::steady_clock::now();
-    ASSERT_OK_AND_ASSIGN(std::vector<Lease> leases, store->Claim(claim));
-    const auto c1 = std::chrono::steady_clock::now();
-    claiming += c1 - c0;
-    if (leases.empty()) break;
-    std::vector<FinishRequest> finish;
-    for (const Lease& l : leases) {
-      FinishRequest f;
-      f.lease = LeaseRef{l.id, l.version};
-      finish.push_back(f);
-    }
-    for (const auto& r : store->FinishBatch(finish)) ASSERT_OK(r);
-    finishing += std::chrono::steady_clock::now() - c1;
-    done += static_cast<int>(leases.size());
-  }
-  const auto t2 = std::chrono::steady_clock::now();
-  EXPECT_EQ(done, kJobs);
-  auto per_second = [](int n, auto d) {
-    return n * 1000.0 / std::max<double>(1.0, std::chrono::duration<double, std::milli>(d).count());
-  };
-  std::printf("PostgreSQL store, %d jobs: admit %.0f/s (batches of 1000), claim+complete %.0f/s "
-              "(batches of 500; claim alone %.0f/s, complete alone %.0f/s)\n",
-              kJobs, per_second(kJobs, t1 - t0), per_second(kJobs, t2 - t1),
-              per_second(kJobs, claiming), per_second(kJobs, finishing));
-  ASSERT_OK_AND_ASSIGN(StoreStats stats, store->GetStats());
-  EXPECT_EQ(stats.totals[static_cast<int>(ExecutionStatus::kSucceeded)], kJobs);
-}
-
 // A3: a store's work listener hears work made due through ANOTHER store
 // object (another node): admissions, a retryable failure's requeue and the
 // SQL enqueue function; not claims or successes; and after a server restart
