@@ -71,4 +71,6 @@ for f in build/fuzz/tests/fuzz/*_fuzz; do
   tail -1 "$work.log"
   rm -rf "$work" "$work.log"
 done
+echo "==> [deps] every file the builds used and every test tool comes from scripts/deps.sh"
+scripts/dep_audit.sh --tools build/release build/asan build/tsan build/fuzz
 echo "==> all tests passed"

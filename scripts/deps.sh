@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages taskengine needs, only those that are missing.
-# Sourced by run.sh and test.sh. Usage: scripts/deps.sh [build|test]
+# Called by run.sh and test.sh. Usage: scripts/deps.sh [build|test] [--list]
+#   --list  print the package names (one per line) instead of installing them;
+#           scripts/dep_audit.sh reads the list this way.
 set -euo pipefail
 
 build_pkgs=(
@@ -14,6 +16,10 @@ test_pkgs=(clang libclang-rt-14-dev faketime)  # faketime: the clock drill (RD11
 
 want=("${build_pkgs[@]}")
 if [ "${1:-build}" = "test" ]; then want+=("${test_pkgs[@]}"); fi
+if [ "${2:-}" = "--list" ]; then
+  printf '%s\n' "${want[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${want[@]}"; do
