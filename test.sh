@@ -38,6 +38,8 @@ echo "    $TASKENGINE_TEST_PG_URL"
 
 run_preset release
 ctest --test-dir build/release --output-on-failure -j "$jobs"
+echo "==> [package] the .deb (scripts/package.sh) holds the binary, unit and config"
+tests/install/deb_test.sh | tail -1
 
 if [ $quick -eq 1 ]; then exit 0; fi
 

@@ -123,7 +123,7 @@ done
 if [ $check_tools -eq 1 ]; then
   pg_bin=/usr/lib/postgresql/15/bin
   for t in "$pg_bin/initdb" "$pg_bin/pg_ctl" "$pg_bin/postgres" "$pg_bin/psql" \
-           clang clang++ faketime runuser; do
+           clang clang++ faketime runuser dpkg-shlibdeps dpkg-deb; do
     case "$t" in
       /*) p=$t ;;
       *) p=$(command -v "$t" || true) ;;

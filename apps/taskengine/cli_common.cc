@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "core/time_text.h"
 #include "server/logging.h"
 #include "server/server.h"
 #include "server/time_format.h"
@@ -59,7 +60,7 @@ void PrintJson(const nlohmann::ordered_json& doc) {
 
 std::string ShortTime(Millis ms) {
   if (ms == 0) return "-";
-  std::string t = FormatIso8601(ms);  // 2026-01-01T00:00:00.000Z
+  std::string t = FormatTime(ms);  // 2026-01-01T00:00:00.000Z
   return t.substr(0, 19) + "Z";
 }
 

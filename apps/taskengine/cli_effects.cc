@@ -12,8 +12,8 @@
 
 #include "cli.h"
 #include "server/operations.h"
-#include "server/views.h"
 #include "storage/store.h"
+#include "views/views.h"
 
 namespace taskengine::cli {
 namespace {

@@ -6,12 +6,13 @@
 #include <sstream>
 
 #include "cli.h"
+#include "core/time_text.h"
 #include "server/logging.h"
 #include "server/operations.h"
 #include "server/server.h"
 #include "server/time_format.h"
-#include "server/views.h"
 #include "storage/store.h"
+#include "views/views.h"
 
 namespace taskengine::cli {
 namespace {
@@ -64,11 +65,9 @@ int RunList(const GlobalFlags& flags, const ListFlags& f) {
 
   if (flags.json) {
     nlohmann::ordered_json items = nlohmann::ordered_json::array();
-    for (const Execution& e : page->items) items.push_back(ExecutionToJson(e));
-    PrintJson({{"executions", std::move(items)},
-               {"next_before", page->next_before.value == 0
-                                   ? nlohmann::ordered_json(nullptr)
-                                   : nlohmann::ordered_json(page->next_before.value)}});
+    for (const Execution& e : page->items)
+      items.push_back(ExecutionToJson(e, /*with_payload=*/false));
+    PrintJson(PageToJson(std::move(items), page->next_before.value));
     return kExitOk;
   }
   if (page->items.empty()) {
@@ -91,10 +90,10 @@ int RunList(const GlobalFlags& flags, const ListFlags& f) {
 
 struct ShowFlags {
   std::int64_t id = 0;
-  int logs = 200;
+  int logs = kDetailLogLimit;  // as the API's detail
 };
 
-std::string TimeOrDash(Millis ms) { return ms == 0 ? "-" : FormatIso8601(ms); }
+std::string TimeOrDash(Millis ms) { return ms == 0 ? "-" : FormatTime(ms); }
 
 // Prints `table` with every line indented by two spaces.
 void PrintIndented(const Table& table) {
@@ -122,16 +121,16 @@ void PrintDetail(const ExecutionDetail& d) {
   PrintField("idempotency key", OrDash(e.idempotency_key));
   PrintField("lane", OrDash(e.lane_key));
   PrintField("parent", e.parent.value == 0 ? "-" : std::to_string(e.parent.value));
-  PrintField("scheduled at", e.scheduled_at == 0 ? "-" : FormatIso8601(e.scheduled_at));
-  PrintField("run at", e.run_at == 0 ? "-" : FormatIso8601(e.run_at));
-  PrintField("queued at", e.queued_at == 0 ? "-" : FormatIso8601(e.queued_at));
-  PrintField("started at", e.started_at == 0 ? "-" : FormatIso8601(e.started_at));
-  PrintField("finished at", e.finished_at == 0 ? "-" : FormatIso8601(e.finished_at));
+  PrintField("scheduled at", e.scheduled_at == 0 ? "-" : FormatTime(e.scheduled_at));
+  PrintField("run at", e.run_at == 0 ? "-" : FormatTime(e.run_at));
+  PrintField("queued at", e.queued_at == 0 ? "-" : FormatTime(e.queued_at));
+  PrintField("started at", e.started_at == 0 ? "-" : FormatTime(e.started_at));
+  PrintField("finished at", e.finished_at == 0 ? "-" : FormatTime(e.finished_at));
   PrintField("duration", DurationText(e));
   PrintField("progress", std::to_string(e.progress) + "%");
   PrintField("worker", OrDash(e.worker.value));
   PrintField("claim version", std::to_string(e.claim_version.value));
-  PrintField("lease expires at", e.lease_expires_at == 0 ? "-" : FormatIso8601(e.lease_expires_at));
+  PrintField("lease expires at", e.lease_expires_at == 0 ? "-" : FormatTime(e.lease_expires_at));
   PrintField("failure class",
              e.failure_class == FailureClass::kNone ? "-" : std::string(ToString(e.failure_class)));
   PrintField("error", OrDash(e.error));
@@ -189,7 +188,7 @@ void PrintDetail(const ExecutionDetail& d) {
 
   std::printf("logs (%zu)\n", d.logs.size());
   for (const LogEntry& l : d.logs) {
-    std::printf("  %s  %-5s  #%d  %s\n", FormatIso8601(l.at).c_str(),
+    std::printf("  %s  %-5s  #%d  %s\n", FormatTime(l.at).c_str(),
                 std::string(ToString(l.level)).c_str(), l.attempt, l.message.c_str());
   }
   std::fflush(stdout);
@@ -208,6 +207,33 @@ int RunShow(const GlobalFlags& flags, const ShowFlags& f) {
     PrintJson(ExecutionDetailToJson(*detail));
   } else {
     PrintDetail(*detail);
+  }
+  return kExitOk;
+}
+
+int RunResult(const GlobalFlags& flags, const ShowFlags& f) {
+  if (f.id <= 0) return Fail(InvalidArgument("the execution id must be a positive integer"));
+  auto config = ResolveConfig(flags);
+  if (!config.ok()) return Fail(config.status());
+  ConfigureLogging(config->log_format, /*verbose=*/false);
+  auto engine = OpenEngine(*config, EngineMode::kClient);
+  if (!engine.ok()) return Fail(engine.status());
+  auto e = (*engine)->GetExecution(ExecutionId(f.id));
+  if (!e.ok()) {
+    if (e.status().code() == ErrorCode::kNotFound) {
+      return Fail(NotFound("no execution " + std::to_string(f.id)));
+    }
+    return Fail(e.status());
+  }
+  if (e->status != ExecutionStatus::kSucceeded) {
+    return Fail(Conflict("execution " + std::to_string(f.id) + " is " +
+                         std::string(ToString(e->status)) +
+                         "; its result is available only after it succeeded"));
+  }
+  if (flags.json) {
+    PrintJson({{"id", e->id.value}, {"result", EmbeddedJson(e->result_json)}});
+  } else {
+    std::printf("%s\n", e->result_json.empty() ? "null" : e->result_json.c_str());
   }
   return kExitOk;
 }
@@ -339,8 +365,17 @@ void AddExecutionVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb
   show->add_option("id", sf->id, "Execution id")->required();
   show->add_option("--logs", sf->logs, "Most log lines to show (oldest first)")
       ->check(CLI::Range(0, 100000))
-      ->default_str("200");
+      ->default_str("1000");
   verbs->push_back({show, [&flags, sf] { return RunShow(flags, *sf); }});
+
+  auto resf = std::make_shared<ShowFlags>();
+  CLI::App* result = AddVerb(
+      app, "execution:result",
+      "The result of a succeeded execution, as GET /api/v1/executions/{id}/result answers: "
+      "{\"id\", \"result\"} with --json, the result's JSON text otherwise. Exit 4 before it "
+      "succeeded.");
+  result->add_option("id", resf->id, "Execution id")->required();
+  verbs->push_back({result, [&flags, resf] { return RunResult(flags, *resf); }});
 
   auto cf = std::make_shared<CancelFlags>();
   CLI::App* cancel = AddVerb(

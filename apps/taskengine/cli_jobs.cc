@@ -10,8 +10,8 @@
 #include "server/scheduling.h"
 #include "server/server.h"
 #include "server/time_format.h"
-#include "server/views.h"
 #include "storage/store.h"
+#include "views/views.h"
 
 namespace taskengine::cli {
 namespace {
@@ -29,10 +29,9 @@ int RunJobList(const GlobalFlags& flags) {
   if (flags.json) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const JobDefinition& j : *jobs) {
-      list.push_back(JobToJson(j));
-      AddScheduleFields(j, (*schedules)[j.name.value], &list.back());
+      list.push_back(JobToJson(j, (*schedules)[j.name.value]));
     }
-    PrintJson({{"jobs", std::move(list)}});
+    PrintJson({{"items", std::move(list)}});
     return kExitOk;
   }
   if (jobs->empty()) {

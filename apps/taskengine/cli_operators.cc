@@ -5,17 +5,13 @@
 #include "cli.h"
 #include "server/operations.h"
 #include "server/time_format.h"
-#include "server/views.h"
 #include "storage/store.h"
+#include "views/views.h"
 
 namespace taskengine::cli {
 namespace {
 
 constexpr std::size_t kTextColumnBytes = 60;
-
-nlohmann::ordered_json CursorOrNull(std::int64_t id) {
-  return id == 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(id);
-}
 
 // --- quarantine:list ---
 
@@ -38,9 +34,9 @@ int RunQuarantineList(const GlobalFlags& flags, const QuarantineFlags& f) {
   if (!page.ok()) return Fail(page.status());
   if (flags.json) {
     nlohmann::ordered_json items = nlohmann::ordered_json::array();
-    for (const Execution& e : page->items) items.push_back(ExecutionToJson(e));
-    PrintJson(
-        {{"executions", std::move(items)}, {"next_before", CursorOrNull(page->next_before.value)}});
+    for (const Execution& e : page->items)
+      items.push_back(ExecutionToJson(e, /*with_payload=*/false));
+    PrintJson(PageToJson(std::move(items), page->next_before.value));
     return kExitOk;
   }
   if (page->items.empty()) {
@@ -86,7 +82,7 @@ int RunLaneStatus(const GlobalFlags& flags, const LaneFlags& f) {
   if (flags.json) {
     nlohmann::ordered_json items = nlohmann::ordered_json::array();
     for (const LaneStatus& l : lanes) items.push_back(LaneToJson(l));
-    PrintJson({{"lanes", std::move(items)}});
+    PrintJson({{"items", std::move(items)}});
     return kExitOk;
   }
   if (lanes.empty()) {
@@ -129,7 +125,7 @@ int RunAuditList(const GlobalFlags& flags, const AuditFlags& f) {
   if (flags.json) {
     nlohmann::ordered_json items = nlohmann::ordered_json::array();
     for (const AuditRecord& r : *records) items.push_back(AuditToJson(r));
-    PrintJson({{"records", std::move(items)}, {"next_before", CursorOrNull(next)}});
+    PrintJson(PageToJson(std::move(items), next));
     return kExitOk;
   }
   if (records->empty()) {

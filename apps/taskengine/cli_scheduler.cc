@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "cli.h"
+#include "core/time_text.h"
 #include "server/logging.h"
 #include "server/operations.h"
 #include "server/scheduling.h"
@@ -63,7 +64,7 @@ struct PreviewFlags {
 int RunPreview(const GlobalFlags& flags, const PreviewFlags& f) {
   Millis from = SystemClock::Get()->NowMillis();
   if (!f.from.empty()) {
-    auto parsed = ParseIso8601(f.from);
+    auto parsed = ParseTime(f.from);
     if (!parsed.ok()) return Fail(InvalidArgument("--from: " + parsed.status().message()));
     from = *parsed;
   }
@@ -137,7 +138,7 @@ int RunTenantList(const GlobalFlags& flags) {
   if (flags.json) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const Tenant& t : *tenants) list.push_back(TenantToJson(t));
-    PrintJson({{"tenants", std::move(list)}});
+    PrintJson({{"items", std::move(list)}});
     return kExitOk;
   }
   if (tenants->empty()) {

@@ -1,4 +1,8 @@
 // serve, migrate, queue:status.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -9,9 +13,10 @@
 #include "server/serve.h"
 #include "server/server.h"
 #include "server/time_format.h"
-#include "server/views.h"
 #include "storage/open_store.h"
+#include "storage/sqlite/sqlite_backup.h"
 #include "storage/store.h"
+#include "views/views.h"
 
 namespace taskengine::cli {
 namespace {
@@ -24,6 +29,42 @@ int RunServe(const GlobalFlags& flags, const std::string& log_format) {
   ConfigureLogging(config->log_format, /*verbose=*/true);
   Status s = Serve(*config);
   if (!s.ok()) return Fail(s);
+  return kExitOk;
+}
+
+int RunBackup(const GlobalFlags& flags, const std::string& dest) {
+  auto config = ResolveConfig(flags);
+  if (!config.ok()) return Fail(config.status());
+  ConfigureLogging(config->log_format, /*verbose=*/false);
+  if (!config->database_url.empty()) {
+    return Fail(InvalidArgument(
+        "backup copies a SQLite database; for " + RedactUrl(config->database_url) +
+        " use the database's own tools (pg_dump, or pg_basebackup for point-in-time recovery)"));
+  }
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  std::int64_t total_pages = 0;
+  Status s = sqlite::Backup(config->database_path, dest, /*pages_per_step=*/1024, /*pause_ms=*/1,
+                            [&](const sqlite::BackupProgress& p) {
+                              total_pages = p.pages_total;
+                              if (tty && !flags.json) {
+                                std::fprintf(stderr, "\rbackup: %lld / %lld pages",
+                                             static_cast<long long>(p.pages_done),
+                                             static_cast<long long>(p.pages_total));
+                              }
+                            });
+  if (tty && !flags.json) std::fprintf(stderr, "\n");
+  if (!s.ok()) return Fail(s);
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(dest, ec);
+  if (flags.json) {
+    PrintJson({{"database", config->database_path},
+               {"backup", dest},
+               {"pages", total_pages},
+               {"bytes", ec ? 0 : static_cast<std::int64_t>(bytes)}});
+  } else {
+    std::cout << "backed up " << config->database_path << " to " << dest << " (" << (ec ? 0 : bytes)
+              << " bytes, integrity ok)" << std::endl;
+  }
   return kExitOk;
 }
 
@@ -60,12 +101,12 @@ int RunQueueStatus(const GlobalFlags& flags) {
   if (!rows.ok()) return Fail(rows.status());
   if (flags.json) {
     nlohmann::ordered_json queues = nlohmann::ordered_json::array();
-    for (const QueueStatusRow& r : *rows) queues.push_back(QueueStatusToJson(r));
-    PrintJson({{"queues", std::move(queues)}});
+    for (const QueueView& r : *rows) queues.push_back(QueueToJson(r));
+    PrintJson({{"items", std::move(queues)}});
     return kExitOk;
   }
   Table table({"QUEUE", "PRIORITY", "CONCURRENCY", "QUEUED", "DUE", "RUNNING", "OLDEST"});
-  for (const QueueStatusRow& r : *rows) {
+  for (const QueueView& r : *rows) {
     table.Add({r.queue + (r.configured ? "" : " (not configured)"),
                r.configured ? std::to_string(r.priority) : "-",
                !r.configured        ? "-"
@@ -98,6 +139,15 @@ void AddServerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* 
       "Create or upgrade the database schema and seed the [[job]] definitions of the config; "
       "prints the schema version.");
   verbs->push_back({migrate, [&flags] { return RunMigrate(flags); }});
+
+  auto backup_dest = std::make_shared<std::string>();
+  CLI::App* backup =
+      AddVerb(app, "backup",
+              "Online backup of the SQLite database to a new file PATH while serve keeps running "
+              "(SQLite's backup API; checked with PRAGMA integrity_check). Never overwrites PATH. "
+              "PostgreSQL: use pg_dump / pg_basebackup.");
+  backup->add_option("path", *backup_dest, "The new backup file")->required();
+  verbs->push_back({backup, [&flags, backup_dest] { return RunBackup(flags, *backup_dest); }});
 
   CLI::App* queue_status =
       AddVerb(app, "queue:status",

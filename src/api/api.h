@@ -23,6 +23,7 @@
 #include "api/http_types.h"
 #include "api/metrics.h"
 #include "api/router.h"
+#include "storage/execution_detail.h"
 #include "taskengine/clock.h"
 #include "taskengine/engine.h"
 
@@ -35,9 +36,12 @@ struct ApiOptions {
   // global tenant access).
   bool metrics_open = false;
   // Log lines in an execution's detail (oldest first). Default: 1000.
-  int detail_log_limit = 1000;
+  int detail_log_limit = kDetailLogLimit;
   // Audit records in an execution's detail (newest first). Default: 100.
-  int detail_audit_limit = 100;
+  int detail_audit_limit = kDetailAuditLimit;
+  // The queues this process works (their priority and concurrency), shown by
+  // /queues beside the depths in the database. Default: none.
+  std::vector<QueueConfig> queues;
   // Items in one bulk dispatch. Default: 1000.
   std::size_t max_bulk_items = 1000;
   // The counters of the worker-protocol routes (remote workers), shown by

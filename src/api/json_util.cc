@@ -15,56 +15,6 @@ std::string TypeName(const nlohmann::json& v) {
   return v.type_name();
 }
 
-// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-// "days_from_civil" algorithm, as published in his date algorithms paper).
-std::int64_t DaysFromCivil(std::int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
-}
-
-void CivilFromDays(std::int64_t z, std::int64_t* y, unsigned* m, unsigned* d) {
-  z += 719468;
-  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const unsigned doe = static_cast<unsigned>(z - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  *d = doy - (153 * mp + 2) / 5 + 1;
-  *m = mp < 10 ? mp + 3 : mp - 9;
-  *y = static_cast<std::int64_t>(yoe) + era * 400 + (*m <= 2);
-}
-
-bool IsLeap(std::int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
-
-unsigned DaysInMonth(std::int64_t y, unsigned m) {
-  static constexpr unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  return m == 2 && IsLeap(y) ? 29 : kDays[m - 1];
-}
-
-// Reads exactly `n` digits at `*pos`.
-bool Digits(std::string_view s, std::size_t* pos, int n, int* out) {
-  if (*pos + n > s.size()) return false;
-  int v = 0;
-  for (int i = 0; i < n; ++i) {
-    char c = s[*pos + i];
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + (c - '0');
-  }
-  *pos += n;
-  *out = v;
-  return true;
-}
-
-bool Expect(std::string_view s, std::size_t* pos, char c) {
-  if (*pos >= s.size() || s[*pos] != c) return false;
-  ++*pos;
-  return true;
-}
-
 std::string Quote(std::string_view s) {
   std::string out = "'";
   for (char c : s.substr(0, 100)) out += (static_cast<unsigned char>(c) < 0x20 ? '?' : c);
@@ -300,77 +250,6 @@ Result<std::int64_t> ParseInteger(std::string_view text, std::int64_t min, std::
   std::int64_t out = negative ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
   if (out < min || out > max) return InvalidArgument(err);
   return out;
-}
-
-std::string FormatTime(Millis ms) {
-  std::int64_t days = ms >= 0 ? ms / 86'400'000 : -((-ms + 86'399'999) / 86'400'000);
-  std::int64_t rem = ms - days * 86'400'000;
-  std::int64_t y = 0;
-  unsigned m = 0, d = 0;
-  CivilFromDays(days, &y, &m, &d);
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "%04lld-%02u-%02uT%02lld:%02lld:%02lld.%03lldZ",
-                static_cast<long long>(y), m, d, static_cast<long long>(rem / 3'600'000),
-                static_cast<long long>(rem / 60'000 % 60), static_cast<long long>(rem / 1000 % 60),
-                static_cast<long long>(rem % 1000));
-  return buf;
-}
-
-Result<Millis> ParseTime(std::string_view text, std::string_view what) {
-  const Status err = InvalidArgument(
-      std::string(what) + " must be an RFC 3339 time such as \"2026-01-01T09:30:00Z\", not " +
-      Quote(text));
-  std::size_t pos = 0;
-  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
-  if (!Digits(text, &pos, 4, &year) || !Expect(text, &pos, '-') || !Digits(text, &pos, 2, &month) ||
-      !Expect(text, &pos, '-') || !Digits(text, &pos, 2, &day)) {
-    return err;
-  }
-  if (pos >= text.size() || (text[pos] != 'T' && text[pos] != 't' && text[pos] != ' ')) return err;
-  ++pos;
-  if (!Digits(text, &pos, 2, &hour) || !Expect(text, &pos, ':') || !Digits(text, &pos, 2, &minute) ||
-      !Expect(text, &pos, ':') || !Digits(text, &pos, 2, &second)) {
-    return err;
-  }
-  std::int64_t millis = 0;
-  if (pos < text.size() && text[pos] == '.') {
-    ++pos;
-    int n = 0;
-    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
-      if (n < 3) millis = millis * 10 + (text[pos] - '0');
-      ++n;
-      ++pos;
-    }
-    if (n == 0) return err;
-    for (int i = n; i < 3; ++i) millis *= 10;
-  }
-  std::int64_t offset_minutes = 0;
-  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
-    ++pos;
-  } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
-    const int sign = text[pos] == '-' ? -1 : 1;
-    ++pos;
-    int oh = 0, om = 0;
-    if (!Digits(text, &pos, 2, &oh) || !Expect(text, &pos, ':') || !Digits(text, &pos, 2, &om) ||
-        oh > 23 || om > 59) {
-      return err;
-    }
-    offset_minutes = sign * (oh * 60 + om);
-  } else {
-    return err;
-  }
-  if (pos != text.size()) return err;
-  if (year < 1970 || month < 1 || month > 12 || day < 1 ||
-      static_cast<unsigned>(day) > DaysInMonth(year, static_cast<unsigned>(month)) || hour > 23 ||
-      minute > 59 || second > 60) {
-    return err;
-  }
-  if (second == 60) second = 59;  // a leap second: the last representable instant of the minute
-  std::int64_t days = DaysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
-  std::int64_t ms = ((days * 24 + hour) * 60 + minute) * 60'000 + second * 1000 + millis -
-                    offset_minutes * 60'000;
-  if (ms < 0) return err;
-  return ms;
 }
 
 }  // namespace taskengine::api

@@ -94,11 +94,4 @@ class QueryParams {
 Result<std::int64_t> ParseInteger(std::string_view text, std::int64_t min, std::int64_t max,
                                   std::string_view what);
 
-// RFC 3339 in UTC with milliseconds: "2026-01-01T00:00:00.000Z".
-std::string FormatTime(Millis ms);
-// Parses RFC 3339 "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)" (years
-// 1970..9999); fractions below a millisecond are truncated. kInvalidArgument
-// naming `what` otherwise.
-Result<Millis> ParseTime(std::string_view text, std::string_view what);
-
 }  // namespace taskengine::api

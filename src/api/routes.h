@@ -9,13 +9,13 @@
 
 #include "api/api.h"
 #include "api/auth.h"
-#include "api/dto.h"
 #include "api/errors.h"
 #include "api/json_util.h"
 #include "api/lease_broker.h"
 #include "api/router.h"
 #include "storage/store.h"
 #include "taskengine/engine.h"
+#include "views/views.h"
 
 namespace taskengine::api {
 

@@ -4,6 +4,7 @@
 //   GET  /api/v1/auth/session  who the caller is (token or session), with the CSRF token
 #include "api/routes.h"
 #include "api/store_authenticator.h"
+#include "core/time_text.h"
 
 namespace taskengine::api {
 namespace {

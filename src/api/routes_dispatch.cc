@@ -2,6 +2,7 @@
 #include <cctype>
 
 #include "api/routes.h"
+#include "core/time_text.h"
 
 namespace taskengine::api {
 namespace {

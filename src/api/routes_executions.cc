@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "api/routes.h"
+#include "core/time_text.h"
 
 namespace taskengine::api {
 namespace {
@@ -9,8 +10,6 @@ namespace {
 constexpr std::size_t kMaxReason = 1000;
 constexpr int kDefaultPageSize = 50;
 constexpr int kMaxPageSize = 1000;
-
-std::string AuditTarget(ExecutionId id) { return "execution:" + std::to_string(id.value); }
 
 // GET /api/v1/executions?job=&tenant=&status=&queued_from=&queued_to=&limit=&cursor=
 // -> {"items": [Execution without payload...], "next_cursor": "..." | null}
@@ -99,8 +98,8 @@ HttpResponse ListExecutions(ApiContext& ctx, const RouteRequest& req) {
   }
   Json items = Json::array();
   for (const Execution& e : merged) items.push_back(ExecutionToJson(e, /*with_payload=*/false));
-  Json next = more && !merged.empty() ? Json(std::to_string(merged.back().id.value)) : Json(nullptr);
-  return JsonResponse(200, Json{{"items", std::move(items)}, {"next_cursor", std::move(next)}});
+  return JsonResponse(
+      200, PageToJson(std::move(items), more && !merged.empty() ? merged.back().id.value : 0));
 }
 
 // GET /api/v1/executions/{id}
@@ -109,39 +108,10 @@ HttpResponse ListExecutions(ApiContext& ctx, const RouteRequest& req) {
 HttpResponse GetExecution(ApiContext& ctx, const RouteRequest& req) {
   auto e = VisibleExecution(ctx, PrincipalOf(req), req.Param("id"));
   if (!e.ok()) return StatusResponse(e.status());
-  auto logs = ctx.store->GetLogs(e->id, ctx.options.detail_log_limit);
-  if (!logs.ok()) return StatusResponse(logs.status());
-  auto effects = ctx.store->GetEffects(e->id);
-  if (!effects.ok()) return StatusResponse(effects.status());
-  auto attempts = ctx.store->GetAttempts(e->id);
-  if (!attempts.ok()) return StatusResponse(attempts.status());
-  AuditFilter audit_filter;
-  audit_filter.target = AuditTarget(e->id);
-  audit_filter.limit = ctx.options.detail_audit_limit;
-  auto audit = ctx.store->ListAudit(audit_filter);
-  if (!audit.ok()) return StatusResponse(audit.status());
-
-  Json j = ExecutionToJson(*e, /*with_payload=*/true);
-  Json logs_json = Json::array();
-  for (const LogEntry& l : *logs) logs_json.push_back(LogToJson(l));
-  const bool canceled = e->status == ExecutionStatus::kCanceled ||
-                        e->status == ExecutionStatus::kPartiallyCanceled;
-  Json effects_json = Json::array();
-  Json escaped_json = Json::array();
-  for (const EffectRecord& effect : *effects) {
-    effects_json.push_back(EffectToJson(effect));
-    if (canceled && effect.committed) escaped_json.push_back(EffectToJson(effect));
-  }
-  Json attempts_json = Json::array();
-  for (const AttemptRecord& a : *attempts) attempts_json.push_back(AttemptToJson(a));
-  Json audit_json = Json::array();
-  for (const AuditRecord& r : *audit) audit_json.push_back(AuditToJson(r));
-  j["logs"] = std::move(logs_json);
-  j["effects"] = std::move(effects_json);
-  j["escaped_effects"] = std::move(escaped_json);
-  j["attempts"] = std::move(attempts_json);
-  j["audit"] = std::move(audit_json);
-  return JsonResponse(200, j);
+  auto detail = LoadExecutionDetail(*ctx.store, std::move(e).value(), ctx.options.detail_log_limit,
+                                    ctx.options.detail_audit_limit);
+  if (!detail.ok()) return StatusResponse(detail.status());
+  return JsonResponse(200, ExecutionDetailToJson(*detail));
 }
 
 // GET /api/v1/executions/{id}/result -> {"id", "result"} after success only;

@@ -24,6 +24,13 @@ Result<JobDefinition> VisibleJob(ApiContext& ctx, const Principal& p, const std:
   return job;
 }
 
+// 200 with the job's view (definition and schedule state).
+HttpResponse JobResponse(ApiContext& ctx, const JobDefinition& job) {
+  auto schedules = JobSchedules(*ctx.store, {job}, ctx.clock->NowMillis());
+  if (!schedules.ok()) return StatusResponse(schedules.status());
+  return JsonResponse(200, JobToJson(job, (*schedules)[job.name.value]));
+}
+
 // GET /api/v1/jobs -> {"items": [JobDefinition...]} ordered by name.
 HttpResponse ListJobs(ApiContext& ctx, const RouteRequest& req) {
   auto query = QueryParams::Parse(req.http.query);
@@ -31,9 +38,15 @@ HttpResponse ListJobs(ApiContext& ctx, const RouteRequest& req) {
   if (Status s = query->RejectUnknown({}); !s.ok()) return StatusResponse(s);
   auto jobs = ctx.store->ListJobs();
   if (!jobs.ok()) return StatusResponse(jobs.status());
+  std::vector<JobDefinition> visible;
+  for (JobDefinition& job : *jobs) {
+    if (MaySeeJob(PrincipalOf(req), job)) visible.push_back(std::move(job));
+  }
+  auto schedules = JobSchedules(*ctx.store, visible, ctx.clock->NowMillis());
+  if (!schedules.ok()) return StatusResponse(schedules.status());
   Json items = Json::array();
-  for (const JobDefinition& job : *jobs) {
-    if (MaySeeJob(PrincipalOf(req), job)) items.push_back(JobToJson(job));
+  for (const JobDefinition& job : visible) {
+    items.push_back(JobToJson(job, (*schedules)[job.name.value]));
   }
   return JsonResponse(200, Json{{"items", std::move(items)}});
 }
@@ -42,7 +55,7 @@ HttpResponse ListJobs(ApiContext& ctx, const RouteRequest& req) {
 HttpResponse GetJob(ApiContext& ctx, const RouteRequest& req) {
   auto job = VisibleJob(ctx, PrincipalOf(req), req.Param("name"));
   if (!job.ok()) return StatusResponse(job.status());
-  return JsonResponse(200, JobToJson(*job));
+  return JobResponse(ctx, *job);
 }
 
 // PATCH /api/v1/jobs/{name}
@@ -117,7 +130,7 @@ HttpResponse PatchJob(ApiContext& ctx, const RouteRequest& req) {
     after["display_name"] = *display_name;
     job.display_name = *display_name;
   }
-  if (after.empty()) return JsonResponse(200, JobToJson(job));  // nothing changed: no audit
+  if (after.empty()) return JobResponse(ctx, job);  // nothing changed: no audit
 
   if (Status s = ctx.store->UpsertJob(job); !s.ok()) return StatusResponse(s);
   AuditRecord audit;
@@ -134,7 +147,7 @@ HttpResponse PatchJob(ApiContext& ctx, const RouteRequest& req) {
   }
   auto updated = ctx.store->GetJob(job.name);
   if (!updated.ok()) return StatusResponse(updated.status());
-  return JsonResponse(200, JobToJson(*updated));
+  return JobResponse(ctx, *updated);
 }
 
 }  // namespace

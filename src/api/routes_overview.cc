@@ -84,7 +84,8 @@ HttpResponse Stats(ApiContext& ctx, const RouteRequest& req) {
   return JsonResponse(200, out);
 }
 
-// GET /api/v1/queues -> {"items": [QueueDepth...]} (queues with work, by name)
+// GET /api/v1/queues -> {"items": [Queue...]}: the configured queues (by priority,
+// then name), then other queues with work in the database (by name).
 HttpResponse Queues(ApiContext& ctx, const RouteRequest& req) {
   if (!PrincipalOf(req).all_tenants) return NeedsAllTenants("queue depths");
   auto query = QueryParams::Parse(req.http.query);
@@ -94,7 +95,9 @@ HttpResponse Queues(ApiContext& ctx, const RouteRequest& req) {
   auto depths = ctx.store->QueueDepths();
   if (!depths.ok()) return StatusResponse(depths.status());
   Json items = Json::array();
-  for (const QueueDepth& d : *depths) items.push_back(QueueDepthToJson(d, now));
+  for (const QueueView& q : QueueViews(std::move(depths).value(), ctx.options.queues, now)) {
+    items.push_back(QueueToJson(q));
+  }
   return JsonResponse(200, Json{{"items", std::move(items)}});
 }
 
@@ -146,10 +149,8 @@ HttpResponse Audit(ApiContext& ctx, const RouteRequest& req) {
   Json items = Json::array();
   for (const AuditRecord& r : *records) items.push_back(AuditToJson(r));
   // A full page may have more behind it.
-  Json next = static_cast<int>(records->size()) == filter.limit && !records->empty()
-                  ? Json(std::to_string(records->back().id))
-                  : Json(nullptr);
-  return JsonResponse(200, Json{{"items", std::move(items)}, {"next_cursor", std::move(next)}});
+  const bool full = static_cast<int>(records->size()) == filter.limit && !records->empty();
+  return JsonResponse(200, PageToJson(std::move(items), full ? records->back().id : 0));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "core/canonical_json.h"
 #include "core/cron.h"
+#include "core/time_text.h"
 
 namespace taskengine {
 namespace {
@@ -90,22 +91,6 @@ std::string FormatKeyMinute(Millis ms) {
     return buf;
   }
   char* end = PutUtcMinute(buf, c);
-  *end++ = 'Z';
-  return std::string(buf, end);
-}
-
-std::string FormatRfc3339Utc(Millis ms) {
-  const CivilTime c = UtcCivil(ms);
-  const int seconds = static_cast<int>(FloorDiv(ms, 1000) - FloorDiv(ms, kMillisPerMinute) * 60);
-  char buf[40];
-  if (c.year < 0 || c.year > 9999) {
-    std::snprintf(buf, sizeof buf, "%d-%02d-%02dT%02d:%02d:%02dZ", c.year, c.month, c.day, c.hour,
-                  c.minute, seconds);
-    return buf;
-  }
-  char* end = PutUtcMinute(buf, c);
-  *end++ = ':';
-  end = PutDigits(end, seconds, 2);
   *end++ = 'Z';
   return std::string(buf, end);
 }
@@ -403,10 +388,10 @@ Result<CyclePlan> Scheduler::EvaluateLocked() {
       std::string payload;
       if (job.window_ms > 0) {
         // Keys sorted, no whitespace: already canonical JSON.
-        payload = "{\"window_end\":\"" + FormatRfc3339Utc(admit[i] + job.window_ms) +
-                  "\",\"window_start\":\"" + FormatRfc3339Utc(admit[i]) + "\"}";
+        payload = "{\"window_end\":\"" + FormatTimeSeconds(admit[i] + job.window_ms) +
+                  "\",\"window_start\":\"" + FormatTimeSeconds(admit[i]) + "\"}";
       } else {
-        payload = "{\"fire_time\":\"" + FormatRfc3339Utc(fire) + "\"}";
+        payload = "{\"fire_time\":\"" + FormatTimeSeconds(fire) + "\"}";
       }
       const std::string fingerprint = AdmissionFingerprint(payload, kSchedulerRequester);
       auto key_for = [&](const TenantId& tenant) {
@@ -663,6 +648,31 @@ void AppendSchedulerMetrics(const SchedulerTotals& t, std::string* out) {
                "Unix time the last leader cycle of this node decided up to; 0 before the first.");
   MetricSample(out, "taskengine_scheduler_last_cycle_timestamp_seconds", "",
                t.last_cycle_at / 1000.0);
+}
+
+Result<std::map<std::string, JobScheduleInfo>> JobSchedules(Store& store,
+                                                            const std::vector<JobDefinition>& jobs,
+                                                            Millis now) {
+  TE_ASSIGN_OR_RETURN(std::vector<ScheduleState> states, store.ListScheduleStates());
+  std::map<std::string, const ScheduleState*> state_of;
+  for (const ScheduleState& s : states) state_of[s.job.value] = &s;
+  std::map<std::string, JobScheduleInfo> out;
+  for (const JobDefinition& job : jobs) {
+    JobScheduleInfo& info = out[job.name.value];
+    if (auto it = state_of.find(job.name.value); it != state_of.end()) {
+      info.last_fire_at = it->second->last_fire_at;
+      info.skipped_fires = it->second->skipped_fires;
+      info.last_skipped_at = it->second->last_skipped_at;
+    }
+    if (job.schedule.empty()) continue;
+    Result<std::optional<Schedule>> schedule = CheckJobSchedule(job);
+    if (!schedule.ok()) {
+      info.error = schedule.status().message();
+      continue;
+    }
+    if (job.enabled && schedule->has_value()) info.next_fire = (*schedule)->NextAfter(now);
+  }
+  return out;
 }
 
 }  // namespace taskengine

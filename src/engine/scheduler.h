@@ -76,6 +76,7 @@
 #include <vector>
 
 #include "core/schedule.h"
+#include "core/time_text.h"
 #include "storage/store.h"
 #include "taskengine/clock.h"
 #include "taskengine/status.h"
@@ -199,8 +200,6 @@ inline constexpr std::int64_t kMaxCountedFires = 1'000'000;
 
 // "2026-01-01T00:05Z": the UTC minute of `ms` (floored), as keys use it.
 std::string FormatKeyMinute(Millis ms);
-// "2026-01-01T00:05:00Z": UTC, whole seconds (floored), as payloads use it.
-std::string FormatRfc3339Utc(Millis ms);
 // T3: "<job>:<fire minute>" or, for a tenant, "<job>:<fire minute>:<tenant>".
 std::string ScheduledKey(const JobName& job, Millis fire, const TenantId& tenant);
 // T5: "<job>:<tenant>:<window start minute>" or, without a tenant,
@@ -298,5 +297,20 @@ class Scheduler {
   bool started_ = false;   // protected by loop_mu_
   std::thread loop_;
 };
+
+// The schedule state of one job definition as operators see it (job:list,
+// GET /api/v1/jobs).
+struct JobScheduleInfo {
+  std::optional<Millis> next_fire;  // none: no schedule, disabled, never fires, or invalid
+  Millis last_fire_at = 0;          // 0 = never
+  std::int64_t skipped_fires = 0;
+  Millis last_skipped_at = 0;  // 0 = none
+  std::string error;           // the schedule or zone does not parse
+};
+
+// By job name, for every job in `jobs`, at `now`.
+Result<std::map<std::string, JobScheduleInfo>> JobSchedules(Store& store,
+                                                            const std::vector<JobDefinition>& jobs,
+                                                            Millis now);
 
 }  // namespace taskengine

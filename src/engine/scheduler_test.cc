@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/canonical_json.h"
+#include "core/time_text.h"
 #include "storage/sqlite/sqlite_store.h"
 #include "testing_support/test_util.h"
 
@@ -113,8 +114,8 @@ class SchedulerTest : public ::testing::Test {
 TEST(SchedulerFormatTest, KeysAndTimes) {
   EXPECT_EQ(FormatKeyMinute(kT0), "2026-01-01T00:00Z");
   EXPECT_EQ(FormatKeyMinute(kT0 + 5 * kMinute + 59'999), "2026-01-01T00:05Z");
-  EXPECT_EQ(FormatRfc3339Utc(kT0 + 5 * kMinute + 7'999), "2026-01-01T00:05:07Z");
-  EXPECT_EQ(FormatRfc3339Utc(kT0 - 1), "2025-12-31T23:59:59Z");
+  EXPECT_EQ(FormatTimeSeconds(kT0 + 5 * kMinute + 7'999), "2026-01-01T00:05:07Z");
+  EXPECT_EQ(FormatTimeSeconds(kT0 - 1), "2025-12-31T23:59:59Z");
   EXPECT_EQ(ScheduledKey(JobName("tick"), kT0 + kMinute, TenantId()), "tick:2026-01-01T00:01Z");
   EXPECT_EQ(ScheduledKey(JobName("tick"), kT0 + kMinute, TenantId("acme")),
             "tick:2026-01-01T00:01Z:acme");

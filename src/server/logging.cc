@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "core/time_text.h"
 #include "server/time_format.h"
 
 namespace taskengine {
@@ -30,7 +31,7 @@ class JsonFormatter final : public spdlog::formatter {
     const auto ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch()).count();
     const auto level = spdlog::level::to_string_view(msg.level);
-    const std::string ts = FormatIso8601(ms);
+    const std::string ts = FormatTime(ms);
     // Ordered: ts, time, level, msg first, then the fields as given.
     nlohmann::ordered_json j;
     j["ts"] = ts;

@@ -10,7 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "server/time_format.h"
+#include "core/time_text.h"
 
 namespace taskengine {
 namespace {
@@ -52,53 +52,15 @@ Result<DispatchRequest> BuildCliDispatch(const CliDispatch& in) {
     r.delay_ms = static_cast<Millis>(std::llround(d * 1000.0));
   }
   if (!in.run_at.empty()) {
-    TE_ASSIGN_OR_RETURN(r.run_at, ParseIso8601(in.run_at));
+    TE_ASSIGN_OR_RETURN(r.run_at, ParseTime(in.run_at));
     if (r.run_at <= 0) return InvalidArgument("--run-at must be after 1970-01-01T00:00:00Z");
   }
   return r;
 }
 
-Result<std::vector<QueueStatusRow>> QueueStatus(Store& store, const ServerConfig& config,
-                                                Millis now) {
+Result<std::vector<QueueView>> QueueStatus(Store& store, const ServerConfig& config, Millis now) {
   TE_ASSIGN_OR_RETURN(std::vector<QueueDepth> depths, store.QueueDepths());
-  std::map<std::string, QueueDepth> by_name;
-  for (QueueDepth& d : depths) by_name.emplace(d.queue, std::move(d));
-
-  std::vector<QueueStatusRow> rows;
-  auto fill = [&](QueueStatusRow& row) {
-    auto it = by_name.find(row.queue);
-    if (it == by_name.end()) return;
-    row.queued = it->second.queued;
-    row.due = it->second.due;
-    row.running = it->second.running;
-    row.oldest_queued_at = it->second.oldest_queued_at;
-    if (row.oldest_queued_at > 0)
-      row.oldest_age_ms = std::max<Millis>(0, now - row.oldest_queued_at);
-    by_name.erase(it);
-  };
-  std::vector<QueueConfig> configured = config.queues;
-  std::stable_sort(configured.begin(), configured.end(), [](const auto& a, const auto& b) {
-    return a.priority != b.priority ? a.priority > b.priority : a.name < b.name;
-  });
-  for (const QueueConfig& q : configured) {
-    QueueStatusRow row;
-    row.queue = q.name;
-    row.configured = true;
-    row.priority = q.priority;
-    row.concurrency = q.concurrency;
-    fill(row);
-    rows.push_back(std::move(row));
-  }
-  // What remains has work but is not worked by this configuration.
-  std::vector<std::string> others;
-  for (const auto& [name, depth] : by_name) others.push_back(name);
-  for (const std::string& name : others) {
-    QueueStatusRow row;
-    row.queue = name;
-    fill(row);
-    rows.push_back(std::move(row));
-  }
-  return rows;
+  return QueueViews(std::move(depths), config.queues, now);
 }
 
 Result<std::string> CliActor(std::string_view as_name) {
@@ -116,20 +78,7 @@ Result<std::string> CliActor(std::string_view as_name) {
   return "cli:" + std::string(as_name);
 }
 
-std::vector<EffectRecord> ExecutionDetail::EscapedEffects() const {
-  std::vector<EffectRecord> out;
-  if (execution.status != ExecutionStatus::kCanceled &&
-      execution.status != ExecutionStatus::kPartiallyCanceled) {
-    return out;
-  }
-  for (const EffectRecord& e : effects) {
-    if (e.committed) out.push_back(e);
-  }
-  return out;
-}
-
 Result<ExecutionDetail> ShowExecution(Engine& engine, ExecutionId id, int log_limit) {
-  ExecutionDetail d;
   auto e = engine.GetExecution(id);
   if (!e.ok()) {
     if (e.status().code() == ErrorCode::kNotFound) {
@@ -137,16 +86,7 @@ Result<ExecutionDetail> ShowExecution(Engine& engine, ExecutionId id, int log_li
     }
     return e.status();
   }
-  d.execution = std::move(e).value();
-  Store& store = engine.store();
-  TE_ASSIGN_OR_RETURN(d.logs, store.GetLogs(id, log_limit));
-  TE_ASSIGN_OR_RETURN(d.effects, store.GetEffects(id));
-  TE_ASSIGN_OR_RETURN(d.attempts, store.GetAttempts(id));
-  AuditFilter audit;
-  audit.target = "execution:" + std::to_string(id.value);
-  audit.limit = kShowAuditLimit;
-  TE_ASSIGN_OR_RETURN(d.audit, store.ListAudit(audit));
-  return d;
+  return LoadExecutionDetail(engine.store(), std::move(e).value(), log_limit, kDetailAuditLimit);
 }
 
 Result<LeaseRef> LeaseFromEnvironment(const EnvLookup& env) {

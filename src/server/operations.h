@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "server/config.h"
+#include "storage/execution_detail.h"
 #include "storage/store.h"
 #include "taskengine/engine.h"
+#include "views/views.h"  // QueueView
 
 namespace taskengine {
 
@@ -33,44 +35,17 @@ std::string CliRequester();
 Result<DispatchRequest> BuildCliDispatch(const CliDispatch& in);
 
 // One line of `queue:status`.
-struct QueueStatusRow {
-  std::string queue;
-  bool configured = false;  // declared in the config (else only seen in the database)
-  int priority = 0;
-  int concurrency = 0;      // 0 = all workers
-  std::int64_t queued = 0;  // queued, due or not
-  std::int64_t due = 0;     // queued with run-at <= now
-  std::int64_t running = 0;
-  Millis oldest_queued_at = 0;  // 0 = nothing queued
-  Millis oldest_age_ms = 0;     // now - oldest_queued_at; 0 = nothing queued
-};
-
-// Every configured queue (by priority, highest first, then name), then every
-// other queue that has work in the database (by name).
-Result<std::vector<QueueStatusRow>> QueueStatus(Store& store, const ServerConfig& config,
-                                                Millis now);
+// Every configured queue of `config` and every other queue with work in the
+// database, as operators see them (views/views.h, QueueViews).
+Result<std::vector<QueueView>> QueueStatus(Store& store, const ServerConfig& config, Millis now);
 
 // The actor of an operator verb: "cli:<name>" for `--as NAME` (for scripts
 // that act as several operators, e.g. four-eyes tests), else CliRequester().
 // kInvalidArgument unless NAME is 1..64 characters of [A-Za-z0-9._@-].
 Result<std::string> CliActor(std::string_view as_name);
 
-// Most audit records `execution:show` lists for one execution.
-inline constexpr int kShowAuditLimit = 100;
-
-// An execution with everything `execution:show` prints.
-struct ExecutionDetail {
-  Execution execution;
-  std::vector<LogEntry> logs;           // oldest first, at most the limit asked for
-  std::vector<EffectRecord> effects;    // by reservation time
-  std::vector<AttemptRecord> attempts;  // earlier attempts that did not succeed, oldest first
-  std::vector<AuditRecord> audit;       // target "execution:<id>", newest first
-
-  // The escaped effects (C2): the committed effects of a canceled or
-  // partially canceled execution, by reservation time; empty otherwise.
-  std::vector<EffectRecord> EscapedEffects() const;
-};
-
+// An execution with everything `execution:show` prints (at most `log_limit`
+// log lines and kDetailAuditLimit audit records, as the API's detail).
 // kNotFound naming the id when there is no such execution.
 Result<ExecutionDetail> ShowExecution(Engine& engine, ExecutionId id, int log_limit);
 

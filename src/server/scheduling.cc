@@ -9,17 +9,15 @@
 
 #include "core/cron.h"
 #include "core/schedule.h"
+#include "core/time_text.h"
 #include "server/time_format.h"
+#include "views/views.h"
 
 namespace taskengine {
 namespace {
 
 constexpr std::size_t kMaxNodeIdBytes = 200;
 constexpr std::size_t kMaxTenantNameBytes = 200;
-
-nlohmann::ordered_json TimeOrNullJson(Millis ms) {
-  return ms == 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(FormatIso8601(ms));
-}
 
 constexpr std::int64_t FloorDiv(std::int64_t a, std::int64_t b) {
   const std::int64_t q = a / b;
@@ -85,7 +83,7 @@ nlohmann::ordered_json CycleReportToJson(const CycleReport& r, const std::string
   return {
       {"leader", r.leader},
       {"node", node_id},
-      {"now", TimeOrNullJson(r.now)},
+      {"now", TimeOrNull(r.now)},
       {"jobs_evaluated", r.jobs_evaluated},
       {"fires", r.fires},
       {"admitted_fires", r.admitted_fires},
@@ -154,7 +152,7 @@ Result<SchedulePreview> PreviewSchedule(std::string_view expression, std::string
 nlohmann::ordered_json SchedulePreviewToJson(const SchedulePreview& p) {
   nlohmann::ordered_json fires = nlohmann::ordered_json::array();
   for (const PreviewFire& f : p.fires) {
-    fires.push_back({{"utc", FormatIso8601(f.utc)},
+    fires.push_back({{"utc", FormatTime(f.utc)},
                      {"local", f.local},
                      {"offset", f.offset},
                      {"abbrev", f.abbrev},
@@ -163,7 +161,7 @@ nlohmann::ordered_json SchedulePreviewToJson(const SchedulePreview& p) {
   return {{"expression", p.expression},
           {"normalized", p.normalized},
           {"timezone", p.zone},
-          {"from", FormatIso8601(p.from)},
+          {"from", FormatTime(p.from)},
           {"can_ever_fire", p.can_ever_fire},
           {"fires", std::move(fires)}};
 }
@@ -221,53 +219,6 @@ Result<TenantChange> SetTenantActive(Store& store, const std::string& id, bool a
   TE_RETURN_IF_ERROR(Audit(store, actor, active ? "tenant.enable" : "tenant.disable", &*existing,
                            change.tenant, active ? "enabled" : "disabled"));
   return change;
-}
-
-nlohmann::ordered_json TenantToJson(const Tenant& t) {
-  return {{"id", t.id.value},
-          {"name", t.name},
-          {"active", t.active},
-          {"created_at", TimeOrNullJson(t.created_at)}};
-}
-
-// --- job:list ---
-
-Result<std::map<std::string, JobScheduleInfo>> JobSchedules(Store& store,
-                                                            const std::vector<JobDefinition>& jobs,
-                                                            Millis now) {
-  TE_ASSIGN_OR_RETURN(std::vector<ScheduleState> states, store.ListScheduleStates());
-  std::map<std::string, const ScheduleState*> state_of;
-  for (const ScheduleState& s : states) state_of[s.job.value] = &s;
-  std::map<std::string, JobScheduleInfo> out;
-  for (const JobDefinition& job : jobs) {
-    JobScheduleInfo& info = out[job.name.value];
-    if (auto it = state_of.find(job.name.value); it != state_of.end()) {
-      info.last_fire_at = it->second->last_fire_at;
-      info.skipped_fires = it->second->skipped_fires;
-      info.last_skipped_at = it->second->last_skipped_at;
-    }
-    if (job.schedule.empty()) continue;
-    Result<std::optional<Schedule>> schedule = CheckJobSchedule(job);
-    if (!schedule.ok()) {
-      info.error = schedule.status().message();
-      continue;
-    }
-    if (job.enabled && schedule->has_value()) info.next_fire = (*schedule)->NextAfter(now);
-  }
-  return out;
-}
-
-void AddScheduleFields(const JobDefinition& job, const JobScheduleInfo& info,
-                       nlohmann::ordered_json* j) {
-  (*j)["catch_up"] = std::string(ToString(job.catch_up));
-  (*j)["catch_up_window_ms"] = job.catch_up_window_ms;
-  (*j)["window_ms"] = job.window_ms;
-  (*j)["next_fire"] = info.next_fire ? TimeOrNullJson(*info.next_fire) : nullptr;
-  (*j)["last_fire"] = TimeOrNullJson(info.last_fire_at);
-  (*j)["skipped_fires"] = info.skipped_fires;
-  (*j)["last_skipped_at"] = TimeOrNullJson(info.last_skipped_at);
-  (*j)["schedule_error"] =
-      info.error.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(info.error);
 }
 
 }  // namespace taskengine

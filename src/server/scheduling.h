@@ -94,29 +94,4 @@ Result<TenantChange> AddTenant(Store& store, const std::string& id,
 Result<TenantChange> SetTenantActive(Store& store, const std::string& id, bool active,
                                      const std::string& actor);
 
-// {"id", "name", "active", "created_at"}
-nlohmann::ordered_json TenantToJson(const Tenant& t);
-
-// --- job:list ---
-
-// The schedule of one job definition as `job:list` shows it.
-struct JobScheduleInfo {
-  std::optional<Millis> next_fire;  // none: no schedule, disabled, never fires, or invalid
-  Millis last_fire_at = 0;          // 0 = never
-  std::int64_t skipped_fires = 0;
-  Millis last_skipped_at = 0;  // 0 = none
-  std::string error;           // the schedule or zone does not parse
-};
-
-// By job name, for every job in `jobs`, at `now`.
-Result<std::map<std::string, JobScheduleInfo>> JobSchedules(Store& store,
-                                                            const std::vector<JobDefinition>& jobs,
-                                                            Millis now);
-
-// Adds "catch_up", "catch_up_window_ms", "window_ms", "next_fire",
-// "last_fire", "skipped_fires", "last_skipped_at" and "schedule_error"
-// (null when none) to a job's JSON object.
-void AddScheduleFields(const JobDefinition& job, const JobScheduleInfo& info,
-                       nlohmann::ordered_json* job_json);
-
 }  // namespace taskengine

@@ -8,9 +8,9 @@
 #include <map>
 
 #include "server/operations.h"
-#include "server/views.h"
 #include "storage/store.h"
 #include "testing_support/test_util.h"
+#include "views/views.h"
 
 namespace taskengine {
 namespace {
@@ -85,7 +85,7 @@ TEST(OpenEngineTest, ClientModeDispatchesWithoutRunning) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
 
-  ASSERT_OK_AND_ASSIGN(std::vector<QueueStatusRow> rows,
+  ASSERT_OK_AND_ASSIGN(std::vector<QueueView> rows,
                        QueueStatus(engine->store(), c, /*now=*/d.execution.queued_at + 2000));
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].queue, "default");

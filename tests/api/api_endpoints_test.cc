@@ -174,7 +174,7 @@ TEST_F(ApiEndpointsTest, CancelQueuedRunningAndEscapedEffects) {
   std::int64_t effectful = Dispatch("effectful", {{"tenant", "b"}}, kTenantB);
   ASSERT_TRUE(WaitUntil([&] {
     json d = client_->Get(ExecPath(effectful), kTenantB).json();
-    return !d["effects"].empty() && d["effects"][0]["committed"].get<bool>();
+    return !d["effects"].empty() && d["effects"][0]["state"] == "committed";
   }));
   ASSERT_EQ(client_->Post(ExecPath(effectful, "/cancel"), kTenantB, json::object()).status, 200);
   json partial = harness_->WaitForStatus(effectful, "partially_canceled");

@@ -384,7 +384,7 @@ TEST_F(ApiWorkerTest, EffectsReserveCommitAlreadyDoneAndRelease) {
       client_->Post(W(l, "effects/notice/commit"), kWorker, CV(l, {{"detail", "msg-1"}}));
   ASSERT_EQ(commit.status, 200) << commit.body;
   EXPECT_EQ(commit.json()["key"], id + ":notice");
-  EXPECT_EQ(commit.json()["committed"], true);
+  EXPECT_EQ(commit.json()["state"], "committed");
   EXPECT_EQ(commit.json()["detail"], "msg-1");
 
   ClientResponse again = client_->Post(W(l, "effects/notice/reserve"), kWorker, CV(l));

@@ -92,10 +92,16 @@ class CliTest : public ::testing::Test {
   nlohmann::json Show(std::int64_t id) {
     return te_.RunJson({"execution:show", std::to_string(id)});
   }
+  // execution:result: the result of a succeeded execution.
+  nlohmann::json ResultOf(std::int64_t id) {
+    nlohmann::json r = te_.RunJson({"execution:result", std::to_string(id)});
+    EXPECT_EQ(r["id"], id) << r.dump();
+    return r["result"];
+  }
 
   std::size_t CountExecutions() {
     nlohmann::json j = te_.RunJson({"execution:list", "--limit", "1000"});
-    return j.is_object() ? j["executions"].size() : 0;
+    return j.is_object() ? j["items"].size() : 0;
   }
 
   TaskengineInstall te_;
@@ -161,11 +167,11 @@ TEST_F(CliTest, MigrateSeedsJobsAndJobListShowsThem) {
 
   nlohmann::json list = te_.RunJson({"job:list"});
   ASSERT_TRUE(list.is_object());
-  ASSERT_EQ(list["jobs"].size(), 4u);
+  ASSERT_EQ(list["items"].size(), 4u);
   std::vector<std::string> names;
-  for (const auto& j : list["jobs"]) names.push_back(j["name"]);
+  for (const auto& j : list["items"]) names.push_back(j["name"]);
   EXPECT_THAT(names, ::testing::UnorderedElementsAre("hello", "slow", "per-tenant", "broken"));
-  for (const auto& j : list["jobs"]) {
+  for (const auto& j : list["items"]) {
     if (j["name"] != "hello") continue;
     EXPECT_EQ(j["handler"], "command");
     EXPECT_EQ(j["timeout_ms"], 20000);
@@ -205,7 +211,8 @@ TEST_F(CliTest, DispatchAdmitsAQueuedExecutionAndShowDisplaysIt) {
   EXPECT_THAT(j["requester"].get<std::string>(), StartsWith("cli:"));
   EXPECT_EQ(j["attempt"], 0);
   EXPECT_EQ(j["payload"], nlohmann::json::parse(R"({"name":"world"})"));
-  EXPECT_TRUE(j["result"].is_null());
+  EXPECT_TRUE(j["result_url"].is_null());
+  EXPECT_FALSE(j.contains("result")) << "the result is served by execution:result";
   EXPECT_TRUE(j["started_at"].is_null());
   EXPECT_TRUE(j["duration_ms"].is_null());
   EXPECT_TRUE(j["queued_at"].is_string());
@@ -213,19 +220,19 @@ TEST_F(CliTest, DispatchAdmitsAQueuedExecutionAndShowDisplaysIt) {
 
   nlohmann::json list = te_.RunJson({"execution:list"});
   ASSERT_TRUE(list.is_object());
-  ASSERT_EQ(list["executions"].size(), 1u);
-  EXPECT_EQ(list["executions"][0]["id"], std::stoll(id));
+  ASSERT_EQ(list["items"].size(), 1u);
+  EXPECT_EQ(list["items"][0]["id"], std::stoll(id));
   ProcessResult table = te_.Run({"execution:list"});
   EXPECT_THAT(table.out, ContainsRegex("\n" + id + R"( +hello +- +queued +0/3)")) << table.out;
 
   nlohmann::json queues = te_.RunJson({"queue:status"});
   ASSERT_TRUE(queues.is_object());
-  ASSERT_EQ(queues["queues"].size(), 1u);
-  EXPECT_EQ(queues["queues"][0]["queue"], "default");
-  EXPECT_EQ(queues["queues"][0]["queued"], 1);
-  EXPECT_EQ(queues["queues"][0]["due"], 1);
-  EXPECT_EQ(queues["queues"][0]["running"], 0);
-  EXPECT_TRUE(queues["queues"][0]["oldest_age_ms"].is_number());
+  ASSERT_EQ(queues["items"].size(), 1u);
+  EXPECT_EQ(queues["items"][0]["queue"], "default");
+  EXPECT_EQ(queues["items"][0]["queued"], 1);
+  EXPECT_EQ(queues["items"][0]["due"], 1);
+  EXPECT_EQ(queues["items"][0]["running"], 0);
+  EXPECT_TRUE(queues["items"][0]["oldest_queued_age_ms"].is_number());
   ProcessResult qtable = te_.Run({"queue:status"});
   EXPECT_THAT(qtable.out, ContainsRegex("\n"
                                         R"(default +0 +all +1 +1 +0 +[^ ]+)"))
@@ -356,36 +363,34 @@ TEST_F(CliTest, ExecutionListFiltersAndPages) {
 
   nlohmann::json page1 = te_.RunJson({"execution:list", "--limit=2"});
   ASSERT_TRUE(page1.is_object());
-  ASSERT_EQ(page1["executions"].size(), 2u);
-  EXPECT_EQ(page1["executions"][0]["id"], ids[3]);  // newest first
-  EXPECT_EQ(page1["executions"][1]["id"], ids[2]);
-  ASSERT_TRUE(page1["next_before"].is_number());
+  ASSERT_EQ(page1["items"].size(), 2u);
+  EXPECT_EQ(page1["items"][0]["id"], ids[3]);  // newest first
+  EXPECT_EQ(page1["items"][1]["id"], ids[2]);
+  ASSERT_TRUE(page1["next_cursor"].is_string());
 
   ProcessResult table = te_.Run({"execution:list", "--limit=2"});
-  EXPECT_THAT(table.out, HasSubstr("more: --before=" +
-                                   std::to_string(page1["next_before"].get<std::int64_t>())));
+  EXPECT_THAT(table.out, HasSubstr("more: --before=" + page1["next_cursor"].get<std::string>()));
 
-  nlohmann::json page2 =
-      te_.RunJson({"execution:list", "--limit=2",
-                   "--before=" + std::to_string(page1["next_before"].get<std::int64_t>())});
+  nlohmann::json page2 = te_.RunJson(
+      {"execution:list", "--limit=2", "--before=" + page1["next_cursor"].get<std::string>()});
   ASSERT_TRUE(page2.is_object());
-  ASSERT_EQ(page2["executions"].size(), 2u);
-  EXPECT_EQ(page2["executions"][0]["id"], ids[1]);
-  EXPECT_EQ(page2["executions"][1]["id"], ids[0]);
+  ASSERT_EQ(page2["items"].size(), 2u);
+  EXPECT_EQ(page2["items"][0]["id"], ids[1]);
+  EXPECT_EQ(page2["items"][1]["id"], ids[0]);
 
   nlohmann::json by_job = te_.RunJson({"execution:list", "--job=per-tenant"});
   ASSERT_TRUE(by_job.is_object());
-  ASSERT_EQ(by_job["executions"].size(), 1u);
-  EXPECT_EQ(by_job["executions"][0]["tenant"], "acme");
+  ASSERT_EQ(by_job["items"].size(), 1u);
+  EXPECT_EQ(by_job["items"][0]["tenant"], "acme");
   nlohmann::json by_tenant = te_.RunJson({"execution:list", "--tenant=acme"});
   ASSERT_TRUE(by_tenant.is_object());
-  EXPECT_EQ(by_tenant["executions"].size(), 1u);
+  EXPECT_EQ(by_tenant["items"].size(), 1u);
   nlohmann::json succeeded = te_.RunJson({"execution:list", "--status=succeeded"});
   ASSERT_TRUE(succeeded.is_object());
-  EXPECT_EQ(succeeded["executions"].size(), 0u);
+  EXPECT_EQ(succeeded["items"].size(), 0u);
   nlohmann::json queued = te_.RunJson({"execution:list", "--status=queued"});
   ASSERT_TRUE(queued.is_object());
-  EXPECT_EQ(queued["executions"].size(), 4u);
+  EXPECT_EQ(queued["items"].size(), 4u);
 
   ProcessResult bad_status = te_.Run({"execution:list", "--status=done"});
   EXPECT_EQ(bad_status.exit_code, 1) << bad_status.Describe();
@@ -462,7 +467,7 @@ TEST_F(CliTest, ServeRunsADispatchedCommandJobAndStopsOnSigterm) {
   EXPECT_EQ(j["status"], "succeeded") << j.dump();
   EXPECT_EQ(j["attempt"], 1);
   EXPECT_EQ(j["progress"], 100);
-  EXPECT_EQ(j["result"],
+  EXPECT_EQ(ResultOf(id),
             nlohmann::json::parse(R"({"greeting": "hello", "payload": {"name": "world"}})"));
   EXPECT_TRUE(j["started_at"].is_string());
   EXPECT_TRUE(j["finished_at"].is_string());
@@ -532,7 +537,7 @@ TEST_F(CliTest, SigtermLetsTheRunningJobFinish) {
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << "wait status " << *status;
   j = Show(id);
   EXPECT_EQ(j["status"], "succeeded") << j.dump() << "\n" << ReadFile(te_.serve_log());
-  EXPECT_EQ(j["result"], "slept");
+  EXPECT_EQ(ResultOf(id), "slept");
   EXPECT_THAT(ReadFile(te_.serve_log()), HasSubstr("received SIGINT"));
 }
 

@@ -197,7 +197,7 @@ inline std::map<std::int64_t, nlohmann::json> ListAll(const TaskengineInstall& t
   std::map<std::int64_t, nlohmann::json> out;
   nlohmann::json j = te.RunJson({"execution:list", "--limit=1000"});
   if (!j.is_object()) return out;
-  for (const auto& e : j["executions"]) out[e["id"].get<std::int64_t>()] = e;
+  for (const auto& e : j["items"]) out[e["id"].get<std::int64_t>()] = e;
   return out;
 }
 

@@ -160,8 +160,8 @@ TEST_F(OperatorCliTest, CancelOfAQueuedExecutionIsImmediateAndAudited) {
 
   nlohmann::json audit = te_.RunJson({"audit:list", "--target", "execution:" + std::to_string(id)});
   ASSERT_TRUE(audit.is_object());
-  EXPECT_EQ(audit["records"].size(), 1u) << audit.dump();
-  EXPECT_TRUE(audit["next_before"].is_null());
+  EXPECT_EQ(audit["items"].size(), 1u) << audit.dump();
+  EXPECT_TRUE(audit["next_cursor"].is_null());
   nlohmann::json json_cancel =
       te_.RunJson({"execution:cancel", std::to_string(DispatchJob(te_, "noop"))});
   EXPECT_EQ(json_cancel["status"], "canceled");
@@ -189,7 +189,7 @@ TEST_F(OperatorCliTest, ReplayAndApproveRefuseBadRequestsClearly) {
   EXPECT_THAT(nothing_pending.err, HasSubstr("no replay"));
   // None of these wrote an audit record.
   nlohmann::json audit = te_.RunJson({"audit:list"});
-  EXPECT_TRUE(audit["records"].empty()) << audit.dump();
+  EXPECT_TRUE(audit["items"].empty()) << audit.dump();
   ProcessResult empty = te_.Run({"audit:list"});
   EXPECT_EQ(empty.out, "no audit records\n");
 }
@@ -207,16 +207,16 @@ TEST_F(OperatorCliTest, LaneStatusShowsHeadsCountsAndBlockedLanes) {
   nlohmann::json doc8 = te_.RunJson({"job:dispatch", "noop", "--lane", "doc:8"});
 
   nlohmann::json one = te_.RunJson({"lane:status", "doc:7"});
-  ASSERT_EQ(one["lanes"].size(), 1u) << one.dump();
-  EXPECT_EQ(one["lanes"][0]["lane"], "doc:7");
-  EXPECT_EQ(one["lanes"][0]["head"], doc7[0]);
-  EXPECT_EQ(one["lanes"][0]["head_status"], "queued");
-  EXPECT_EQ(one["lanes"][0]["blocked"], false);
-  EXPECT_EQ(one["lanes"][0]["queued"], 3);
-  EXPECT_EQ(one["lanes"][0]["running"], 0);
+  ASSERT_EQ(one["items"].size(), 1u) << one.dump();
+  EXPECT_EQ(one["items"][0]["lane"], "doc:7");
+  EXPECT_EQ(one["items"][0]["head"], doc7[0]);
+  EXPECT_EQ(one["items"][0]["head_status"], "queued");
+  EXPECT_EQ(one["items"][0]["blocked"], false);
+  EXPECT_EQ(one["items"][0]["queued"], 3);
+  EXPECT_EQ(one["items"][0]["running"], 0);
 
   nlohmann::json all = te_.RunJson({"lane:status"});
-  ASSERT_EQ(all["lanes"].size(), 2u) << all.dump();
+  ASSERT_EQ(all["items"].size(), 2u) << all.dump();
   ProcessResult table = te_.Run({"lane:status"});
   EXPECT_THAT(table.out, ContainsRegex("LANE +HEAD +HEAD STATUS +BLOCKED +QUEUED +RUNNING"));
   EXPECT_THAT(table.out, ContainsRegex("doc:7 +" + std::to_string(doc7[0]) + " +queued +no +3 +0"));
@@ -224,11 +224,11 @@ TEST_F(OperatorCliTest, LaneStatusShowsHeadsCountsAndBlockedLanes) {
   // Canceling the head hands the lane to the next member, in id order.
   ASSERT_EQ(te_.Run({"execution:cancel", std::to_string(doc7[0])}).exit_code, 0);
   one = te_.RunJson({"lane:status", "doc:7"});
-  EXPECT_EQ(one["lanes"][0]["head"], doc7[1]) << one.dump();
-  EXPECT_EQ(one["lanes"][0]["queued"], 2);
+  EXPECT_EQ(one["items"][0]["head"], doc7[1]) << one.dump();
+  EXPECT_EQ(one["items"][0]["queued"], 2);
 
   nlohmann::json unknown = te_.RunJson({"lane:status", "doc:404"});
-  EXPECT_TRUE(unknown["lanes"][0]["head"].is_null()) << unknown.dump();
+  EXPECT_TRUE(unknown["items"][0]["head"].is_null()) << unknown.dump();
   EXPECT_GT(doc8.value("id", 0), 0);
 }
 
@@ -252,19 +252,19 @@ TEST_F(OperatorCliTest, GrantAddAndRevokeAreIdempotentAndAudited) {
   EXPECT_EQ(missing_arg.exit_code, 1) << missing_arg.Describe();
 
   nlohmann::json audit = te_.RunJson({"audit:list", "--target", "principal:alice"});
-  ASSERT_EQ(audit["records"].size(), 5u) << audit.dump();
-  EXPECT_EQ(audit["records"][0]["action"], "grant.revoke");
-  EXPECT_EQ(audit["records"][0]["before"]["tenant"], "*");
-  EXPECT_EQ(audit["records"][4]["action"], "grant.add");
-  EXPECT_EQ(audit["records"][4]["tenant"], "acme");
+  ASSERT_EQ(audit["items"].size(), 5u) << audit.dump();
+  EXPECT_EQ(audit["items"][0]["action"], "grant.revoke");
+  EXPECT_EQ(audit["items"][0]["before"]["tenant"], "*");
+  EXPECT_EQ(audit["items"][4]["action"], "grant.add");
+  EXPECT_EQ(audit["items"][4]["tenant"], "acme");
   // Pages of two, newest first, through the cursor.
   nlohmann::json page = te_.RunJson({"audit:list", "--limit", "2"});
-  ASSERT_EQ(page["records"].size(), 2u);
-  ASSERT_TRUE(page["next_before"].is_number()) << page.dump();
+  ASSERT_EQ(page["items"].size(), 2u);
+  ASSERT_TRUE(page["next_cursor"].is_string()) << page.dump();
   nlohmann::json next = te_.RunJson(
-      {"audit:list", "--limit", "2", "--before", std::to_string(page["next_before"].get<int>())});
-  ASSERT_EQ(next["records"].size(), 2u);
-  EXPECT_LT(next["records"][0]["id"].get<int>(), page["records"][1]["id"].get<int>());
+      {"audit:list", "--limit", "2", "--before", page["next_cursor"].get<std::string>()});
+  ASSERT_EQ(next["items"].size(), 2u);
+  EXPECT_LT(next["items"][0]["id"].get<int>(), page["items"][1]["id"].get<int>());
   ProcessResult table = te_.Run({"audit:list", "--limit", "2"});
   EXPECT_THAT(table.out, ContainsRegex("ID +AT +ACTOR +ACTION +TARGET +TENANT +REASON"));
   EXPECT_THAT(table.out, HasSubstr("more: --before="));
@@ -370,8 +370,8 @@ TEST_F(OperatorCliTest, AmbiguousEffectIsQuarantinedAndReplayResolvesIt) {
                                                  {1, "proceed"}, {2, "ambiguous"}}));
   }
   nlohmann::json quarantined = te_.RunJson({"quarantine:list", "--job", "flaky-sink"});
-  ASSERT_EQ(quarantined["executions"].size(), 2u) << quarantined.dump();
-  EXPECT_EQ(quarantined["executions"][0]["id"], done) << "newest first";
+  ASSERT_EQ(quarantined["items"].size(), 2u) << quarantined.dump();
+  EXPECT_EQ(quarantined["items"][0]["id"], done) << "newest first";
   ProcessResult table = te_.Run({"quarantine:list"});
   EXPECT_THAT(table.out, ContainsRegex(std::to_string(done) + " +flaky-sink +- +2/5 +ambiguous"));
 
@@ -398,7 +398,7 @@ TEST_F(OperatorCliTest, AmbiguousEffectIsQuarantinedAndReplayResolvesIt) {
   EXPECT_EQ(b["effects"][0]["state"], "committed");
   EXPECT_THAT(b["effects"][0]["detail"].get<std::string>(), HasSubstr("assumed"));
   ExpectInvariants(te_, files_, {not_done}, {{not_done, 1}});
-  EXPECT_TRUE(te_.RunJson({"quarantine:list"})["executions"].empty());
+  EXPECT_TRUE(te_.RunJson({"quarantine:list"})["items"].empty());
   StopServe(&serve_);
 }
 

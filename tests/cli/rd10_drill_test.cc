@@ -286,7 +286,8 @@ void RunRd10Drill(const Rd10Database& db) {
     succeeded += status == "succeeded";
     int committed = 0;
     for (const auto& effect : detail->value("effects", nlohmann::json::array())) {
-      if (effect.value("committed", false) && effect.value("name", "") == "notice") ++committed;
+      if ((effect.value("state", "") == "committed") && effect.value("name", "") == "notice")
+        ++committed;
     }
     const int in_file = lines.count(std::stoll(id)) ? lines.at(std::stoll(id)) : 0;
     if (in_file > 1 || committed > 1) {

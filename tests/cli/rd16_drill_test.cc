@@ -95,8 +95,8 @@ TEST(Rd16Drill, WorkerKillingHandlerIsQuarantinedAfterThreeExpiriesAndOthersComp
   }
   EXPECT_EQ(poison_runs, kExpiryBound);
   nlohmann::json quarantine = te.RunJson({"quarantine:list"});
-  ASSERT_EQ(quarantine["executions"].size(), 1u) << quarantine.dump();
-  EXPECT_EQ(quarantine["executions"][0]["id"], poison);
+  ASSERT_EQ(quarantine["items"].size(), 1u) << quarantine.dump();
+  EXPECT_EQ(quarantine["items"][0]["id"], poison);
   std::printf(
       "[ measure ] RD16: %d crashes, poison quarantined and %zu steady jobs done %lld ms after "
       "the first start\n",

@@ -62,7 +62,7 @@ std::map<std::string, int> StatusCounts(const TaskengineInstall& te, nlohmann::j
   *items = te.RunJson({"execution:list", "--limit=1000"});
   std::map<std::string, int> counts;
   if (!items->is_object()) return counts;
-  for (const auto& e : (*items)["executions"]) counts[e["status"].get<std::string>()]++;
+  for (const auto& e : (*items)["items"]) counts[e["status"].get<std::string>()]++;
   return counts;
 }
 
@@ -105,7 +105,7 @@ TEST(Rd1Drill, KillNineAfterCommitThenRestartRunsEveryExecution) {
 
   nlohmann::json items;
   std::map<std::string, int> at_crash = StatusCounts(te, &items);
-  ASSERT_EQ(items["executions"].size(), static_cast<std::size_t>(kJobs));
+  ASSERT_EQ(items["items"].size(), static_cast<std::size_t>(kJobs));
   const int unfinished_at_crash = kJobs - at_crash["succeeded"];
   const std::string effects_at_crash = ReadFile(effects);
   std::printf(
@@ -140,7 +140,7 @@ TEST(Rd1Drill, KillNineAfterCommitThenRestartRunsEveryExecution) {
   // L: every acknowledged dispatch exists exactly once and succeeded.
   EXPECT_EQ(counts["succeeded"], kJobs) << Describe(counts);
   std::set<std::int64_t> listed;
-  for (const auto& e : items["executions"]) {
+  for (const auto& e : items["items"]) {
     const std::int64_t id = e["id"].get<std::int64_t>();
     EXPECT_TRUE(listed.insert(id).second) << "execution " << id << " listed twice";
     EXPECT_LE(e["attempt"].get<int>(), e["max_attempts"].get<int>()) << e.dump();

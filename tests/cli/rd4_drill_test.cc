@@ -70,8 +70,8 @@ TEST(Rd4Drill, UnsupportedSchemaIsQuarantinedAfterThreeAttemptsAndTheRestComplet
     EXPECT_NE(std::stoll(line), bad) << "the script ran for the unsupported payload";
   }
   nlohmann::json quarantine = te.RunJson({"quarantine:list"});
-  ASSERT_EQ(quarantine["executions"].size(), 1u) << quarantine.dump();
-  EXPECT_EQ(quarantine["executions"][0]["id"], bad);
+  ASSERT_EQ(quarantine["items"].size(), 1u) << quarantine.dump();
+  EXPECT_EQ(quarantine["items"][0]["id"], bad);
   std::printf("[ measure ] RD4: %d valid + 1 unsupported, all terminal; drill %lld ms\n", kValid,
               MillisSince(t_start));
   StopServe(&serve);

@@ -71,13 +71,13 @@ TEST(Rd5Drill, ReplayingAQuarantinedExecutionTwiceLeavesOneEffect) {
   EXPECT_EQ(j["effects"][0]["claim_version"], 1) << "committed by the first run, never again";
 
   nlohmann::json audit = te.RunJson({"audit:list", "--target", "execution:" + sid});
-  ASSERT_EQ(audit["records"].size(), 2u) << audit.dump();
-  EXPECT_EQ(audit["records"][0]["action"], "execution.replay");
-  EXPECT_EQ(audit["records"][0]["reason"], "downstream fixed");
-  EXPECT_EQ(audit["records"][0]["actor"], "cli:oncall");
-  EXPECT_EQ(audit["records"][1]["action"], "execution.replay");
-  EXPECT_EQ(audit["records"][1]["reason"], "retry after the outage");
-  EXPECT_THAT(audit["records"][1]["actor"].get<std::string>(), ::testing::StartsWith("cli:"));
+  ASSERT_EQ(audit["items"].size(), 2u) << audit.dump();
+  EXPECT_EQ(audit["items"][0]["action"], "execution.replay");
+  EXPECT_EQ(audit["items"][0]["reason"], "downstream fixed");
+  EXPECT_EQ(audit["items"][0]["actor"], "cli:oncall");
+  EXPECT_EQ(audit["items"][1]["action"], "execution.replay");
+  EXPECT_EQ(audit["items"][1]["reason"], "retry after the outage");
+  EXPECT_THAT(audit["items"][1]["actor"].get<std::string>(), ::testing::StartsWith("cli:"));
   ProcessResult table = te.Run({"audit:list", "--target", "execution:" + sid});
   EXPECT_THAT(table.out, ::testing::ContainsRegex("execution.replay +execution:" + sid +
                                                   " +- +downstream fixed"));

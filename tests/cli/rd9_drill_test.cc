@@ -402,7 +402,8 @@ TEST(Rd9Drill, KillNineTheServerFiveTimesDuringARemoteWorkerRunKeepsLDS) {
     EXPECT_LE(detail->value("attempt", 0), detail->value("max_attempts", 0)) << "A";
     int committed = 0;
     for (const auto& effect : detail->value("effects", nlohmann::json::array())) {
-      if (effect.value("name", "") != "notice" || !effect.value("committed", false)) continue;
+      if (effect.value("name", "") != "notice" || !(effect.value("state", "") == "committed"))
+        continue;
       ++committed;
       // F: a claim whose only commit call was answered `stale` published
       // nothing. (When an earlier call of that claim went unanswered, the
@@ -437,7 +438,7 @@ TEST(Rd9Drill, KillNineTheServerFiveTimesDuringARemoteWorkerRunKeepsLDS) {
       EXPECT_EQ(committed, 0) << detail->dump();
       std::string reserved_by;
       for (const auto& effect : detail->value("effects", nlohmann::json::array())) {
-        if (effect.value("name", "") == "notice" && !effect.value("committed", false)) {
+        if (effect.value("name", "") == "notice" && !(effect.value("state", "") == "committed")) {
           reserved_by = std::to_string(effect.value("claim_version", std::int64_t{0}));
         }
       }

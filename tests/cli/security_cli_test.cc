@@ -89,7 +89,7 @@ class SecurityCliTest : public ::testing::Test {
 
   nlohmann::json LastAudit(const std::string& action) {
     nlohmann::json audit = te_.RunJson({"audit:list"});
-    for (const auto& r : audit.value("records", nlohmann::json::array())) {
+    for (const auto& r : audit.value("items", nlohmann::json::array())) {
       if (r.value("action", "") == action) return r;
     }
     return nullptr;

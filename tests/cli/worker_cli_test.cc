@@ -146,7 +146,7 @@ TEST_F(WorkerCliTest, WorkerStartRunsCommandJobsEndToEnd) {
     EXPECT_EQ(j.value("status", ""), "succeeded") << j.dump();
     EXPECT_NE(j.dump().find("remote run"), std::string::npos) << "log line missing: " << j.dump();
   }
-  nlohmann::json result = te_->RunJson({"execution:show", std::to_string(ids[2])});
+  nlohmann::json result = te_->RunJson({"execution:result", std::to_string(ids[2])});
   EXPECT_NE(result.dump().find("\"got\":{\"n\":2}"), std::string::npos) << result.dump();
   worker.Signal(SIGTERM);
   auto status = worker.Wait(milliseconds(10'000));

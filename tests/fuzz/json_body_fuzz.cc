@@ -22,6 +22,7 @@
 
 #include "api/http_types.h"
 #include "api/json_util.h"
+#include "core/time_text.h"
 #include "taskengine/status.h"
 
 namespace {
@@ -119,12 +120,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     TE_CHECK(*n >= -1000);
   }
 
-  auto when = api::ParseTime(text, "run_at");
+  auto when = ParseTime(text, "run_at");
   if (!when.ok()) {
     CheckError(when.status());
   } else if (*when >= 0 && *when <= kLastMillisOf9999) {
     // An offset may carry an accepted local time out of the formattable range.
-    auto back = api::ParseTime(api::FormatTime(*when), "run_at");
+    auto back = ParseTime(FormatTime(*when), "run_at");
     TE_CHECK(back.ok() && *back == *when);
   }
   return 0;

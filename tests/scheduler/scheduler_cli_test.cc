@@ -78,9 +78,9 @@ TEST_F(SchedulerCliTest, TenantVerbs) {
   EXPECT_THAT(r.out, ::testing::ContainsRegex("\nglobex +- +no"));
 
   nlohmann::json list = te_.RunJson({"tenant:list"});
-  ASSERT_EQ(list["tenants"].size(), 2u);
-  EXPECT_EQ(list["tenants"][1]["id"], "globex");
-  EXPECT_EQ(list["tenants"][1]["active"], false);
+  ASSERT_EQ(list["items"].size(), 2u);
+  EXPECT_EQ(list["items"][1]["id"], "globex");
+  EXPECT_EQ(list["items"][1]["active"], false);
 
   nlohmann::json enabled = te_.RunJson({"tenant:enable", "globex"});
   EXPECT_EQ(enabled["active"], true);
@@ -120,9 +120,9 @@ TEST_F(SchedulerCliTest, SchedulerRunAdmitsAsLeaderAndExits6ForAnotherNode) {
   EXPECT_GE(run["fires"].get<int>(), 2 * 9);
 
   nlohmann::json executions = te_.RunJson({"execution:list", "--limit", "100"});
-  ASSERT_EQ(executions["executions"].size(), 3u);
+  ASSERT_EQ(executions["items"].size(), 3u);
   std::set<std::string> tenants;
-  for (const auto& e : executions["executions"]) {
+  for (const auto& e : executions["items"]) {
     EXPECT_EQ(e["trigger"], "scheduled");
     EXPECT_EQ(e["requester"], "system:scheduler");
     const std::string key = e["idempotency_key"];
@@ -139,8 +139,8 @@ TEST_F(SchedulerCliTest, SchedulerRunAdmitsAsLeaderAndExits6ForAnotherNode) {
   EXPECT_THAT(again.out, HasSubstr("scheduler cycle as node-1"));
 
   nlohmann::json jobs = te_.RunJson({"job:list"});
-  ASSERT_EQ(jobs["jobs"].size(), 2u);
-  for (const auto& j : jobs["jobs"]) {
+  ASSERT_EQ(jobs["items"].size(), 2u);
+  for (const auto& j : jobs["items"]) {
     EXPECT_FALSE(j["next_fire"].is_null()) << j.dump();
     EXPECT_FALSE(j["last_fire"].is_null()) << j.dump();
     EXPECT_EQ(j["catch_up"], "coalesce");

@@ -3,9 +3,11 @@
 // FakeClock.
 #include <gmock/gmock.h>
 
+#include "core/time_text.h"
 #include "scheduler_drill.h"
 #include "server/config.h"
 #include "server/scheduling.h"
+#include "views/views.h"
 
 namespace taskengine::drill {
 namespace {
@@ -18,7 +20,7 @@ EnvLookup NoEnv() {
 
 std::vector<std::string> Utc(const SchedulePreview& p) {
   std::vector<std::string> out;
-  for (const PreviewFire& f : p.fires) out.push_back(FormatRfc3339Utc(f.utc));
+  for (const PreviewFire& f : p.fires) out.push_back(FormatTimeSeconds(f.utc));
   return out;
 }
 
@@ -205,13 +207,15 @@ TEST_F(SchedulingOpsTest, RunSchedulerCycleAndJobSchedules) {
   EXPECT_FALSE(infos["bad"].next_fire.has_value());
   EXPECT_THAT(infos["bad"].error, HasSubstr("job 'bad'"));
 
-  nlohmann::ordered_json tick_json = nlohmann::ordered_json::object();
-  AddScheduleFields(tick, infos["tick"], &tick_json);
-  EXPECT_EQ(tick_json.dump(),
-            R"({"catch_up":"none","catch_up_window_ms":600000,"window_ms":0,)"
-            R"("next_fire":"2026-01-01T00:06:00.000Z","last_fire":"2026-01-01T00:05:00.000Z",)"
-            R"("skipped_fires":4,"last_skipped_at":"2026-01-01T00:04:00.000Z",)"
-            R"("schedule_error":null})");
+  const nlohmann::ordered_json tick_json = JobToJson(tick, infos["tick"]);
+  EXPECT_EQ(tick_json["catch_up"], "none");
+  EXPECT_EQ(tick_json["catch_up_window_ms"], 600000);
+  EXPECT_EQ(tick_json["window_ms"], 0);
+  EXPECT_EQ(tick_json["next_fire"], "2026-01-01T00:06:00.000Z");
+  EXPECT_EQ(tick_json["last_fire"], "2026-01-01T00:05:00.000Z");
+  EXPECT_EQ(tick_json["skipped_fires"], 4);
+  EXPECT_EQ(tick_json["last_skipped_at"], "2026-01-01T00:04:00.000Z");
+  EXPECT_TRUE(tick_json["schedule_error"].is_null());
 }
 
 // --- taskengine.toml ---

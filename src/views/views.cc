@@ -1,10 +1,12 @@
-#include "api/dto.h"
+#include "views/views.h"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 
-#include "api/json_util.h"
+#include "core/time_text.h"
 
-namespace taskengine::api {
+namespace taskengine {
 namespace {
 
 Json StringOrNull(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); }
@@ -24,11 +26,16 @@ Json EmbeddedJson(const std::string& text) {
   return JsonText(text);
 }
 
+Json PageToJson(Json items, std::int64_t next_cursor) {
+  return {{"items", std::move(items)},
+          {"next_cursor", next_cursor == 0 ? Json(nullptr) : Json(std::to_string(next_cursor))}};
+}
+
 std::string ExecutionUrl(ExecutionId id) {
   return "/api/v1/executions/" + std::to_string(id.value);
 }
 
-Json JobToJson(const JobDefinition& job) {
+Json JobToJson(const JobDefinition& job, const JobScheduleInfo& schedule) {
   return {
       {"name", job.name.value},
       {"display_name", job.display_name},
@@ -48,10 +55,18 @@ Json JobToJson(const JobDefinition& job) {
       {"max_consecutive_lease_expiries", job.retry.max_consecutive_lease_expiries},
       {"lane_template", StringOrNull(job.lane_template)},
       {"accepted_schema_versions", job.accepted_schema_versions},
+      {"catch_up", std::string(ToString(job.catch_up))},
+      {"catch_up_window_ms", job.catch_up_window_ms},
+      {"window_ms", job.window_ms},
       {"config", job.config_json.empty() ? Json::object() : JsonText(job.config_json)},
       {"enabled", job.enabled},
       {"created_at", TimeOrNull(job.created_at)},
       {"updated_at", TimeOrNull(job.updated_at)},
+      {"next_fire", schedule.next_fire ? TimeOrNull(*schedule.next_fire) : Json(nullptr)},
+      {"last_fire", TimeOrNull(schedule.last_fire_at)},
+      {"skipped_fires", schedule.skipped_fires},
+      {"last_skipped_at", TimeOrNull(schedule.last_skipped_at)},
+      {"schedule_error", StringOrNull(schedule.error)},
   };
 }
 
@@ -93,8 +108,28 @@ Json ExecutionToJson(const Execution& e, bool with_payload) {
   j["permanent_failures"] = e.permanent_failures;
   j["ambiguous_failures"] = e.ambiguous_failures;
   j["status_url"] = ExecutionUrl(e.id);
-  j["result_url"] =
-      e.status == ExecutionStatus::kSucceeded ? Json(ExecutionUrl(e.id) + "/result") : Json(nullptr);
+  j["result_url"] = e.status == ExecutionStatus::kSucceeded ? Json(ExecutionUrl(e.id) + "/result")
+                                                            : Json(nullptr);
+  return j;
+}
+
+Json ExecutionDetailToJson(const ExecutionDetail& d) {
+  Json j = ExecutionToJson(d.execution, /*with_payload=*/true);
+  Json logs = Json::array();
+  for (const LogEntry& l : d.logs) logs.push_back(LogToJson(l));
+  j["logs"] = std::move(logs);
+  Json effects = Json::array();
+  for (const EffectRecord& e : d.effects) effects.push_back(EffectToJson(e));
+  j["effects"] = std::move(effects);
+  Json escaped = Json::array();
+  for (const EffectRecord& e : d.EscapedEffects()) escaped.push_back(EffectToJson(e));
+  j["escaped_effects"] = std::move(escaped);
+  Json attempts = Json::array();
+  for (const AttemptRecord& a : d.attempts) attempts.push_back(AttemptToJson(a));
+  j["attempts"] = std::move(attempts);
+  Json audit = Json::array();
+  for (const AuditRecord& r : d.audit) audit.push_back(AuditToJson(r));
+  j["audit"] = std::move(audit);
   return j;
 }
 
@@ -111,12 +146,21 @@ Json EffectToJson(const EffectRecord& effect) {
   return {
       {"name", effect.name},
       {"key", effect.key},
-      {"committed", effect.committed},
+      {"state", effect.committed ? "committed" : "reserved"},
       {"attempt", effect.attempt},
       {"claim_version", effect.reserved_by.value},
       {"reserved_at", TimeOrNull(effect.reserved_at)},
       {"committed_at", TimeOrNull(effect.committed_at)},
       {"detail", StringOrNull(effect.detail)},
+  };
+}
+
+Json EffectReplyToJson(const EffectReply& r) {
+  return {
+      {"answer", std::string(ToString(r.answer))},
+      {"key", r.key},
+      {"detail", r.answer == EffectAnswer::kAlreadyDone ? Json(r.detail) : Json(nullptr)},
+      {"committed_at", TimeOrNull(r.committed_at)},
   };
 }
 
@@ -150,16 +194,61 @@ Json AuditToJson(const AuditRecord& r) {
   };
 }
 
-Json QueueDepthToJson(const QueueDepth& d, Millis now) {
+std::vector<QueueView> QueueViews(std::vector<QueueDepth> depths,
+                                  const std::vector<QueueConfig>& configured, Millis now) {
+  std::map<std::string, QueueDepth> by_name;
+  for (QueueDepth& d : depths) by_name.emplace(d.queue, std::move(d));
+  std::vector<QueueView> views;
+  auto fill = [&](QueueView& view) {
+    auto it = by_name.find(view.queue);
+    if (it == by_name.end()) return;
+    view.queued = it->second.queued;
+    view.due = it->second.due;
+    view.running = it->second.running;
+    view.oldest_queued_at = it->second.oldest_queued_at;
+    if (view.oldest_queued_at > 0)
+      view.oldest_age_ms = std::max<Millis>(0, now - view.oldest_queued_at);
+    by_name.erase(it);
+  };
+  std::vector<QueueConfig> sorted = configured;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const QueueConfig& a, const QueueConfig& b) {
+    return a.priority != b.priority ? a.priority > b.priority : a.name < b.name;
+  });
+  for (const QueueConfig& q : sorted) {
+    if (std::any_of(views.begin(), views.end(),
+                    [&](const QueueView& v) { return v.queue == q.name; }))
+      continue;  // declared twice: the first (highest priority) wins
+    QueueView view;
+    view.queue = q.name;
+    view.configured = true;
+    view.priority = q.priority;
+    view.concurrency = q.concurrency;
+    fill(view);
+    views.push_back(std::move(view));
+  }
+  // What remains has work but is not worked by this configuration (by name).
+  std::vector<std::string> others;
+  for (const auto& entry : by_name) others.push_back(entry.first);
+  for (std::string& name : others) {
+    QueueView view;
+    view.queue = std::move(name);
+    fill(view);
+    views.push_back(std::move(view));
+  }
+  return views;
+}
+
+Json QueueToJson(const QueueView& q) {
   return {
-      {"queue", d.queue},
-      {"queued", d.queued},
-      {"due", d.due},
-      {"running", d.running},
-      {"oldest_queued_at", TimeOrNull(d.oldest_queued_at)},
-      {"oldest_queued_age_ms", d.oldest_queued_at == 0
-                                   ? Json(nullptr)
-                                   : Json(std::max<Millis>(0, now - d.oldest_queued_at))},
+      {"queue", q.queue},
+      {"configured", q.configured},
+      {"priority", q.priority},
+      {"concurrency", q.concurrency},
+      {"queued", q.queued},
+      {"due", q.due},
+      {"running", q.running},
+      {"oldest_queued_at", TimeOrNull(q.oldest_queued_at)},
+      {"oldest_queued_age_ms", q.oldest_queued_at == 0 ? Json(nullptr) : Json(q.oldest_age_ms)},
   };
 }
 
@@ -209,8 +298,8 @@ Json WorkerToJson(const WorkerInfo& w, const WorkerDetails* details) {
       {"pid", w.pid == 0 ? Json(nullptr) : Json(w.pid)},
       {"version", details != nullptr ? StringOrNull(details->version) : Json(nullptr)},
       {"queues", details != nullptr ? Json(details->queues) : Json::array()},
-      {"concurrency", details != nullptr && details->concurrency > 0 ? Json(details->concurrency)
-                                                                     : Json(nullptr)},
+      {"concurrency",
+       details != nullptr && details->concurrency > 0 ? Json(details->concurrency) : Json(nullptr)},
       {"state", std::string(ToString(w.state))},
       {"started_at", TimeOrNull(w.started_at)},
       {"last_seen_at", TimeOrNull(last_seen)},
@@ -240,4 +329,4 @@ Json LeaseToJson(const Lease& lease, const JobDefinition* job) {
   };
 }
 
-}  // namespace taskengine::api
+}  // namespace taskengine

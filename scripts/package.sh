@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds the Debian package: configures build/package for /usr (configuration
+# in /etc), builds Release without tests and benchmarks, and runs CPack.
+# Prints the path of the .deb. Usage: scripts/package.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+cmake -S . -B build/package -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS="-O2 -g1" \
+  -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_SYSCONFDIR=/etc \
+  -DTASKENGINE_BUILD_TESTS=OFF -DTASKENGINE_BUILD_BENCH=OFF >/dev/null
+cmake --build build/package -j "$jobs" >/dev/null
+(cd build/package && cpack -G DEB >/dev/null)
+ls -1 build/package/taskengine_*.deb | tail -1

@@ -1,0 +1,74 @@
+#include "views/views.h"
+
+#include <gtest/gtest.h>
+
+namespace taskengine {
+namespace {
+
+TEST(ViewsTest, QueuesConfiguredByPriorityThenOthersByName) {
+  std::vector<QueueDepth> depths(3);
+  depths[0].queue = "zeta";
+  depths[0].queued = 2;
+  depths[0].oldest_queued_at = 1'000;
+  depths[1].queue = "default";
+  depths[1].queued = 5;
+  depths[1].due = 4;
+  depths[1].running = 1;
+  depths[1].oldest_queued_at = 4'000;
+  depths[2].queue = "alpha";
+  depths[2].running = 1;
+  std::vector<QueueConfig> configured = {{"default", 0, 0}, {"high", 10, 2}};
+  std::vector<QueueView> views = QueueViews(depths, configured, /*now=*/5'000);
+  ASSERT_EQ(views.size(), 4u);
+  EXPECT_EQ(views[0].queue, "high");
+  EXPECT_TRUE(views[0].configured);
+  EXPECT_EQ(views[0].queued, 0);
+  EXPECT_EQ(views[1].queue, "default");
+  EXPECT_EQ(views[1].oldest_age_ms, 1'000);
+  EXPECT_EQ(views[2].queue, "alpha");
+  EXPECT_FALSE(views[2].configured);
+  EXPECT_EQ(views[3].queue, "zeta");
+  EXPECT_EQ(views[3].oldest_age_ms, 4'000);
+
+  const Json high = QueueToJson(views[0]);
+  EXPECT_TRUE(high["oldest_queued_at"].is_null());
+  EXPECT_TRUE(high["oldest_queued_age_ms"].is_null());
+  EXPECT_EQ(high["concurrency"], 2);
+  EXPECT_EQ(QueueToJson(views[1])["oldest_queued_age_ms"], 1'000);
+}
+
+TEST(ViewsTest, EffectStateAndEmptyConfig) {
+  EffectRecord effect;
+  effect.key = "7:send";
+  effect.name = "send";
+  EXPECT_EQ(EffectToJson(effect)["state"], "reserved");
+  effect.committed = true;
+  effect.committed_at = 1'000;
+  EXPECT_EQ(EffectToJson(effect)["state"], "committed");
+  EXPECT_FALSE(EffectToJson(effect).contains("committed"));
+
+  JobDefinition job;
+  job.name = JobName("hello");
+  EXPECT_EQ(JobToJson(job, {})["config"], Json::object());
+  job.config_json = R"({"argv":["/bin/true"]})";
+  EXPECT_EQ(JobToJson(job, {})["config"]["argv"][0], "/bin/true");
+}
+
+TEST(ViewsTest, DetailListsEscapedEffectsOnlyWhenCanceled) {
+  ExecutionDetail d;
+  d.execution.id = ExecutionId(7);
+  d.execution.status = ExecutionStatus::kSucceeded;
+  EffectRecord sent;
+  sent.committed = true;
+  d.effects.push_back(sent);
+  Json j = ExecutionDetailToJson(d);
+  EXPECT_EQ(j["effects"].size(), 1u);
+  EXPECT_TRUE(j["escaped_effects"].empty());
+  EXPECT_EQ(j["status_url"], "/api/v1/executions/7");
+  EXPECT_FALSE(j.contains("result"));
+  d.execution.status = ExecutionStatus::kPartiallyCanceled;
+  EXPECT_EQ(ExecutionDetailToJson(d)["escaped_effects"].size(), 1u);
+}
+
+}  // namespace
+}  // namespace taskengine
