@@ -295,6 +295,41 @@ TEST_F(ServeHardeningTest, LoginFloodDoesNotStallHealthOrTokenCalls) {
   EXPECT_NE(locked.body.find("login_account"), std::string::npos) << locked.body;
 }
 
+// Finding 1. With auth off every request is the global admin, so a web page
+// whose name was rebound to 127.0.0.1 must not be answered: its Host (and
+// Origin) name the attacker's site.
+TEST_F(ServeHardeningTest, DnsRebindingIsRefusedWithAuthOff) {
+  ASSERT_NO_FATAL_FAILURE(StartServe(Config("auth = false\n")));
+  const std::string port = std::to_string(port_);
+  const auto status = [&](const std::string& request) {
+    Connection c(port_, "127.0.0.1");
+    c.Send(request);
+    const std::string raw = c.ReadAll(milliseconds(5000));
+    return raw.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(raw.c_str() + 9) : 0;
+  };
+  const std::string attacker = "attacker.example:" + port;
+  EXPECT_EQ(status("GET /api/v1/executions HTTP/1.1\r\nHost: " + attacker + "\r\nOrigin: http://" +
+                   attacker + "\r\nConnection: close\r\n\r\n"),
+            421);
+  EXPECT_EQ(status("POST /api/v1/jobs/x/dispatch HTTP/1.1\r\nHost: " + attacker +
+                   "\r\nOrigin: http://" + attacker +
+                   "\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+                   "Connection: close\r\n\r\n{}"),
+            421);
+  EXPECT_EQ(status("POST /api/v1/jobs/x/dispatch HTTP/1.1\r\nHost: localhost:" + port +
+                   "\r\nOrigin: http://" + attacker +
+                   "\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+                   "Connection: close\r\n\r\n{}"),
+            403);
+  // The developer's own tools still work.
+  EXPECT_EQ(status("GET /api/v1/executions HTTP/1.1\r\nHost: localhost:" + port +
+                   "\r\nConnection: close\r\n\r\n"),
+            200);
+  EXPECT_EQ(status("GET /api/v1/executions HTTP/1.1\r\nHost: [::1]:" + port +
+                   "\r\nConnection: close\r\n\r\n"),
+            200);
+}
+
 // Finding 6. Held to 1024 descriptors, serve faces 1200 connections from 30
 // addresses: half never send a byte, half send half a header. Other clients
 // are still answered at once, and the silent ones are gone after the header
