@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 namespace taskengine::api {
 namespace {
@@ -67,6 +68,11 @@ std::string Normalize(std::string host) {
   if (std::optional<std::string> address = CanonicalAddress(host)) return *address;
   return host;
 }
+
+// Fields the API reads once (the router and the routes take the first): a
+// second copy would let two parties act on different values.
+constexpr std::string_view kSingletonFields[] = {"authorization", "content-type",    "origin",
+                                                 "x-csrf-token",  "idempotency-key", "expect"};
 
 bool IsMutating(std::string_view method) {
   return method != "GET" && method != "HEAD" && method != "OPTIONS";
@@ -175,9 +181,16 @@ std::optional<HeadProblem> CheckRequestHead(const RequestHead& head, const HostA
   int content_lengths = 0;
   bool content_length_list = false;
   std::optional<std::string_view> origin;
+  int singleton_seen[std::size(kSingletonFields)] = {};
   for (const auto& [name, value] : head.fields) {
     if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos) {
       return Problem(400, "bad_request", "a header field value contains CR, LF or NUL");
+    }
+    for (std::size_t i = 0; i < std::size(kSingletonFields); ++i) {
+      if (IEquals(name, kSingletonFields[i]) && ++singleton_seen[i] > 1) {
+        return Problem(400, "bad_request",
+                       "more than one " + std::string(kSingletonFields[i]) + " header");
+      }
     }
     if (IEquals(name, "host")) {
       host_values.push_back(value);

@@ -8,8 +8,11 @@
 // Transfer-Encoding together with Content-Length, Transfer-Encoding in an
 // HTTP/1.0 request, and more than one Content-Length (even equal ones). A
 // request needs exactly one Host (400 otherwise), a target in origin form
-// ("/path?query"; 400 otherwise) and no CR, LF or NUL in any field value
-// (obs-fold is refused, RFC 9112 §5.2).
+// ("/path?query"; 400 otherwise), no CR, LF or NUL in any field value, and
+// at most one of each field the API reads once (Authorization, Content-Type,
+// Origin, X-CSRF-Token, Idempotency-Key, Expect), so that no two parties can
+// act on different copies. Beast replaces obs-fold with spaces before these
+// checks (RFC 9112 §5.2).
 //
 // Host allowlist (against DNS rebinding): a browser that visits a page whose
 // name was rebound to 127.0.0.1 sends that page's name as Host. So whatever

@@ -104,6 +104,16 @@ TEST(CheckRequestHead, Framing) {
   EXPECT_EQ(StatusOf(Head({{"Host", "localhost"}, {"X", "a\r\n b"}})), 400);
 }
 
+TEST(CheckRequestHead, FieldsReadOnceMayAppearOnce) {
+  for (std::string_view field :
+       {"Authorization", "content-type", "Origin", "X-CSRF-Token", "Idempotency-Key", "Expect"}) {
+    EXPECT_EQ(StatusOf(Head({{"Host", "localhost"}, {field, "a"}, {field, "a"}}, "GET")), 400)
+        << field;
+  }
+  EXPECT_EQ(StatusOf(Head({{"Host", "localhost"}, {"Cookie", "a=1"}, {"Cookie", "b=2"}}, "GET")),
+            0);
+}
+
 TEST(CheckRequestHead, HostTargetAndOrigin) {
   EXPECT_EQ(StatusOf(Head({})), 400);
   EXPECT_EQ(StatusOf(Head({{"Host", "localhost"}, {"host", "localhost"}})), 400);

@@ -249,6 +249,12 @@ TEST_F(PlainServerTest, AmbiguousFramingIsRefusedAndTheConnectionClosed) {
     EXPECT_EQ(raw.find("HTTP/1.1", 1), std::string::npos) << "one response only: " << raw;
     EXPECT_NE(raw.find("Connection: close"), std::string::npos) << raw;
   }
+  // Two copies of a field read once: which one would a proxy have checked?
+  RawConnection twice(server_->port());
+  twice.Send(
+      "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer a\r\n"
+      "Authorization: Bearer b\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(RawStatus(twice.Read(3000)), 400);
   // HTTP/1.0 knows no Transfer-Encoding: faulty framing (RFC 9112 section 6.1).
   RawConnection old(server_->port());
   old.Send("POST /echo HTTP/1.0\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
