@@ -24,63 +24,6 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// A raw TCP connection for byte-level checks.
-class RawConnection {
- public:
-  // `source`: the local IPv4 address to connect from (any of 127.0.0.0/8 on
-  // loopback), e.g. to act as several clients; empty = chosen by the kernel.
-  explicit RawConnection(int port, const std::string& source = "") {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (!source.empty()) {
-      sockaddr_in local{};
-      local.sin_family = AF_INET;
-      ::inet_pton(AF_INET, source.c_str(), &local.sin_addr);
-      if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0) return;
-    }
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  }
-  ~RawConnection() { ::close(fd_); }
-  bool connected() const { return connected_; }
-  void Send(const std::string& bytes) {
-    std::size_t off = 0;
-    while (off < bytes.size()) {
-      ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return;
-      off += static_cast<std::size_t>(n);
-    }
-  }
-  // Reads what arrives within `timeout_ms`, until `until` appears or EOF.
-  // *closed tells whether the peer closed.
-  std::string Read(int timeout_ms, const std::string& until = "", bool* closed = nullptr) {
-    std::string out;
-    auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
-    if (closed) *closed = false;
-    while (Clock::now() < deadline) {
-      pollfd pfd{fd_, POLLIN, 0};
-      int left = static_cast<int>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
-      if (::poll(&pfd, 1, std::max(1, left)) <= 0) break;
-      char buf[4096];
-      ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0) {
-        if (closed) *closed = true;
-        break;
-      }
-      out.append(buf, static_cast<std::size_t>(n));
-      if (!until.empty() && out.find(until) != std::string::npos) break;
-    }
-    return out;
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-};
-
 // A bare server whose handler knows a few paths:
 //   /echo  -> 200 with the request body; /slow -> 200 after 300 ms from another thread;
 //   /never -> keeps the responder (answered only by the test); /throw -> throws.

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "cli_harness.h"
+#include "test_client.h"
 
 namespace taskengine::testing {
 namespace {
@@ -38,62 +39,7 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// A TCP connection from `source` (an address of 127.0.0.0/8) to the server.
-// Owns the descriptor.
-class Connection {
- public:
-  Connection(int port, const std::string& source) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd_ < 0) return;
-    sockaddr_in local{};
-    local.sin_family = AF_INET;
-    ::inet_pton(AF_INET, source.c_str(), &local.sin_addr);
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0) return;
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  }
-  ~Connection() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
-
-  bool connected() const { return connected_; }
-
-  bool Send(const std::string& bytes) {
-    std::size_t off = 0;
-    while (off < bytes.size()) {
-      ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      off += static_cast<std::size_t>(n);
-    }
-    return true;
-  }
-
-  // Reads until the peer closes or `timeout` passes.
-  std::string ReadAll(milliseconds timeout) {
-    std::string out;
-    const auto deadline = SteadyClock::now() + timeout;
-    while (SteadyClock::now() < deadline) {
-      pollfd pfd{fd_, POLLIN, 0};
-      const auto left =
-          std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now()).count();
-      if (::poll(&pfd, 1, static_cast<int>(std::max<long>(1, left))) <= 0) break;
-      char buf[4096];
-      ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0) break;
-      out.append(buf, static_cast<std::size_t>(n));
-    }
-    return out;
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-};
+using api::testing::RawConnection;
 
 struct Timed {
   int status = 0;  // 0: no answer within the timeout
@@ -109,7 +55,7 @@ Timed Exchange(int port, const std::string& method, const std::string& path,
                milliseconds timeout = milliseconds(10'000)) {
   const auto start = SteadyClock::now();
   Timed out;
-  Connection c(port, source);
+  RawConnection c(port, source);
   if (c.connected()) {
     std::string request =
         method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
@@ -117,7 +63,7 @@ Timed Exchange(int port, const std::string& method, const std::string& path,
     if (!body.empty()) request += "Content-Type: application/json\r\n";
     request += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
     if (c.Send(request)) {
-      const std::string raw = c.ReadAll(timeout);
+      const std::string raw = c.Read(static_cast<int>(timeout.count()));
       if (raw.rfind("HTTP/1.1 ", 0) == 0) out.status = std::atoi(raw.c_str() + 9);
       const std::size_t split = raw.find("\r\n\r\n");
       if (split != std::string::npos) out.body = raw.substr(split + 4);
@@ -302,9 +248,9 @@ TEST_F(ServeHardeningTest, DnsRebindingIsRefusedWithAuthOff) {
   ASSERT_NO_FATAL_FAILURE(StartServe(Config("auth = false\n")));
   const std::string port = std::to_string(port_);
   const auto status = [&](const std::string& request) {
-    Connection c(port_, "127.0.0.1");
+    RawConnection c(port_, "127.0.0.1");
     c.Send(request);
-    const std::string raw = c.ReadAll(milliseconds(5000));
+    const std::string raw = c.Read(5000);
     return raw.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(raw.c_str() + 9) : 0;
   };
   const std::string attacker = "attacker.example:" + port;
@@ -339,13 +285,13 @@ TEST_F(ServeHardeningTest, IdleAndHalfSentConnectionsDoNotLockClientsOut) {
       StartServe(Config("header_timeout_ms = 3000\n"), /*descriptor_limit=*/1024));
   constexpr int kAddresses = 30;
   constexpr int kPerAddress = 40;
-  std::vector<std::unique_ptr<Connection>> held;
+  std::vector<std::unique_ptr<RawConnection>> held;
   held.reserve(kAddresses * kPerAddress);
   const auto open_start = SteadyClock::now();
   int connected = 0;
   for (int i = 0; i < kAddresses * kPerAddress; ++i) {
     const std::string source = "127.0.0." + std::to_string(i % kAddresses + 2);
-    auto c = std::make_unique<Connection>(port_, source);
+    auto c = std::make_unique<RawConnection>(port_, source);
     if (c->connected()) {
       ++connected;
       if (i % 2 == 1) c->Send("GET /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ");
@@ -383,7 +329,7 @@ TEST_F(ServeHardeningTest, IdleAndHalfSentConnectionsDoNotLockClientsOut) {
     }
     const auto left = milliseconds(10'000) -
                       std::chrono::duration_cast<milliseconds>(SteadyClock::now() - wait_start);
-    c->ReadAll(std::max(milliseconds(1), left));
+    c->Read(static_cast<int>(std::max(milliseconds(1), left).count()));
     ++closed;
   }
   const double drained_ms =
