@@ -510,6 +510,14 @@ bool Canonicalizer::ParseNumber() {
     return Fail(start, "invalid number");
   }
   if (!std::isfinite(d)) return Fail(start, "number out of range");
+  if (d == 0) {
+    // Whatever from_chars reported: a nonzero number never becomes 0.
+    for (std::size_t i = int_begin; i < frac_end || i < int_end; ++i) {
+      if (in_[i] >= '1' && in_[i] <= '9') {
+        return Fail(start, "number out of range (too small for a double)");
+      }
+    }
+  }
   constexpr double kTwoTo63 = 9223372036854775808.0;
   constexpr double kTwoTo64 = 18446744073709551616.0;
   if (std::trunc(d) == d && d >= -kTwoTo63 && d < kTwoTo64) {
@@ -521,10 +529,10 @@ bool Canonicalizer::ParseNumber() {
     return true;
   }
   auto printed = std::to_chars(buf, buf + sizeof(buf), d);
-  if (std::fabs(d) >= kTwoTo64 &&
-      std::find_if(buf, printed.ptr, [](char c) { return c == '.' || c == 'e'; }) == printed.ptr) {
-    // Shortest form without a fraction or exponent ("18446744073709552000")
-    // would read back as an integer literal beyond uint64: use the exponent.
+  if (std::find_if(buf, printed.ptr, [](char c) { return c == '.' || c == 'e'; }) == printed.ptr) {
+    // An integral double outside [-2^63, 2^64) in its shortest form without a
+    // fraction or exponent ("18446744073709552000", "-12345678901234567168")
+    // would read back as an integer literal out of range: use the exponent.
     printed = std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::scientific);
   }
   out_.append(buf, printed.ptr);
