@@ -5,14 +5,16 @@
 namespace taskengine::api {
 
 Api::Api(Engine* engine, Authenticator* authenticator, ApiOptions options)
-    : context_(std::make_unique<ApiContext>()),
-      router_(std::make_unique<Router>(authenticator)) {
+    : context_(std::make_unique<ApiContext>()), router_(std::make_unique<Router>(authenticator)) {
   TE_CHECK(engine != nullptr && authenticator != nullptr);
   context_->engine = engine;
   context_->store = &engine->store();
   context_->authenticator = authenticator;
   context_->clock = options.clock != nullptr ? options.clock : SystemClock::Get();
   context_->options = options;
+  LoginGuardOptions login = options.login;
+  if (login.clock == nullptr) login.clock = context_->clock;
+  context_->login_guard = std::make_unique<LoginGuard>(login);
   RegisterSystemRoutes(*context_, *router_);
   RegisterJobRoutes(*context_, *router_);
   RegisterDispatchRoutes(*context_, *router_);

@@ -21,6 +21,7 @@
 
 #include "api/auth.h"
 #include "api/http_types.h"
+#include "api/login_guard.h"
 #include "api/metrics.h"
 #include "api/router.h"
 #include "storage/execution_detail.h"
@@ -53,6 +54,9 @@ struct ApiOptions {
   // does not know. Called on request threads, possibly concurrently: must be
   // thread-safe and cheap. Default: none.
   std::function<void(std::string* out)> extra_metrics;
+  // Where and how many password checks of POST /api/v1/auth/login run
+  // (login_guard.h). Its clock defaults to `clock`.
+  LoginGuardOptions login;
 };
 
 struct ApiContext;

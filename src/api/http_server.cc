@@ -1,10 +1,19 @@
 // The Beast side of HttpServer. Each connection is a Session whose every step
 // runs on its own strand:
 //
-//   WaitForRequest (idle timeout) -> ReadHeader (read timeout, header limit)
-//   -> [100 Continue] -> ReadBody (body limit) -> Handle (post to the handler
-//   pool; no timer while the handler runs) -> OnResponse (from any thread via
-//   the Responder, posted back to the strand) -> Write -> WaitForRequest | Close
+//   WaitForRequest (idle timeout; the header timeout before the first request)
+//   -> ReadHeader (header timeout, header limit) -> CheckRequestHead ->
+//   [100 Continue] -> ReadBody (read timeout, body limit) -> Handle (post to
+//   the handler pool; no timer while the handler runs) -> OnResponse (from any
+//   thread via the Responder, posted back to the strand) -> Write ->
+//   WaitForRequest | Close
+//
+// Connection limits: OnAccept counts connections per client address and in
+// all (under mu_). Each Session publishes, in an atomic, since when it has
+// been waiting for its client (kBusy while its request is handled or
+// answered); to make room the acceptor closes the one waiting longest. When
+// accept() fails for want of descriptors, the reserve descriptor is released
+// so that one pending connection can be accepted and closed, then reopened.
 //
 // Ownership: the server's registry owns every open Session; asynchronous
 // operations hold it too while pending. A Responder holds only a weak
@@ -13,6 +22,12 @@
 // memory.
 #include "api/http_server.h"
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -22,9 +37,6 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-
-#include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <ctime>
@@ -35,6 +47,7 @@
 #include <vector>
 
 #include "api/errors.h"
+#include "api/request_checks.h"
 
 namespace taskengine::api {
 namespace {
@@ -66,6 +79,28 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
+// Milliseconds on the steady clock (connection ages only).
+Millis SteadyMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Session::waiting_since_ while the session may not be closed to make room.
+constexpr Millis kBusy = -1;
+// ... and once it was chosen to be closed.
+constexpr Millis kEvicting = -2;
+
+// The cap on connections the descriptor limit allows: an eighth of it (at
+// least 64) stays for the store, handler pipes, logs and the reserve.
+int ConnectionCapFromRlimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 1 << 20;
+  const auto soft = static_cast<std::int64_t>(std::min<rlim_t>(limit.rlim_cur, 1 << 24));
+  const std::int64_t kept = std::max<std::int64_t>(64, soft / 8);
+  return static_cast<int>(std::max<std::int64_t>(8, soft - kept));
+}
+
 bool IsHttpParseError(const beast::error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_method).category() &&
          ec != http::error::end_of_stream && ec != http::error::partial_message;
@@ -76,10 +111,15 @@ class Session;
 class ServerCore {
  public:
   ServerCore(HttpServerOptions options, RequestHandler handler)
-      : options_(std::move(options)), handler_(std::move(handler)),
-        gate_(std::make_shared<Gate>()) {}
+      : options_(std::move(options)),
+        handler_(std::move(handler)),
+        gate_(std::make_shared<Gate>()),
+        hosts_(options_.host, options_.public_hosts) {}
 
-  ~ServerCore() { Stop(0); }
+  ~ServerCore() {
+    Stop(0);
+    if (reserve_fd_ >= 0) ::close(reserve_fd_);
+  }
 
   Status Start();
   void Stop(Millis grace_ms);
@@ -93,6 +133,12 @@ class ServerCore {
   const HttpServerOptions& options() const { return options_; }
   const RequestHandler& handler() const { return handler_; }
   const std::shared_ptr<Gate>& gate() const { return gate_; }
+  const HostAllowlist& hosts() const { return hosts_; }
+  int connections() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int>(sessions_.size());
+  }
+  int max_connections() const { return max_connections_.load(); }
   net::thread_pool& pool() { return *pool_; }
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
   void BeginRequest() {
@@ -104,19 +150,17 @@ class ServerCore {
     --in_flight_;
     if (in_flight_ == 0) idle_cv_.notify_all();
   }
-  void Unregister(std::uint64_t id) {
-    std::shared_ptr<Session> doomed;  // destroyed outside the lock
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = sessions_.find(id);
-    if (it != sessions_.end()) {
-      doomed = std::move(it->second);
-      sessions_.erase(it);
-    }
-  }
+  void Unregister(std::uint64_t id);
 
  private:
   void Accept();
   void OnAccept(beast::error_code ec, tcp::socket socket);
+  // Out of descriptors: accepts one pending connection with the reserve
+  // descriptor and closes it, then makes room. On acceptor_strand_.
+  void ShedAtDescriptorLimit();
+  // Closes the session that has waited longest for its client; false when
+  // every session is busy. REQUIRES: mu_ held.
+  bool EvictOldestLocked();
   std::vector<std::shared_ptr<Session>> SnapshotSessions() {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<std::shared_ptr<Session>> out;
@@ -129,6 +173,8 @@ class ServerCore {
   const HttpServerOptions options_;
   const RequestHandler handler_;
   const std::shared_ptr<Gate> gate_;
+  const HostAllowlist hosts_;
+  std::atomic<int> max_connections_{0};  // set by Start
 
   // The I/O context outlives everything below that refers to it.
   net::io_context ioc_;
@@ -139,6 +185,7 @@ class ServerCore {
   std::optional<net::thread_pool> pool_;
   std::vector<std::thread> io_threads_;
   std::atomic<int> port_{0};
+  int reserve_fd_ = -1;  // on acceptor_strand_ after Start
   std::atomic<bool> stopping_{false};
   // Start/Stop are called by the owner, not concurrently.
   bool started_ = false;  // Start was called
@@ -151,6 +198,7 @@ class ServerCore {
   int in_flight_ = 0;
   std::uint64_t next_session_id_ = 1;
   std::unordered_map<std::uint64_t, std::shared_ptr<Session>> sessions_;
+  std::unordered_map<std::string, int> per_client_;  // open connections by address
 
   friend class Session;
 };
@@ -158,8 +206,17 @@ class ServerCore {
 // One connection. Every member function runs on the session's strand.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(ServerCore* server, tcp::socket socket, std::uint64_t id)
-      : server_(server), stream_(std::move(socket)), id_(id) {}
+  Session(ServerCore* server, tcp::socket socket, std::uint64_t id, std::string client)
+      : server_(server), stream_(std::move(socket)), id_(id), client_(std::move(client)) {}
+
+  const std::string& client() const { return client_; }
+  // Since when (SteadyMillis) the session has waited for its client; kBusy
+  // while its request is handled or answered, kEvicting once chosen to close.
+  Millis waiting_since() const { return waiting_since_.load(std::memory_order_relaxed); }
+  // Claims the session for eviction; false when it became busy or was claimed.
+  bool ClaimForEviction(Millis seen) {
+    return waiting_since_.compare_exchange_strong(seen, kEvicting, std::memory_order_relaxed);
+  }
 
   void Begin() {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitForRequest(); });
@@ -176,6 +233,16 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void ForceClose() { Close(); }
 
+  // Posted by the acceptor to make room: closes unless a request is being
+  // handled or answered by now.
+  void Evict() {
+    if (state_ == State::kHandling || state_ == State::kWriting) {
+      waiting_since_.store(kBusy, std::memory_order_relaxed);
+      return;
+    }
+    Close();
+  }
+
   beast::tcp_stream::executor_type executor() { return stream_.get_executor(); }
 
  private:
@@ -184,16 +251,20 @@ class Session : public std::enable_shared_from_this<Session> {
   void WaitForRequest() {
     if (state_ == State::kClosed) return;
     state_ = State::kIdle;
+    SetWaiting(SteadyMillis());
     if (server_->stopping()) return Close();
     if (buffer_.size() > 0) return ReadHeader();  // a pipelined request is already here
-    stream_.expires_after(std::chrono::milliseconds(server_->options().idle_timeout_ms));
-    stream_.async_read_some(
-        buffer_.prepare(4096),
-        [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-          self->buffer_.commit(n);
-          if (ec || self->state_ == State::kClosed) return self->Close();
-          self->ReadHeader();
-        });
+    // A new connection gets the header timeout for its first byte: one that
+    // was opened only to be held costs the server little time.
+    const Millis wait =
+        served_any_ ? server_->options().idle_timeout_ms : server_->options().header_timeout_ms;
+    stream_.expires_after(std::chrono::milliseconds(wait));
+    stream_.async_read_some(buffer_.prepare(4096),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                              self->buffer_.commit(n);
+                              if (ec || self->state_ == State::kClosed) return self->Close();
+                              self->ReadHeader();
+                            });
   }
 
   void ReadHeader() {
@@ -201,11 +272,12 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_->options().max_header_bytes));
     parser_->body_limit(server_->options().max_body_bytes);
-    stream_.expires_after(std::chrono::milliseconds(server_->options().read_timeout_ms));
-    http::async_read_header(stream_, buffer_, *parser_,
-                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                              self->OnHeader(ec);
-                            });
+    read_started_ = std::chrono::steady_clock::now();
+    stream_.expires_after(std::chrono::milliseconds(
+        std::min(server_->options().header_timeout_ms, server_->options().read_timeout_ms)));
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnHeader(ec); });
   }
 
   // Answers a protocol error (the request never reached a handler) and closes.
@@ -234,6 +306,19 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnHeader(const beast::error_code& ec) {
     if (HandleReadError(ec)) return;
     const auto& msg = parser_->get();
+    RequestHead head;
+    head.version = msg.version();
+    head.method = std::string_view(msg.method_string().data(), msg.method_string().size());
+    head.target = std::string_view(msg.target().data(), msg.target().size());
+    head.fields.reserve(16);
+    for (const auto& field : msg) {
+      head.fields.emplace_back(
+          std::string_view(field.name_string().data(), field.name_string().size()),
+          std::string_view(field.value().data(), field.value().size()));
+    }
+    if (std::optional<HeadProblem> problem = CheckRequestHead(head, server_->hosts())) {
+      return SendProtocolError(ErrorResponse(problem->status, problem->code, problem->message));
+    }
     auto expect = msg.find(http::field::expect);
     if (expect != msg.end()) {
       if (!beast::iequals(expect->value(), "100-continue")) {
@@ -256,6 +341,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void ReadBody() {
     if (state_ == State::kClosed) return;
     if (parser_->is_done()) return Handle();
+    // The body shares the read timeout with the header (slow bodies too).
+    stream_.expires_at(read_started_ +
+                       std::chrono::milliseconds(server_->options().read_timeout_ms));
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
                        if (self->HandleReadError(ec)) return;
@@ -279,12 +367,15 @@ class Session : public std::enable_shared_from_this<Session> {
     req.body = std::move(msg.body());
     beast::error_code ec;
     auto endpoint = stream_.socket().remote_endpoint(ec);
-    if (!ec) req.remote_address = endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+    if (!ec)
+      req.remote_address = endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
     return req;
   }
 
   void Handle() {
     state_ = State::kHandling;
+    served_any_ = true;
+    SetBusy();
     keep_alive_ = parser_->get().keep_alive();
     version_ = parser_->get().version();
     HttpRequest request = BuildRequest();
@@ -308,7 +399,8 @@ class Session : public std::enable_shared_from_this<Session> {
       try {
         (*handler)(std::move(request), responder);
       } catch (...) {
-        responder.Send(ErrorResponse(500, "internal", "unexpected error while handling the request"));
+        responder.Send(
+            ErrorResponse(500, "internal", "unexpected error while handling the request"));
       }
     });
   }
@@ -322,6 +414,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void SendProtocolError(HttpResponse response) {
     state_ = State::kWriting;
+    SetBusy();
     version_ = 11;
     linger_after_write_ = true;
     Write(std::move(response), /*keep=*/false, /*counted=*/false);
@@ -333,6 +426,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // client has read our answer.
   void DrainAndClose() {
     state_ = State::kReading;  // a server stop may close it at once
+    SetWaiting(0);             // the first to go when room is needed
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
     stream_.expires_after(std::chrono::milliseconds(kDrainTimeoutMs));
@@ -341,15 +435,14 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void DrainSome() {
     buffer_.consume(buffer_.size());
-    stream_.async_read_some(buffer_.prepare(64 * 1024),
-                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-                              self->drained_ += n;
-                              if (ec || self->state_ == State::kClosed ||
-                                  self->drained_ > kMaxDrainBytes) {
-                                return self->Close();
-                              }
-                              self->DrainSome();
-                            });
+    stream_.async_read_some(buffer_.prepare(64 * 1024), [self = shared_from_this()](
+                                                            beast::error_code ec, std::size_t n) {
+      self->drained_ += n;
+      if (ec || self->state_ == State::kClosed || self->drained_ > kMaxDrainBytes) {
+        return self->Close();
+      }
+      self->DrainSome();
+    });
   }
 
   void Write(HttpResponse response, bool keep, bool counted) {
@@ -366,14 +459,15 @@ class Session : public std::enable_shared_from_this<Session> {
     res_->keep_alive(keep);
     res_->prepare_payload();
     stream_.expires_after(std::chrono::milliseconds(server_->options().write_timeout_ms));
-    http::async_write(stream_, *res_,
-                      [self = shared_from_this(), keep, counted](beast::error_code ec, std::size_t) {
-                        self->res_.reset();
-                        if (counted) self->FinishRequest();
-                        if (!ec && self->linger_after_write_) return self->DrainAndClose();
-                        if (ec || !keep) return self->Close();
-                        self->WaitForRequest();
-                      });
+    http::async_write(
+        stream_, *res_,
+        [self = shared_from_this(), keep, counted](beast::error_code ec, std::size_t) {
+          self->res_.reset();
+          if (counted) self->FinishRequest();
+          if (!ec && self->linger_after_write_) return self->DrainAndClose();
+          if (ec || !keep) return self->Close();
+          self->WaitForRequest();
+        });
   }
 
   void FinishRequest() {
@@ -392,9 +486,22 @@ class Session : public std::enable_shared_from_this<Session> {
     server_->Unregister(id_);
   }
 
+  // Publishes the state for the acceptor, unless already chosen for eviction.
+  void SetWaiting(Millis since) {
+    Millis current = waiting_since_.load(std::memory_order_relaxed);
+    while (current != kEvicting &&
+           !waiting_since_.compare_exchange_weak(current, since, std::memory_order_relaxed)) {
+    }
+  }
+  void SetBusy() { SetWaiting(kBusy); }
+
   ServerCore* const server_;
   beast::tcp_stream stream_;
   const std::uint64_t id_;
+  const std::string client_;  // the peer's address, the key of the per-client cap
+  std::atomic<Millis> waiting_since_{SteadyMillis()};
+  std::chrono::steady_clock::time_point read_started_;
+  bool served_any_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::string_body>> res_;
@@ -436,6 +543,13 @@ Status ServerCore::Start() {
                          ": " + ec.message());
     }
     port_.store(acceptor_->local_endpoint().port());
+    // Synchronous accepts (ShedAtDescriptorLimit) must never block.
+    acceptor_->non_blocking(true, ec);
+    if (ec) return Internal("cannot make the listening socket non-blocking: " + ec.message());
+    const int fd_cap = ConnectionCapFromRlimit();
+    max_connections_.store(options_.max_connections > 0 ? std::min(options_.max_connections, fd_cap)
+                                                        : fd_cap);
+    reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     pool_.emplace(static_cast<std::size_t>(std::max(1, options_.handler_threads)));
     work_.emplace(net::make_work_guard(ioc_));
     running_ = true;  // from here on, Stop() has everything to undo
@@ -468,24 +582,97 @@ void ServerCore::Accept() {
 void ServerCore::OnAccept(beast::error_code ec, tcp::socket socket) {
   if (ec == net::error::operation_aborted || stopping()) return;
   if (ec) {
-    // E.g. out of file descriptors: try again shortly instead of spinning.
-    accept_retry_->expires_after(std::chrono::milliseconds(50));
+    Millis retry_ms = 50;
+    if (ec == net::error::no_descriptors ||
+        ec == boost::system::errc::too_many_files_open_in_system) {
+      ShedAtDescriptorLimit();
+      retry_ms = 5;
+    }
+    // Try again shortly instead of spinning.
+    accept_retry_->expires_after(std::chrono::milliseconds(retry_ms));
     accept_retry_->async_wait([this](beast::error_code wec) {
       if (!wec) Accept();
     });
     return;
   }
+  beast::error_code endpoint_ec;
+  const tcp::endpoint peer = socket.remote_endpoint(endpoint_ec);
+  if (endpoint_ec) {  // reset before we got here
+    socket.close(endpoint_ec);
+    return Accept();
+  }
+  std::string client = peer.address().to_string();
   beast::error_code nodelay_ec;
   socket.set_option(tcp::no_delay(true), nodelay_ec);
   std::shared_ptr<Session> session;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    std::uint64_t id = next_session_id_++;
-    session = std::make_shared<Session>(this, std::move(socket), id);
-    sessions_.emplace(id, session);
+    int& from_client = per_client_[client];
+    const bool client_full = from_client >= std::max(1, options_.max_connections_per_client);
+    const bool server_full = !client_full &&
+                             static_cast<int>(sessions_.size()) >= max_connections_.load() &&
+                             !EvictOldestLocked();
+    if (client_full || server_full) {
+      if (from_client == 0) per_client_.erase(client);
+      beast::error_code close_ec;
+      socket.close(close_ec);
+    } else {
+      ++from_client;
+      std::uint64_t id = next_session_id_++;
+      session = std::make_shared<Session>(this, std::move(socket), id, std::move(client));
+      sessions_.emplace(id, session);
+    }
   }
-  session->Begin();
+  if (session) session->Begin();
   Accept();
+}
+
+void ServerCore::Unregister(std::uint64_t id) {
+  std::shared_ptr<Session> doomed;  // destroyed outside the lock
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return;
+  doomed = std::move(it->second);
+  sessions_.erase(it);
+  auto count = per_client_.find(doomed->client());
+  if (count != per_client_.end() && --count->second <= 0) per_client_.erase(count);
+}
+
+bool ServerCore::EvictOldestLocked() {
+  for (;;) {
+    Session* oldest = nullptr;
+    Millis oldest_since = 0;
+    for (auto& [id, s] : sessions_) {
+      const Millis since = s->waiting_since();
+      if (since < 0) continue;  // busy, or already being closed
+      if (oldest == nullptr || since < oldest_since) {
+        oldest = s.get();
+        oldest_since = since;
+      }
+    }
+    if (oldest == nullptr) return false;
+    // It may have become busy meanwhile: then look again.
+    if (!oldest->ClaimForEviction(oldest_since)) continue;
+    std::shared_ptr<Session> victim = oldest->shared_from_this();
+    net::post(victim->executor(), [victim] { victim->Evict(); });
+    return true;
+  }
+}
+
+void ServerCore::ShedAtDescriptorLimit() {
+  if (reserve_fd_ >= 0) {
+    ::close(reserve_fd_);
+    reserve_fd_ = -1;
+  }
+  beast::error_code ec;
+  tcp::socket doomed(ioc_);
+  acceptor_->accept(doomed, ec);  // non-blocking: would_block when none waits
+  if (!ec) doomed.close(ec);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EvictOldestLocked();
+  }
+  reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
 void ServerCore::Stop(Millis grace_ms) {
@@ -553,5 +740,7 @@ Status HttpServer::Start() { return impl_->Start(); }
 int HttpServer::port() const { return impl_->port(); }
 void HttpServer::Stop(Millis grace_ms) { impl_->Stop(grace_ms); }
 int HttpServer::in_flight() const { return impl_->in_flight(); }
+int HttpServer::connections() const { return impl_->connections(); }
+int HttpServer::max_connections() const { return impl_->max_connections(); }
 
 }  // namespace taskengine::api

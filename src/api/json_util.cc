@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "api/router.h"
+#include "core/canonical_json.h"
 
 namespace taskengine::api {
 namespace {
@@ -73,7 +74,16 @@ Result<nlohmann::json> ParseJsonBody(const HttpRequest& request, bool allow_empt
   }
   TE_RETURN_IF_ERROR(CheckJsonDepth(body));
   try {
-    return nlohmann::json::parse(body);
+    nlohmann::json parsed = nlohmann::json::parse(body);
+    // What nlohmann::json lets through but would change the meaning: a
+    // duplicate key (the last one wins there), an integer beyond 64 bits or a
+    // nonzero number that underflows (rounded there). The canonical parser
+    // refuses them, so a payload, a result or a config keeps every value the
+    // client sent, digit for digit (issue 13, finding 8).
+    Result<std::string> exact = CanonicalizeJson(
+        body, CanonicalJsonOptions{.max_depth = kMaxJsonDepth, .require_object = false});
+    if (!exact.ok()) return InvalidArgument("invalid JSON body: " + exact.status().message());
+    return parsed;
   } catch (const nlohmann::json::exception& e) {
     std::string what = e.what();
     // "[json.exception.parse_error.101] parse error at ..." -> "parse error at ..."
@@ -102,7 +112,8 @@ const nlohmann::json* StrictObject::Lookup(std::string_view field) {
 
 void StrictObject::Fail(std::string_view field, std::string_view problem) {
   if (!error_.ok()) return;
-  error_ = InvalidArgument(context_ + ": field '" + std::string(field) + "' " + std::string(problem));
+  error_ =
+      InvalidArgument(context_ + ": field '" + std::string(field) + "' " + std::string(problem));
 }
 
 void StrictObject::Require(std::string_view field) {
@@ -191,8 +202,9 @@ Result<QueryParams> QueryParams::Parse(std::string_view query) {
     if (!pair.empty()) {
       std::size_t eq = pair.find('=');
       auto name = PercentDecode(pair.substr(0, eq), /*plus_is_space=*/true);
-      auto value = eq == std::string_view::npos ? std::optional<std::string>("")
-                                                : PercentDecode(pair.substr(eq + 1), /*plus_is_space=*/true);
+      auto value = eq == std::string_view::npos
+                       ? std::optional<std::string>("")
+                       : PercentDecode(pair.substr(eq + 1), /*plus_is_space=*/true);
       if (!name || !value) return InvalidArgument("malformed percent-encoding in the query string");
       for (const auto& [n, v] : out.params_) {
         if (n == *name) return InvalidArgument("query parameter " + Quote(*name) + " given twice");

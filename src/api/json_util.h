@@ -28,8 +28,11 @@ inline constexpr int kMaxJsonDepth = 64;
 Status CheckJsonDepth(std::string_view text, int max_depth = kMaxJsonDepth);
 
 // The body as JSON. Refuses a Content-Type other than application/json
-// (absent is accepted), nesting deeper than kMaxJsonDepth, and syntax errors
-// (with the position). An empty body is `{}` when allow_empty, else an error.
+// (absent is accepted), nesting deeper than kMaxJsonDepth, syntax errors (with
+// the position), duplicate keys, and numbers that would not keep their value:
+// integers outside [-2^63, 2^64-1] and nonzero numbers that overflow or
+// underflow a double (see core/canonical_json.h). An empty body is `{}` when
+// allow_empty, else an error.
 Result<nlohmann::json> ParseJsonBody(const HttpRequest& request, bool allow_empty);
 
 // Reads one JSON object field by field and refuses what it did not read.

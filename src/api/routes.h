@@ -21,14 +21,17 @@ namespace taskengine::api {
 
 // Constant after construction except where noted. Thread-safe.
 struct ApiContext {
-  Engine* engine = nullptr;  // not owned
-  Store* store = nullptr;    // engine->store()
+  Engine* engine = nullptr;                // not owned
+  Store* store = nullptr;                  // engine->store()
   Authenticator* authenticator = nullptr;  // not owned
-  Clock* clock = nullptr;    // options.clock or the system clock
+  Clock* clock = nullptr;                  // options.clock or the system clock
   ApiOptions options;
   // Serializes job edits in this process (read, modify, write, audit): the
   // store has no conditional update of a definition yet.
   std::mutex job_edit_mu;
+  // Runs the password checks of logins off the request threads. Declared
+  // after what logins use, so it is destroyed (and drained) before them.
+  std::unique_ptr<LoginGuard> login_guard;
   // The worker protocol's long polls; set by RegisterWorkerRoutes. Declared
   // last so it is destroyed first: its destruction answers parked polls
   // (empty lists). Owners of the server call lease_broker->Stop() before

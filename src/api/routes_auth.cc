@@ -1,5 +1,6 @@
 // Dashboard sessions (X1; quality.md §3.2, §3.3):
 //   POST /api/v1/auth/login    {username, password} -> a new session cookie and its CSRF token
+//                              (the password check runs on the LoginGuard's threads)
 //   POST /api/v1/auth/logout   ends the session server-side, clears the cookie
 //   GET  /api/v1/auth/session  who the caller is (token or session), with the CSRF token
 #include "api/routes.h"
@@ -48,27 +49,9 @@ std::string_view MethodName(AuthMethod m) {
   return "none";
 }
 
-// POST /api/v1/auth/login. 401 for missing or wrong credentials (the same
-// answer for an unknown user), 403 for a cross-origin request, 400 for a
-// malformed body.
-HttpResponse Login(ApiContext& ctx, const RouteRequest& r) {
-  const HttpRequest& http = r.http;
-  if ((http.Header("origin") != nullptr || http.Header("referer") != nullptr) &&
-      !IsSameOrigin(http)) {
-    return ErrorResponse(403, "forbidden", "login must come from the same origin",
-                         {{"reason", "origin"}});
-  }
-  auto body = ParseJsonBody(http, /*allow_empty=*/true);
-  if (!body.ok()) return StatusResponse(body.status());
-  StrictObject in(*body, "request body");
-  std::optional<std::string> user = in.String("username", kMaxUserField);
-  std::optional<std::string> password = in.String("password", kMaxPasswordField);
-  Status parsed = in.Finish();
-  if (!parsed.ok()) return StatusResponse(parsed);
-  if (!user || !password || user->empty() || password->empty()) {
-    return Unauthenticated("send {\"username\": ..., \"password\": ...}");
-  }
-  Result<std::optional<LoginResult>> login = ctx.authenticator->Login(*user, *password);
+// The answer to a login whose password check is done.
+HttpResponse LoginResponse(ApiContext& ctx, const HttpRequest& http,
+                           const Result<std::optional<LoginResult>>& login) {
   if (!login.ok()) return StatusResponse(login.status());
   if (!login->has_value()) return Unauthenticated("invalid username or password");
   const LoginResult& s = **login;
@@ -89,6 +72,50 @@ HttpResponse Login(ApiContext& ctx, const RouteRequest& r) {
                                              "; Max-Age=" + std::to_string(max_age_s));
   out.headers.emplace_back("Cache-Control", "no-store");
   return out;
+}
+
+// POST /api/v1/auth/login {username, password}. 401 for missing or wrong
+// credentials (the same answer for an unknown user), 403 for a cross-origin
+// request, 400 for a malformed body; 429 when the account is locked after
+// failures or the server's login rate is spent, 503 when every login thread
+// is busy (both with Retry-After). The password check runs on the
+// LoginGuard's threads, never on a request thread.
+void Login(ApiContext& ctx, RouteRequest r, Responder respond) {
+  const HttpRequest& http = r.http;
+  if ((http.Header("origin") != nullptr || http.Header("referer") != nullptr) &&
+      !IsSameOrigin(http)) {
+    respond.Send(ErrorResponse(403, "forbidden", "login must come from the same origin",
+                               {{"reason", "origin"}}));
+    return;
+  }
+  auto body = ParseJsonBody(http, /*allow_empty=*/true);
+  if (!body.ok()) {
+    respond.Send(StatusResponse(body.status()));
+    return;
+  }
+  StrictObject in(*body, "request body");
+  std::optional<std::string> user = in.String("username", kMaxUserField);
+  std::optional<std::string> password = in.String("password", kMaxPasswordField);
+  Status parsed = in.Finish();
+  if (!parsed.ok()) {
+    respond.Send(StatusResponse(parsed));
+    return;
+  }
+  if (!user || !password || user->empty() || password->empty()) {
+    respond.Send(Unauthenticated("send {\"username\": ..., \"password\": ...}"));
+    return;
+  }
+  std::string account = *user;
+  auto check = [&ctx, http = std::move(r.http), user = std::move(*user),
+                password = std::move(*password), respond]() -> std::optional<bool> {
+    Result<std::optional<LoginResult>> login = ctx.authenticator->Login(user, password);
+    respond.Send(LoginResponse(ctx, http, login));
+    if (!login.ok()) return std::nullopt;
+    return login->has_value();
+  };
+  if (std::optional<HttpResponse> refused = ctx.login_guard->Submit(std::move(account), check)) {
+    respond.Send(std::move(*refused));
+  }
 }
 
 // POST /api/v1/auth/logout -> 204; the session is deleted server-side.
@@ -122,8 +149,9 @@ HttpResponse WhoAmI(const RouteRequest& r) {
 }  // namespace
 
 void RegisterAuthRoutes(ApiContext& ctx, Router& router) {
-  router.Add(HttpMethod::kPost, "/api/v1/auth/login", RouteAccess::Login(),
-             [&ctx](const RouteRequest& r) { return Login(ctx, r); });
+  router.AddAsync(
+      HttpMethod::kPost, "/api/v1/auth/login", RouteAccess::Login(),
+      [&ctx](RouteRequest r, Responder respond) { Login(ctx, std::move(r), std::move(respond)); });
   router.Add(HttpMethod::kPost, "/api/v1/auth/logout", RouteAccess::Authenticated(),
              [&ctx](const RouteRequest& r) { return Logout(ctx, r); });
   router.Add(HttpMethod::kGet, "/api/v1/auth/session", RouteAccess::Authenticated(), WhoAmI);

@@ -11,14 +11,17 @@
 // place. Scratch buffers are reused across the whole document, so the cost per
 // input byte is a copy, not an allocation.
 //
-// Numbers: an integer literal (no fraction, no exponent) that fits int64 is
-// printed exactly ("-0" prints as "0"). Every other number is read with
-// std::from_chars (correctly rounded) and printed with std::to_chars in its
-// shortest round-trip form, except that an integral double with |x| < 2^63 is
-// printed as an integer, so 1.0, 1e0 and 10e-1 all become 1. A value too
-// large for a double (1e999) is rejected; one too small (1e-999) rounds to 0,
-// as IEEE rounding does. Integer literals beyond int64 go through double, so
-// they keep 17 significant digits.
+// Numbers: an integer literal (no fraction, no exponent) is kept exactly when
+// it lies in [-2^63, 2^64 - 1] ("-0" prints as "0") and refused otherwise; it
+// never passes through a double. Every other number is an IEEE-754 double, as
+// in RFC 8785: read with std::from_chars (correctly rounded) and printed with
+// std::to_chars in its shortest round-trip form, except that an integral
+// double in [-2^63, 2^64) is printed as the integer literal of the same value,
+// so 1.0, 1e0 and 10e-1 all become 1 and 1e19 becomes 10000000000000000000.
+// Larger integral doubles keep an exponent ("1e+20"), so the output never
+// holds an integer literal that would be refused. A nonzero value too large
+// or too small for a double (1e999, 1e-999) is refused rather than turned
+// into infinity or 0.
 #include "core/canonical_json.h"
 
 #include <sodium.h>
@@ -36,6 +39,9 @@ namespace taskengine {
 namespace {
 
 constexpr char kHexDigits[] = "0123456789abcdef";
+constexpr std::string_view kIntegerRange =
+    "integer out of range: integers are kept exactly from -2^63 to 2^64-1; send larger ones as "
+    "strings";
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
@@ -456,45 +462,80 @@ bool Canonicalizer::ParseNumber() {
   const char* last = in_.data() + pos_;
   char buf[32];
   if (is_integer) {
-    std::int64_t v = 0;
-    const auto [ptr, ec] = std::from_chars(first, last, v);
-    if (ec == std::errc() && ptr == last) {
+    // Kept exactly, or refused: an integer literal never passes through a
+    // double (two different ids or amounts must not become one value).
+    const bool negative = in_[start] == '-';
+    if (negative) {
+      std::int64_t v = 0;
+      const auto [ptr, ec] = std::from_chars(first, last, v);
+      if (ec != std::errc() || ptr != last) return Fail(start, kIntegerRange);
+      if (v == 0) {
+        out_.push_back('0');  // "-0"
+        return true;
+      }
       const auto printed = std::to_chars(buf, buf + sizeof(buf), v);
       out_.append(buf, printed.ptr);
       return true;
     }
-    // Beyond int64: fall through to double.
+    std::uint64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(first, last, v);
+    if (ec != std::errc() || ptr != last) return Fail(start, kIntegerRange);
+    const auto printed = std::to_chars(buf, buf + sizeof(buf), v);
+    out_.append(buf, printed.ptr);
+    return true;
   }
   double d = 0;
   const auto [ptr, ec] = std::from_chars(first, last, d, std::chars_format::general);
   if (ec == std::errc::result_out_of_range) {
     // Overflow or underflow. The value is 0.d1d2... * 10^k where d1 is the
     // first nonzero digit; k > 0 means too large (a double underflows only
-    // below 1e-307), otherwise it rounds to zero.
+    // below 1e-307), otherwise too small.
     std::int64_t k = 0;
     std::size_t first_nonzero = int_begin;
     while (first_nonzero < int_end && in_[first_nonzero] == '0') ++first_nonzero;
+    bool zero = false;
     if (first_nonzero < int_end) {
       k = static_cast<std::int64_t>(int_end - first_nonzero);
     } else {
       std::size_t i = frac_begin;
       while (i < frac_end && in_[i] == '0') ++i;
+      zero = i == frac_end;
       k = -static_cast<std::int64_t>(i - frac_begin);
     }
-    if (k + exponent > 0) return Fail(start, "number out of range");
+    if (!zero && k + exponent > 0) return Fail(start, "number out of range");
+    // A nonzero number would silently become 0.
+    if (!zero) return Fail(start, "number out of range (too small for a double)");
     d = 0;
   } else if (ec != std::errc() || ptr != last) {
     return Fail(start, "invalid number");
   }
   if (!std::isfinite(d)) return Fail(start, "number out of range");
-  constexpr double kTwoTo63 = 9223372036854775808.0;
-  if (std::trunc(d) == d && std::fabs(d) < kTwoTo63) {
-    const auto printed = std::to_chars(buf, buf + sizeof(buf), static_cast<std::int64_t>(d));
-    out_.append(buf, printed.ptr);
-  } else {
-    const auto printed = std::to_chars(buf, buf + sizeof(buf), d);
-    out_.append(buf, printed.ptr);
+  if (d == 0) {
+    // Whatever from_chars reported: a nonzero number never becomes 0.
+    for (std::size_t i = int_begin; i < frac_end || i < int_end; ++i) {
+      if (in_[i] >= '1' && in_[i] <= '9') {
+        return Fail(start, "number out of range (too small for a double)");
+      }
+    }
   }
+  constexpr double kTwoTo63 = 9223372036854775808.0;
+  constexpr double kTwoTo64 = 18446744073709551616.0;
+  if (std::trunc(d) == d && d >= -kTwoTo63 && d < kTwoTo64) {
+    // Integral: the same text as the integer literal of the same value.
+    const auto printed = d < kTwoTo63
+                             ? std::to_chars(buf, buf + sizeof(buf), static_cast<std::int64_t>(d))
+                             : std::to_chars(buf, buf + sizeof(buf), static_cast<std::uint64_t>(d));
+    out_.append(buf, printed.ptr);
+    return true;
+  }
+  auto printed = std::to_chars(buf, buf + sizeof(buf), d);
+  if (std::find_if(buf, printed.ptr, [](char c) { return c == '.' || c == 'e'; }) == printed.ptr) {
+    // An integral double outside [-2^63, 2^64) in its shortest form without a
+    // fraction or exponent ("18446744073709552000", "-12345678901234567168")
+    // would read back as an integer literal out of range: use the exponent.
+    printed = std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::scientific);
+  }
+  out_.append(buf, printed.ptr);
   return true;
 }
 

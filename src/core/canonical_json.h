@@ -4,10 +4,14 @@
 // different whitespace or key order, so it hashes a canonical form: no
 // insignificant whitespace, object members sorted by key (bytewise UTF-8),
 // strings re-escaped minimally (only `"`, `\`, and control characters, as
-// \b \f \n \r \t or \u00XX), numbers normalized by value (integers that fit in
-// int64 printed exactly; others printed as the shortest round-trip double, so
-// 1.0 == 1 and 1e2 == 100; integers beyond int64 therefore lose precision,
-// and underflow rounds to 0). Duplicate keys and invalid UTF-8 are rejected.
+// \b \f \n \r \t or \u00XX), numbers normalized by value. Integer literals
+// are exact: from -2^63 to 2^64-1 they are kept digit for digit, beyond that
+// they are rejected (never rounded, so two different ids or amounts can never
+// share a fingerprint). A number with a fraction or an exponent is an IEEE-754
+// double (RFC 8785) printed in its shortest round-trip form, and as an integer
+// when it is integral and within that range, so 1.0 == 1 and 1e2 == 100; a
+// nonzero number that overflows or underflows a double is rejected. Duplicate
+// keys and invalid UTF-8 are rejected.
 // The top-level value counts as depth 1.
 // Pure: no I/O.
 #pragma once
@@ -20,8 +24,8 @@
 namespace taskengine {
 
 struct CanonicalJsonOptions {
-  int max_depth = 64;             // nesting deeper than this -> kInvalidArgument
-  bool require_object = true;     // the top-level value must be an object
+  int max_depth = 64;          // nesting deeper than this -> kInvalidArgument
+  bool require_object = true;  // the top-level value must be an object
 };
 
 // Parses `json` and returns its canonical text, or kInvalidArgument with the

@@ -103,7 +103,7 @@ TEST(CanonicalJson, IsIdempotent) {
   const std::vector<std::string> docs = {
       R"({"b":[1,2.5,-0,1e2,"x\u0000y"],"a":{"d":true,"c":null}})",
       R"({"s":"\ud83d\ude00 \u00e9 \/ \" \\ \b\f\n\r\t \u001F \u007f"})",
-      R"({"n":[1e-400,123456789012345678901234567890,0e999,-0.0,5E-324,9223372036854775808]})",
+      R"({"n":[0e-400,123456789012345678901234567890.0,0e999,-0.0,5E-324,9223372036854775808]})",
       R"({"deep":[[[[{"z":1,"y":[{}]}]]]]})",
       R"({"big":18446744073709551615,"neg":-9223372036854775808,"f":0.1,"e":1e-7})",
   };
@@ -193,13 +193,20 @@ TEST(CanonicalJson, NormalizesNumbers) {
       {"9.2e18", "9200000000000000000"},
       {"9223372036854775807", "9223372036854775807"},
       {"-9223372036854775808", "-9223372036854775808"},
-      // Past int64: through double.
+      // Integer literals up to 2^64-1 are exact; integral doubles up to
+      // there print as the same integer.
       {"9223372036854775808", "9223372036854775808"},
-      {"-9223372036854775809", "-9223372036854775808"},
-      {"10000000000000000000", "1e+19"},
-      {"1e19", "1e+19"},
-      {"18446744073709551615", "18446744073709551616"},
-      {"123456789012345678901234567890", "1.2345678901234568e+29"},
+      {"10000000000000000000", "10000000000000000000"},
+      {"1e19", "10000000000000000000"},
+      {"18446744073709551615", "18446744073709551615"},
+      {"18446744073709551614", "18446744073709551614"},
+      {"-9.223372036854775808e18", "-9223372036854775808"},
+      // Larger integral doubles keep an exponent.
+      {"18446744073709551616.0", "1.8446744073709552e+19"},
+      {"1e20", "1e+20"},
+      {"-12345678901234567168.0", "-1.2345678901234567e+19"},
+      {"-9223372036854777856.0", "-9.223372036854778e+18"},
+      {"123456789012345678901234567890.5", "1.2345678901234568e+29"},
       {"1e300", "1e+300"},
       {"1.7976931348623157e308", "1.7976931348623157e+308"},
       {"5e-324", "5e-324"},
@@ -207,12 +214,9 @@ TEST(CanonicalJson, NormalizesNumbers) {
       // Exact int64, but a fraction makes it a double first (documented).
       {"9007199254740993", "9007199254740993"},
       {"9007199254740993.0", "9007199254740992"},
-      // Underflow rounds to zero.
-      {"1e-400", "0"},
-      {"-1e-400", "0"},
-      {"0.0000000000000000000001e-320", "0"},
+      // Zero stays zero however it is spelled.
       {"0e99999999999999999999999", "0"},
-      {"1e-99999999999999999999999", "0"},
+      {"0.000e-99999999999999999999999", "0"},
   };
   for (const auto& [in, want] : cases) {
     EXPECT_EQ(CanonAny(in), want) << "input: " << in;
@@ -226,6 +230,30 @@ TEST(CanonicalJson, EqualValuesHaveEqualText) {
   EXPECT_EQ(Canon(R"({"n":-0})"), Canon(R"({"n":0})"));
   EXPECT_EQ(Canon(R"({"n":0.5})"), Canon(R"({"n":5e-1})"));
   EXPECT_NE(Canon(R"({"n":1})"), Canon(R"({"n":"1"})"));
+}
+
+// Issue 13, finding 8: integers are never rounded. Two different integers
+// always have different canonical text (so different fingerprints), and one
+// that cannot be kept exactly is refused rather than rounded.
+TEST(CanonicalJson, IntegerLiteralsAreExactOrRefused) {
+  EXPECT_NE(Canon(R"({"n":18446744073709551615})"), Canon(R"({"n":18446744073709551614})"));
+  EXPECT_NE(Canon(R"({"n":9007199254740993})"), Canon(R"({"n":9007199254740992})"));
+  for (const char* big : {"18446744073709551616", "18446744073709551617", "-9223372036854775809",
+                          "123456789012345678901234567890", "100000000000000000000"}) {
+    Result<std::string> r = CanonicalizeJson(std::string(R"({"amount":)") + big + "}");
+    ASSERT_FALSE(r.ok()) << big << " -> " << *r;
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(r.status().message().rfind("offset 10: integer out of range", 0), 0u)
+        << r.status().message();
+  }
+}
+
+// A nonzero number never silently becomes 0 (or infinity).
+TEST(CanonicalJson, UnderflowIsRefused) {
+  for (const char* tiny :
+       {"1e-400", "-1e-400", "0.0000000000000000000001e-320", "1e-99999999999999999999999"}) {
+    EXPECT_EQ(ErrorOfAny(tiny), "offset 0: number out of range (too small for a double)") << tiny;
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -311,7 +339,8 @@ TEST(CanonicalJson, RejectsBadNumbersWithOffsets) {
   EXPECT_EQ(ErrorOf(R"({"a":1.7976931348623159e308})"), "offset 5: number out of range");
   EXPECT_EQ(ErrorOf(R"({"a":0.001e312})"), "offset 5: number out of range");
   EXPECT_EQ(ErrorOfAny("1e99999999999999999999999"), "offset 0: number out of range");
-  EXPECT_EQ(ErrorOfAny(std::string(400, '9')), "offset 0: number out of range");
+  EXPECT_EQ(ErrorOfAny(std::string(400, '9') + ".0"), "offset 0: number out of range");
+  EXPECT_EQ(ErrorOfAny(std::string(400, '9')).rfind("offset 0: integer out of range", 0), 0u);
 }
 
 TEST(CanonicalJson, RejectsBadStringsWithOffsets) {
@@ -470,26 +499,9 @@ TEST(AdmissionFingerprint, DependsOnPayloadAndRequester) {
 // ---------------------------------------------------------------------------
 // Randomized cross-check against nlohmann::json
 
-// `v` as the canonical form sees it: integers beyond int64 become doubles
-// (nlohmann keeps them as uint64 when they fit).
-json AsCanonicalValue(const json& v) {
-  if (v.is_number_unsigned() &&
-      v.get<std::uint64_t>() >
-          static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-    return static_cast<double>(v.get<std::uint64_t>());
-  }
-  if (v.is_array()) {
-    json out = json::array();
-    for (const json& e : v) out.push_back(AsCanonicalValue(e));
-    return out;
-  }
-  if (v.is_object()) {
-    json out = json::object();
-    for (auto it = v.begin(); it != v.end(); ++it) out[it.key()] = AsCanonicalValue(it.value());
-    return out;
-  }
-  return v;
-}
+// `v` as the canonical form sees it. Integers are exact on both sides
+// (nlohmann keeps them as int64 or uint64), so this is `v` itself.
+json AsCanonicalValue(const json& v) { return v; }
 
 class RandomJson {
  public:
@@ -499,8 +511,8 @@ class RandomJson {
   bool OneIn(int n) { return Uniform(0, n - 1) == 0; }
   std::mt19937_64& rng() { return rng_; }
 
-  // A random document. Sets *inexact when any number is a double or an
-  // integer beyond int64, whose canonical spelling differs from nlohmann's.
+  // A random document. Sets *inexact when any number is a double, whose
+  // canonical spelling differs from nlohmann's.
   json Value(int depth, bool* inexact) {
     const int kind = Uniform(0, depth < 5 ? 9 : 6);
     switch (kind) {
@@ -513,14 +525,7 @@ class RandomJson {
       case 3:
         return static_cast<std::int64_t>(rng_());
       case 4: {
-        if (OneIn(2)) {
-          const std::uint64_t u = rng_();
-          // Beyond int64 the canonical form goes through double.
-          if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-            *inexact = true;
-          }
-          return u;
-        }
+        if (OneIn(2)) return static_cast<std::uint64_t>(rng_());
         *inexact = true;
         return Double();
       }
@@ -731,6 +736,12 @@ class RandomJson {
         break;
     }
     std::string s(buf, end);
+    // A double spelled without fraction or exponent reads as an integer
+    // literal, which must lie in [-2^63, 2^64): write a fraction beyond.
+    if (s.find_first_of(".eE") == std::string::npos &&
+        (d < -9223372036854775808.0 || d >= 18446744073709551616.0)) {
+      s += ".0";
+    }
     // %.17g and to_chars may produce "1e+300" (valid) or "inf" (never: finite).
     if (OneIn(3)) {
       for (char& c : s) {
@@ -814,7 +825,8 @@ TEST(CanonicalJsonRandomized, MatchesNlohmannAndIgnoresSpelling) {
 }
 
 // Random small edits of valid documents: whatever nlohmann::json accepts we
-// accept (and mean the same value), except duplicate keys, which we reject,
+// accept (and mean the same value), except duplicate keys and numbers nlohmann
+// would round (integers beyond 64 bits, nonzero underflow), which we reject,
 // and text after a NUL byte, which nlohmann does not read.
 TEST(CanonicalJsonRandomized, AcceptsWhatNlohmannAcceptsOnMutations) {
   const std::uint64_t seed = TestSeed();
@@ -861,7 +873,10 @@ TEST(CanonicalJsonRandomized, AcceptsWhatNlohmannAcceptsOnMutations) {
       ASSERT_EQ(ours.status().code(), ErrorCode::kInvalidArgument);
       // nlohmann::json stops reading at a NUL byte, so "{}\0x" passes there.
       if (theirs && text.find('\0') == std::string::npos) {
-        ASSERT_NE(ours.status().message().find("duplicate key"), std::string::npos)
+        const std::string m = ours.status().message();
+        ASSERT_TRUE(m.find("duplicate key") != std::string::npos ||
+                    m.find("integer out of range") != std::string::npos ||
+                    m.find("too small for a double") != std::string::npos)
             << "nlohmann accepts what we reject: " << text << "\n"
             << ours.status().ToString();
       }

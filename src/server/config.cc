@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "api/request_checks.h"
 #include "engine/scheduler.h"
 #include "storage/open_store.h"
 
@@ -31,6 +32,15 @@ bool IsSchemaName(std::string_view name) {
 }
 
 constexpr std::int64_t kDay = 86'400'000;
+
+// A [http] public_hosts entry: a DNS name or an IP address (IPv6 with or
+// without brackets), without a port.
+bool IsPublicHost(const std::string& name) {
+  if (name.empty() || name.size() > 255) return false;
+  std::optional<api::HostAndPort> parsed = api::ParseHostAndPort(name);
+  if (!parsed && name.front() != '[') parsed = api::ParseHostAndPort("[" + name + "]");
+  return parsed.has_value() && parsed->port == -1;
+}
 constexpr int kMaxWorkerThreads = 256;
 constexpr std::size_t kMaxTextField = 200;
 
@@ -297,7 +307,8 @@ Status ApplyEnv(const EnvLookup& env, ServerConfig* c) {
     auto url = env(name);
     if (!url || url->empty()) continue;  // set but empty: as if unset
     if (!IsPostgresUrl(*url)) {
-      return InvalidArgument(std::string(name) + " must start with postgres:// or postgresql:// (is '" +
+      return InvalidArgument(std::string(name) +
+                             " must start with postgres:// or postgresql:// (is '" +
                              RedactUrl(*url) + "')");
     }
     c->database_url = *url;
@@ -354,6 +365,20 @@ Status ApplyEnv(const EnvLookup& env, ServerConfig* c) {
                              "' must be an integer from 0 to 65535");
     }
     c->http.port = static_cast<int>(v);
+  }
+  if (auto hosts = env("TASKENGINE_HTTP_PUBLIC_HOSTS")) {
+    c->http.public_hosts.clear();
+    std::stringstream items(*hosts);
+    for (std::string item; std::getline(items, item, ',');) {
+      while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+      while (!item.empty() && item.back() == ' ') item.pop_back();
+      if (item.empty()) continue;
+      if (!IsPublicHost(item)) {
+        return InvalidArgument("TASKENGINE_HTTP_PUBLIC_HOSTS: '" + item +
+                               "' is not a host name or address (without a port)");
+      }
+      c->http.public_hosts.push_back(item);
+    }
   }
   if (auto auth = env("TASKENGINE_HTTP_AUTH")) {
     if (*auth == "true" || *auth == "1") {
@@ -412,6 +437,29 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
     TE_RETURN_IF_ERROR(t.Int("login_per_minute", 0, 100'000, &c.http.login_per_minute));
     TE_RETURN_IF_ERROR(t.Int("dispatch_per_second", 0, 1'000'000, &c.http.dispatch_per_second));
     TE_RETURN_IF_ERROR(t.Int("lease_per_second", 0, 1'000'000, &c.http.lease_per_second));
+    if (const toml::node* n = t.Get("public_hosts")) {
+      const auto* arr = n->as_array();
+      if (arr == nullptr) {
+        return t.Error(*n, "public_hosts",
+                       "must be an array of strings, e.g. [\"te.example.com\"]");
+      }
+      for (std::size_t i = 0; i < arr->size(); ++i) {
+        const auto* v = arr->get(i)->as_string();
+        if (v == nullptr || !IsPublicHost(v->get())) {
+          return t.Error(*arr->get(i), "public_hosts",
+                         "must hold host names or addresses without a port");
+        }
+        c.http.public_hosts.push_back(v->get());
+      }
+    }
+    TE_RETURN_IF_ERROR(t.Int("login_per_second", 0, 100'000, &c.http.login_per_second));
+    TE_RETURN_IF_ERROR(t.Int("login_threads", 1, 64, &c.http.login_threads));
+    TE_RETURN_IF_ERROR(t.Int("login_queue", 0, 10'000, &c.http.login_queue));
+    TE_RETURN_IF_ERROR(t.Int("login_lockout_after", 0, 1000, &c.http.login_lockout_after));
+    TE_RETURN_IF_ERROR(t.Int("max_connections", 0, 10'000'000, &c.http.max_connections));
+    TE_RETURN_IF_ERROR(
+        t.Int("max_connections_per_client", 1, 10'000'000, &c.http.max_connections_per_client));
+    TE_RETURN_IF_ERROR(t.Int("header_timeout_ms", 100, 600'000, &c.http.header_timeout_ms));
     return Status::Ok();
   }));
   TE_RETURN_IF_ERROR(WithTable(root, "log", file, [&](TableReader& t) -> Status {

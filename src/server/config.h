@@ -24,10 +24,23 @@
 //   host = "127.0.0.1"               # TASKENGINE_HTTP_HOST overrides
 //   port = 8080                      # 0 = ephemeral (logged); TASKENGINE_HTTP_PORT overrides
 //   auth = true                      # false only on loopback; TASKENGINE_HTTP_AUTH overrides
+//   public_hosts = []                # names (or addresses) clients use besides loopback,
+//                                    # localhost and the listen address, e.g.
+//                                    # ["taskengine.example.com", "10.0.0.5"]; a request with
+//                                    # any other Host gets 421 (DNS rebinding);
+//                                    # TASKENGINE_HTTP_PUBLIC_HOSTS (comma-separated) overrides
 //   session_idle_minutes = 30        # dashboard session idle timeout
 //   session_absolute_hours = 12      # dashboard session absolute timeout
 //   secure_cookies = false           # Secure session cookie (behind TLS)
 //   login_per_minute = 10            # per client IP; 0 = unlimited
+//   login_per_second = 10            # for the whole server (burst 2x); 0 = unlimited
+//   login_threads = 2                # password checks at once (64 MiB each); more wait
+//   login_queue = 16                 # logins waiting for a thread; more get 503
+//   login_lockout_after = 5          # failures of one account name before a lockout of
+//                                    # 1 s, doubling per failure up to 5 min; 0 = never
+//   max_connections = 0              # 0 = from the descriptor limit (less an eighth)
+//   max_connections_per_client = 128 # per client address
+//   header_timeout_ms = 10000        # new connection to first byte, first byte to end of header
 //   dispatch_per_second = 5000       # per token or user (burst 2x); 0 = unlimited
 //   lease_per_second = 500           # worker lease polls per token (burst 2x); 0 = unlimited
 //
@@ -78,9 +91,19 @@ struct HttpConfig {
   Millis session_idle_ms = 30 * 60'000;
   Millis session_absolute_ms = 12 * 3'600'000;
   bool secure_cookies = false;
-  int login_per_minute = 10;     // 0 = unlimited
+  int login_per_minute = 10;       // 0 = unlimited
   int dispatch_per_second = 5000;  // 0 = unlimited
   int lease_per_second = 500;      // 0 = unlimited
+  // Host names or addresses (no port) answered besides loopback, localhost
+  // and the listen address. Default: none.
+  std::vector<std::string> public_hosts;
+  int login_per_second = 10;  // whole server; 0 = unlimited
+  int login_threads = 2;
+  int login_queue = 16;
+  int login_lockout_after = 5;  // 0 = never
+  int max_connections = 0;      // 0 = from RLIMIT_NOFILE
+  int max_connections_per_client = 128;
+  Millis header_timeout_ms = 10'000;
 };
 
 // True for "localhost", 127.0.0.0/8 and ::1 (the hosts `auth = false` may use).
@@ -125,7 +148,8 @@ EnvLookup ProcessEnv();
 // applies the overrides found through `env` (TASKENGINE_DB, TASKENGINE_SYNC,
 // TASKENGINE_DATABASE_URL (else DATABASE_URL), TASKENGINE_DATABASE_SCHEMA,
 // TASKENGINE_WORKERS, TASKENGINE_HTTP_HOST, TASKENGINE_HTTP_PORT,
-// TASKENGINE_HTTP_AUTH, TASKENGINE_LOG_FORMAT) and validates the result.
+// TASKENGINE_HTTP_AUTH, TASKENGINE_HTTP_PUBLIC_HOSTS, TASKENGINE_LOG_FORMAT)
+// and validates the result.
 // kInvalidArgument on a syntax error, an unknown key (named with its
 // location), a value of the wrong type or out of range, or a bad override
 // (named with its variable).

@@ -173,8 +173,9 @@ TEST(ConfigTest, DatabaseUrlAndSchemaSelectPostgres) {
   EXPECT_THAT(DescribeDatabase(c), HasSubstr("sqlite ./data/taskengine.db"));
 
   ASSERT_OK_AND_ASSIGN(
-      c, ParseConfig("[database]\nurl = \"postgres://app:s3cret@db:5432/jobs\"\nschema = \"te_a\"\n",
-                     "t.toml", NoEnv()));
+      c,
+      ParseConfig("[database]\nurl = \"postgres://app:s3cret@db:5432/jobs\"\nschema = \"te_a\"\n",
+                  "t.toml", NoEnv()));
   EXPECT_EQ(c.database_url, "postgres://app:s3cret@db:5432/jobs");
   EXPECT_EQ(c.database_schema, "te_a");
   // Logs and `migrate` name the backend and never the password.
@@ -188,8 +189,9 @@ TEST(ConfigTest, DatabaseUrlAndSchemaSelectPostgres) {
 
 TEST(ConfigTest, DatabaseUrlFromTheEnvironmentWinsInOrder) {
   const char* kToml = "[database]\nurl = \"postgres://file@h/db\"\n";
-  ASSERT_OK_AND_ASSIGN(ServerConfig c,
-                       ParseConfig(kToml, "t.toml", Env({{"DATABASE_URL", "postgresql://generic@h/db"}})));
+  ASSERT_OK_AND_ASSIGN(
+      ServerConfig c,
+      ParseConfig(kToml, "t.toml", Env({{"DATABASE_URL", "postgresql://generic@h/db"}})));
   EXPECT_EQ(c.database_url, "postgresql://generic@h/db");
   ASSERT_OK_AND_ASSIGN(c, ParseConfig(kToml, "t.toml",
                                       Env({{"DATABASE_URL", "postgresql://generic@h/db"},
@@ -208,6 +210,48 @@ TEST(ConfigTest, DatabaseUrlFromTheEnvironmentWinsInOrder) {
                 {"TASKENGINE_DATABASE_SCHEMA"});
 }
 
+// Issue 13: the names served besides loopback (DNS rebinding), the login
+// pool and the connection limits.
+TEST(ConfigTest, HttpHardeningKeys) {
+  ASSERT_OK_AND_ASSIGN(ServerConfig d, ParseConfig("", "t.toml", NoEnv()));
+  EXPECT_TRUE(d.http.public_hosts.empty());
+  EXPECT_EQ(d.http.login_threads, 2);
+  EXPECT_EQ(d.http.max_connections_per_client, 128);
+  EXPECT_EQ(d.http.header_timeout_ms, 10'000);
+  ASSERT_OK_AND_ASSIGN(
+      ServerConfig c,
+      ParseConfig("[http]\npublic_hosts = [\"te.example.com\", \"10.0.0.5\", \"2001:db8::1\", "
+                  "\"[2001:db8::2]\"]\nlogin_threads = 3\nlogin_queue = 4\nlogin_per_second = 7\n"
+                  "login_lockout_after = 0\nmax_connections = 500\nmax_connections_per_client = 9\n"
+                  "header_timeout_ms = 2000\n",
+                  "t.toml", NoEnv()));
+  EXPECT_EQ(c.http.public_hosts, (std::vector<std::string>{"te.example.com", "10.0.0.5",
+                                                           "2001:db8::1", "[2001:db8::2]"}));
+  EXPECT_EQ(c.http.login_threads, 3);
+  EXPECT_EQ(c.http.login_queue, 4);
+  EXPECT_EQ(c.http.login_per_second, 7);
+  EXPECT_EQ(c.http.login_lockout_after, 0);
+  EXPECT_EQ(c.http.max_connections, 500);
+  EXPECT_EQ(c.http.max_connections_per_client, 9);
+  EXPECT_EQ(c.http.header_timeout_ms, 2000);
+  for (const char* bad :
+       {"\"te.example.com:443\"", "\"http://te.example.com\"", "\"\"", "\"a b\"", "1"}) {
+    ExpectInvalid(
+        ParseConfig(std::string("[http]\npublic_hosts = [") + bad + "]\n", "t.toml", NoEnv()),
+        {"http.public_hosts"});
+  }
+  ExpectInvalid(ParseConfig("[http]\npublic_hosts = \"x\"\n", "t.toml", NoEnv()),
+                {"http.public_hosts"});
+  ExpectInvalid(ParseConfig("[http]\nlogin_threads = 0\n", "t.toml", NoEnv()),
+                {"http.login_threads"});
+  ASSERT_OK_AND_ASSIGN(
+      ServerConfig e,
+      ParseConfig("", "t.toml", Env({{"TASKENGINE_HTTP_PUBLIC_HOSTS", " a.example , 10.0.0.9 "}})));
+  EXPECT_EQ(e.http.public_hosts, (std::vector<std::string>{"a.example", "10.0.0.9"}));
+  ExpectInvalid(ParseConfig("", "t.toml", Env({{"TASKENGINE_HTTP_PUBLIC_HOSTS", "a.example:1"}})),
+                {"TASKENGINE_HTTP_PUBLIC_HOSTS"});
+}
+
 TEST(ConfigTest, SyntaxErrorNamesFileLineAndColumn) {
   ExpectInvalid(ParseConfig("[engine]\nworker_threads = = 3\n", "conf/te.toml", NoEnv()),
                 {"conf/te.toml:2:"});
@@ -223,7 +267,8 @@ TEST(ConfigTest, UnknownKeysAreRefusedByName) {
       {"t.toml:4:1", "unknown key 'job[0].timeout'"});
   ExpectInvalid(ParseConfig("[[queue]]\nname = \"q\"\nweight = 5\n", "t.toml", NoEnv()),
                 {"unknown key 'queue[0].weight'"});
-  ExpectInvalid(ParseConfig("[http]\nlisten = \"x\"\n", "t.toml", NoEnv()), {"unknown key 'http.listen'"});
+  ExpectInvalid(ParseConfig("[http]\nlisten = \"x\"\n", "t.toml", NoEnv()),
+                {"unknown key 'http.listen'"});
 }
 
 TEST(ConfigTest, WrongTypesAndRangesAreRefused) {

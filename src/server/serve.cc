@@ -1,18 +1,17 @@
 #include "server/serve.h"
 
-#include <unistd.h>
-
-#include "engine/scheduler.h"
-
 #include <pthread.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <string>
 #include <thread>
@@ -21,6 +20,7 @@
 #include "api/http_server.h"
 #include "api/rate_limit.h"
 #include "api/store_authenticator.h"
+#include "engine/scheduler.h"
 #include "server/logging.h"
 #include "server/server.h"
 
@@ -65,6 +65,30 @@ std::string BaseUrl(const std::string& host, int port) {
 
 api::RateLimit PerSecond(double per_second, double burst) { return {per_second, burst}; }
 
+// Raises the soft RLIMIT_NOFILE to the hard limit: every connection, database
+// file and handler pipe is a descriptor, and the default soft limit (1024)
+// lets about a thousand idle connections lock everyone out (issue 13,
+// finding 6). Logs the limit in force.
+void RaiseDescriptorLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const rlim_t before = limit.rlim_cur;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+      limit.rlim_cur = before;
+      spdlog::warn("cannot raise the descriptor limit from {}: {}", before, std::strerror(errno));
+    }
+  }
+  spdlog::info("descriptor limit {} (hard {})", limit.rlim_cur, limit.rlim_max);
+  if (limit.rlim_cur < 4096) {
+    spdlog::warn(
+        "a descriptor limit of {} caps open connections near {}; raise it "
+        "(systemd: LimitNOFILE=65536)",
+        limit.rlim_cur, limit.rlim_cur - std::max<rlim_t>(64, limit.rlim_cur / 8));
+  }
+}
+
 // Logs how to create the first admin when nobody can log in yet (X1).
 void HintFirstAdmin(Store& store) {
   auto users = store.ListUsers();
@@ -90,23 +114,22 @@ api::RequestHandler WithAccessLog(api::RequestHandler inner) {
       return;
     }
     const auto start = std::chrono::steady_clock::now();
-    api::Responder logged(
-        [respond, start, level, method = request.method_name, path = request.path,
-         peer = request.remote_address](api::HttpResponse response) {
-          const int status = response.status;
-          std::string principal = response.principal;
-          respond.Send(std::move(response));
-          const double ms = std::chrono::duration<double, std::milli>(
-                                std::chrono::steady_clock::now() - start)
-                                .count();
-          LogEvent(level, "http request",
-                   {{"method", method},
-                    {"path", path.substr(0, 512)},
-                    {"status", status},
-                    {"duration_ms", static_cast<double>(static_cast<std::int64_t>(ms * 10)) / 10},
-                    {"remote", peer},
-                    {"principal", principal}});
-        });
+    api::Responder logged([respond, start, level, method = request.method_name, path = request.path,
+                           peer = request.remote_address](api::HttpResponse response) {
+      const int status = response.status;
+      std::string principal = response.principal;
+      respond.Send(std::move(response));
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+      LogEvent(level, "http request",
+               {{"method", method},
+                {"path", path.substr(0, 512)},
+                {"status", status},
+                {"duration_ms", static_cast<double>(static_cast<std::int64_t>(ms * 10)) / 10},
+                {"remote", peer},
+                {"principal", principal}});
+    });
     inner(std::move(request), std::move(logged));
   };
 }
@@ -117,13 +140,15 @@ Status CheckHttpConfig(const HttpConfig& http) {
   if (!http.auth && !IsLoopbackHost(http.host)) {
     return InvalidArgument(
         "[http] auth = false is only allowed on a loopback host (127.0.0.1, ::1, localhost), "
-        "not '" + http.host + "': enable auth or listen on loopback");
+        "not '" +
+        http.host + "': enable auth or listen on loopback");
   }
   return Status::Ok();
 }
 
 Status Serve(const ServerConfig& config) {
   TE_RETURN_IF_ERROR(CheckHttpConfig(config.http));
+  RaiseDescriptorLimit();
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
@@ -153,8 +178,8 @@ Status Serve(const ServerConfig& config) {
   TE_RETURN_IF_ERROR(scheduler.Start([](const Result<CycleReport>& report) {
     if (!report.ok()) {
       spdlog::warn("scheduler cycle failed: {}", report.status().ToString());
-    } else if (report->leader && (report->executions_created > 0 || report->skipped > 0 ||
-                                  !report->errors.empty())) {
+    } else if (report->leader &&
+               (report->executions_created > 0 || report->skipped > 0 || !report->errors.empty())) {
       spdlog::info("scheduler: {} executions created, {} coalesced, {} skipped, {} errors",
                    report->executions_created, report->coalesced, report->skipped,
                    report->errors.size());
@@ -174,8 +199,9 @@ Status Serve(const ServerConfig& config) {
     HintFirstAdmin(engine->store());
   } else {
     authenticator = std::make_unique<api::AnonymousAuthenticator>();
-    spdlog::warn("[http] auth = false: every request acts as the global admin 'anonymous' "
-                 "(loopback only)");
+    spdlog::warn(
+        "[http] auth = false: every request acts as the global admin 'anonymous' "
+        "(loopback only)");
   }
   api::RateLimiterOptions ro;
   ro.login = PerSecond(config.http.login_per_minute / 60.0, config.http.login_per_minute);
@@ -189,20 +215,37 @@ Status Serve(const ServerConfig& config) {
   api_options.extra_metrics = [&scheduler](std::string* out) {
     AppendSchedulerMetrics(scheduler.totals(), out);
   };
+  api_options.login.threads = config.http.login_threads;
+  api_options.login.max_waiting = config.http.login_queue;
+  api_options.login.global =
+      PerSecond(config.http.login_per_second, 2.0 * config.http.login_per_second);
+  api_options.login.lockout_after = config.http.login_lockout_after;
   api::Api rest(engine.get(), authenticator.get(), api_options);
   rest.router().SetRateLimiter(&limiter);
   api::HttpServerOptions ho;
   ho.host = config.http.host;
   ho.port = config.http.port;
+  ho.public_hosts = config.http.public_hosts;
+  ho.max_connections = config.http.max_connections;
+  ho.max_connections_per_client = config.http.max_connections_per_client;
+  ho.header_timeout_ms = config.http.header_timeout_ms;
+  if (config.http.public_hosts.empty() && !IsLoopbackHost(config.http.host)) {
+    spdlog::warn(
+        "[http] public_hosts is empty: requests must name 127.0.0.1, localhost or {} in "
+        "their Host header; others get 421 (list the names clients use)",
+        config.http.host);
+  }
   api::HttpServer http(ho, WithAccessLog(rest.handler()));
   Status listening = http.Start();
   if (!listening.ok()) {
     scheduler.Stop();
     engine->Stop();
-    return Status(listening.code(), "cannot serve HTTP on " + BaseUrl(ho.host, ho.port) + ": " +
-                                        listening.message());
+    return Status(listening.code(),
+                  "cannot serve HTTP on " + BaseUrl(ho.host, ho.port) + ": " + listening.message());
   }
-  spdlog::info("listening on {}", BaseUrl(ho.host, http.port()));
+  spdlog::info("listening on {} (at most {} connections, {} per client address)",
+               BaseUrl(ho.host, http.port()), http.max_connections(),
+               ho.max_connections_per_client);
   spdlog::info("serving (poll {} ms, sweep {} ms); SIGTERM or SIGINT stops",
                config.poll_interval_ms, config.sweep_interval_ms);
 

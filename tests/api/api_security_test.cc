@@ -87,7 +87,8 @@ TEST_F(ApiSecurityTest, EveryScopedRouteRefusesPrincipalsWithoutTheScope) {
     for (const auto& [token, principal] : tokens) {
       ClientResponse r = client_->Request(method, path, token, BodyFor(route.method));
       if (principal.HasScope(route.access.scope)) {
-        EXPECT_NE(r.status, 403) << method << " " << path << " as " << principal.name << ": " << r.body;
+        EXPECT_NE(r.status, 403) << method << " " << path << " as " << principal.name << ": "
+                                 << r.body;
         EXPECT_NE(r.status, 401) << method << " " << path;
       } else {
         EXPECT_EQ(r.status, 403) << method << " " << path << " as " << principal.name;
@@ -142,9 +143,9 @@ TEST_F(ApiSecurityTest, TenantIsolationMatrix) {
       // And its owner does see it.
       if (route.method == HttpMethod::kGet && route.pattern == "/api/v1/executions/{id}" &&
           id != global) {
-        EXPECT_EQ(client_->Request(method, Concrete(route.pattern, std::to_string(id)), kTenantB)
-                      .status,
-                  200);
+        EXPECT_EQ(
+            client_->Request(method, Concrete(route.pattern, std::to_string(id)), kTenantB).status,
+            200);
       }
     }
   }
@@ -207,7 +208,63 @@ TEST_F(ApiSecurityTest, TenantBoundPrincipalsSeeOnlyTheirTenants) {
   }
   harness_.auth().Add("a-admin", Principal::Make("a-admin", {Scope::kAdmin}, false, {"a"}));
   EXPECT_EQ(client_->Get("/api/v1/audit", "a-admin").status, 403);
-  EXPECT_EQ(client_->Patch("/api/v1/jobs/tenant-echo", "a-admin", {{"enabled", false}}).status, 403);
+  EXPECT_EQ(client_->Patch("/api/v1/jobs/tenant-echo", "a-admin", {{"enabled", false}}).status,
+            403);
+}
+
+// Issue 13, finding 8: integers are never rounded on their way from a client
+// to a handler. Two different integers up to 2^64-1 have different
+// fingerprints (the same key answers 409), the handler receives the digits the
+// client sent, and an integer that cannot be kept exactly is refused with 400
+// instead of silently becoming another number.
+TEST_F(ApiSecurityTest, PayloadIntegersAreKeptExactlyOrRefused) {
+  const std::vector<std::pair<std::string, std::string>> key = {{"Idempotency-Key", "amount-1"}};
+  const auto dispatch = [&](const std::string& amount) {
+    return client_->Request("POST", "/api/v1/jobs/echo/dispatch", kDispatcher,
+                            R"({"payload": {"amount": )" + amount + "}}", key);
+  };
+  ClientResponse first = dispatch("18446744073709551615");
+  ASSERT_EQ(first.status, 202) << first.body;
+  EXPECT_EQ(dispatch("18446744073709551615").status, 200) << "the same payload repeats";
+  ClientResponse other = dispatch("18446744073709551614");
+  EXPECT_EQ(other.status, 409) << "a different amount is a different payload: " << other.body;
+
+  const std::int64_t id = first.json()["id"];
+  harness_.WaitForStatus(id, "succeeded");
+  // The raw text, not a parsed value: no double may have passed in between.
+  ClientResponse detail = client_->Get("/api/v1/executions/" + std::to_string(id), kReader);
+  EXPECT_NE(detail.body.find(R"("payload":{"amount":18446744073709551615})"), std::string::npos)
+      << detail.body;
+  ClientResponse result =
+      client_->Get("/api/v1/executions/" + std::to_string(id) + "/result", kReader);
+  EXPECT_NE(result.body.find(R"({"echo":{"amount":18446744073709551615}})"), std::string::npos)
+      << "the handler received the exact digits: " << result.body;
+
+  // Beyond 64 bits: refused, each of them, with a message that says why;
+  // nothing is created.
+  const std::size_t before = client_->Get("/api/v1/executions", kReader).json()["items"].size();
+  for (const char* big : {"18446744073709551616", "18446744073709551617", "-9223372036854775809",
+                          "123456789012345678901234567890"}) {
+    ClientResponse r = client_->Request("POST", "/api/v1/jobs/echo/dispatch", kDispatcher,
+                                        std::string(R"({"payload": {"amount": )") + big + "}}");
+    EXPECT_EQ(r.status, 400) << big << ": " << r.body;
+    EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("integer out of range"),
+              std::string::npos)
+        << r.body;
+  }
+  // A tiny number that would become 0, and a duplicate key (nlohmann keeps
+  // the last one), are refused the same way.
+  EXPECT_EQ(client_
+                ->Request("POST", "/api/v1/jobs/echo/dispatch", kDispatcher,
+                          R"({"payload": {"x": 1e-400}})")
+                .status,
+            400);
+  EXPECT_EQ(client_
+                ->Request("POST", "/api/v1/jobs/echo/dispatch", kDispatcher,
+                          R"({"payload": {"x": 1, "x": 2}})")
+                .status,
+            400);
+  EXPECT_EQ(client_->Get("/api/v1/executions", kReader).json()["items"].size(), before);
 }
 
 }  // namespace

@@ -24,55 +24,6 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// A raw TCP connection for byte-level checks.
-class RawConnection {
- public:
-  explicit RawConnection(int port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  }
-  ~RawConnection() { ::close(fd_); }
-  bool connected() const { return connected_; }
-  void Send(const std::string& bytes) {
-    std::size_t off = 0;
-    while (off < bytes.size()) {
-      ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return;
-      off += static_cast<std::size_t>(n);
-    }
-  }
-  // Reads what arrives within `timeout_ms`, until `until` appears or EOF.
-  // *closed tells whether the peer closed.
-  std::string Read(int timeout_ms, const std::string& until = "", bool* closed = nullptr) {
-    std::string out;
-    auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
-    if (closed) *closed = false;
-    while (Clock::now() < deadline) {
-      pollfd pfd{fd_, POLLIN, 0};
-      int left = static_cast<int>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
-      if (::poll(&pfd, 1, std::max(1, left)) <= 0) break;
-      char buf[4096];
-      ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0) {
-        if (closed) *closed = true;
-        break;
-      }
-      out.append(buf, static_cast<std::size_t>(n));
-      if (!until.empty() && out.find(until) != std::string::npos) break;
-    }
-    return out;
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-};
-
 // A bare server whose handler knows a few paths:
 //   /echo  -> 200 with the request body; /slow -> 200 after 300 ms from another thread;
 //   /never -> keeps the responder (answered only by the test); /throw -> throws.
@@ -118,10 +69,11 @@ class PlainServerTest : public ::testing::Test {
 
 TEST_F(PlainServerTest, PipelinedRequestsAreAnsweredInOrder) {
   Start();
-  std::string raw = RawExchange(server_->port(),
-                                "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\none"
-                                "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
-                                "Connection: close\r\n\r\ntwo");
+  std::string raw =
+      RawExchange(server_->port(),
+                  "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3\r\n\r\none"
+                  "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3\r\n"
+                  "Connection: close\r\n\r\ntwo");
   std::size_t one = raw.find("/echo:one");
   std::size_t two = raw.find("/echo:two");
   ASSERT_NE(one, std::string::npos) << raw;
@@ -132,30 +84,34 @@ TEST_F(PlainServerTest, PipelinedRequestsAreAnsweredInOrder) {
 TEST_F(PlainServerTest, OversizedBodyIs413) {
   Start({.max_body_bytes = 1024});
   RawConnection c(server_->port());
-  c.Send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n" + std::string(5000, 'x'));
+  c.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5000\r\n\r\n" +
+         std::string(5000, 'x'));
   std::string raw = c.Read(3000, "}}");
   EXPECT_EQ(RawStatus(raw), 413) << raw;
   EXPECT_NE(raw.find("payload_too_large"), std::string::npos);
   EXPECT_NE(raw.find("Connection: close"), std::string::npos);
   // Chunked bodies are limited too.
   RawConnection chunked(server_->port());
-  chunked.Send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n" +
-               std::string(2048, 'y') + "\r\n0\r\n\r\n");
+  chunked.Send(
+      "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n" +
+      std::string(2048, 'y') + "\r\n0\r\n\r\n");
   EXPECT_EQ(RawStatus(chunked.Read(3000, "}}")), 413);
 }
 
 TEST_F(PlainServerTest, OversizedHeaderIs431) {
   Start();
-  std::string raw = RawExchange(server_->port(), "GET /echo HTTP/1.1\r\nHost: x\r\nX-Big: " +
-                                                     std::string(20 * 1024, 'h') + "\r\n\r\n");
+  std::string raw =
+      RawExchange(server_->port(), "GET /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " +
+                                       std::string(20 * 1024, 'h') + "\r\n\r\n");
   EXPECT_EQ(RawStatus(raw), 431) << raw.substr(0, 200);
   EXPECT_NE(raw.find("header_too_large"), std::string::npos);
 }
 
 TEST_F(PlainServerTest, MalformedRequestsAre400) {
   Start();
-  for (const char* bad : {"GARBAGE\r\n\r\n", "GET /echo HTTP/1.1\r\nContent-Length: abc\r\n\r\n",
-                          "GET /echo HTTP/9.9\r\n\r\n", "GET /echo HTTP/1.1\r\nBad Header\r\n\r\n"}) {
+  for (const char* bad :
+       {"GARBAGE\r\n\r\n", "GET /echo HTTP/1.1\r\nContent-Length: abc\r\n\r\n",
+        "GET /echo HTTP/9.9\r\n\r\n", "GET /echo HTTP/1.1\r\nBad Header\r\n\r\n"}) {
     std::string raw = RawExchange(server_->port(), bad, 3000);
     EXPECT_EQ(RawStatus(raw), 400) << bad << " -> " << raw;
   }
@@ -166,7 +122,9 @@ TEST_F(PlainServerTest, MalformedRequestsAre400) {
 TEST_F(PlainServerTest, ExpectContinue) {
   Start();
   RawConnection c(server_->port());
-  c.Send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+  c.Send(
+      "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nExpect: "
+      "100-continue\r\n\r\n");
   std::string interim = c.Read(2000, "\r\n\r\n");
   EXPECT_EQ(RawStatus(interim), 100) << interim;
   c.Send("hello");
@@ -178,7 +136,7 @@ TEST_F(PlainServerTest, ExpectContinue) {
 TEST_F(PlainServerTest, IdleKeepAliveConnectionIsClosed) {
   Start({.idle_timeout_ms = 200});
   RawConnection c(server_->port());
-  c.Send("GET /echo HTTP/1.1\r\nHost: x\r\n\r\n");
+  c.Send("GET /echo HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   EXPECT_EQ(RawStatus(c.Read(2000, "/echo:")), 200);
   bool closed = false;
   auto start = Clock::now();
@@ -191,13 +149,229 @@ TEST_F(PlainServerTest, IdleKeepAliveConnectionIsClosed) {
 TEST_F(PlainServerTest, SlowRequestIsClosedAtTheReadTimeout) {
   Start({.read_timeout_ms = 300});
   RawConnection c(server_->port());
-  c.Send("GET /echo HTTP/1.1\r\nHost: x\r\n");  // never finishes the header
+  c.Send("GET /echo HTTP/1.1\r\nHost: 127.0.0.1\r\n");  // never finishes the header
   bool closed = false;
   auto start = Clock::now();
   std::string got = c.Read(5000, "", &closed);
   EXPECT_TRUE(closed);
   EXPECT_TRUE(got.empty()) << got;
   EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(3000));
+}
+
+// Issue 13, finding 7 (RFC 9112 section 6): a body framing two parties could
+// read differently is refused with 400 (501 for a coding we do not implement)
+// and the connection is closed, so the bytes after the header are never read
+// as a second request.
+TEST_F(PlainServerTest, AmbiguousFramingIsRefusedAndTheConnectionClosed) {
+  Start();
+  const std::string smuggled = "GET /echo?smuggled HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  const std::pair<std::string, int> cases[] = {
+      {"Transfer-Encoding: chunked, identity\r\nContent-Length: 5\r\n", 400},
+      {"Transfer-Encoding: xchunked\r\nContent-Length: 5\r\n", 400},
+      {"Content-Length: 5\r\nTransfer-Encoding: xchunked\r\n", 400},
+      {"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", 400},
+      {"Transfer-Encoding: identity\r\n", 400},
+      {"Transfer-Encoding: chunked, chunked\r\n", 400},
+      {"Transfer-Encoding: chunked;ext=1\r\n", 400},
+      {"Transfer-Encoding: gzip, chunked\r\n", 501},
+      {"Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n", 501},
+      {"Content-Length: 5\r\nContent-Length: 5\r\n", 400},
+      {"Content-Length: 5, 5\r\n", 400},
+      // obs-fold is unfolded to a space (RFC 9112 section 5.2), then checked.
+      {"Transfer-Encoding: identity\r\n chunked\r\n", 400},
+      {"Transfer-Encoding: chunked\r\n ,identity\r\n", 400},
+  };
+  for (const auto& [fields, status] : cases) {
+    RawConnection c(server_->port());
+    c.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\n" + fields + "\r\n0\r\n\r\n" + smuggled);
+    bool closed = false;
+    std::string raw = c.Read(3000, "", &closed);
+    EXPECT_EQ(RawStatus(raw), status) << fields << " -> " << raw;
+    EXPECT_TRUE(closed) << fields;
+    EXPECT_EQ(raw.find("smuggled"), std::string::npos) << fields << " -> " << raw;
+    EXPECT_EQ(raw.find("HTTP/1.1", 1), std::string::npos) << "one response only: " << raw;
+    EXPECT_NE(raw.find("Connection: close"), std::string::npos) << raw;
+  }
+  // Two copies of a field read once: which one would a proxy have checked?
+  RawConnection twice(server_->port());
+  twice.Send(
+      "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer a\r\n"
+      "Authorization: Bearer b\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(RawStatus(twice.Read(3000)), 400);
+  // HTTP/1.0 knows no Transfer-Encoding: faulty framing (RFC 9112 section 6.1).
+  RawConnection old(server_->port());
+  old.Send("POST /echo HTTP/1.0\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+  EXPECT_EQ(RawStatus(old.Read(3000)), 400);
+  // A well-formed chunked request is still served.
+  RawConnection good(server_->port());
+  good.Send(
+      "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: Chunked\r\n\r\n"
+      "3\r\nabc\r\n0\r\n\r\n");
+  EXPECT_NE(good.Read(3000, "/echo:abc").find("/echo:abc"), std::string::npos);
+}
+
+// Issue 13, findings 7 and 1: exactly one Host, well-formed, naming loopback,
+// localhost, the listen address or a public name; otherwise 400 or 421.
+TEST_F(PlainServerTest, HostMustBePresentOnceAndAnswerable) {
+  Start({.public_hosts = {"TaskEngine.Example.com.", "2001:db8::7"}});
+  const std::string port = std::to_string(server_->port());
+  const std::pair<std::string, int> cases[] = {
+      {"", 400},
+      {"Host: 127.0.0.1\r\nHost: 127.0.0.1\r\n", 400},
+      {"Host: 127.0.0.1\r\nHost: attacker.example\r\n", 400},
+      {"Host:\r\n", 400},
+      {"Host: [::1\r\n", 400},
+      {"Host: ::1\r\n", 400},
+      {"Host: [fe80::1%25eth0]\r\n", 400},
+      {"Host: 127.0.0.1:99999\r\n", 400},
+      {"Host: local host\r\n", 400},
+      {"Host: attacker.example:" + port + "\r\n", 421},
+      {"Host: attacker.example\r\n", 421},
+      {"Host: localhost.attacker.example\r\n", 421},
+      {"Host: 127.0.0.1.attacker.example\r\n", 421},
+      {"Host: 10.1.2.3\r\n", 421},
+      {"Host: 2130706433\r\n", 421},
+      {"Host: [::2]\r\n", 421},
+      {"Host: 127.0.0.1:" + port + "\r\n", 200},
+      {"Host: 127.0.0.1\r\n", 200},
+      {"Host: 127.9.8.7:1\r\n", 200},
+      {"Host: localhost:" + port + "\r\n", 200},
+      {"Host: LocalHost.\r\n", 200},
+      {"Host: [::1]:" + port + "\r\n", 200},
+      {"Host: [0:0:0:0:0:0:0:1]\r\n", 200},
+      {"Host: [::ffff:127.0.0.1]\r\n", 200},
+      {"Host: taskengine.example.com:443\r\n", 200},
+      {"Host: TASKENGINE.EXAMPLE.COM.\r\n", 200},
+      {"Host: [2001:db8:0::7]\r\n", 200},
+  };
+  for (const auto& [fields, status] : cases) {
+    std::string raw = RawExchange(
+        server_->port(), "GET /echo HTTP/1.1\r\nConnection: close\r\n" + fields + "\r\n", 3000);
+    EXPECT_EQ(RawStatus(raw), status) << fields << " -> " << raw;
+    if (status == 421) EXPECT_NE(raw.find("misdirected_request"), std::string::npos) << raw;
+  }
+}
+
+// Issue 13, finding 1: a mutation sent by a browser page of another site is
+// refused whatever its Host (the rebinding page's Origin names the attacker).
+TEST_F(PlainServerTest, MutationsFromForeignOriginsAre403) {
+  Start();
+  const std::string port = std::to_string(server_->port());
+  const std::pair<std::string, int> cases[] = {
+      {"POST|http://attacker.example:" + port, 403},
+      {"POST|null", 403},
+      {"DELETE|https://evil.example", 403},
+      {"PATCH|http://localhost.evil.example:" + port, 403},
+      {"POST|http://127.0.0.1:" + port, 200},
+      {"POST|http://localhost:" + port, 200},
+      {"POST|http://[::1]:" + port, 200},
+      {"GET|http://attacker.example", 200},
+  };
+  for (const auto& [spec, status] : cases) {
+    const std::string method = spec.substr(0, spec.find('|'));
+    const std::string origin = spec.substr(spec.find('|') + 1);
+    std::string raw =
+        RawExchange(server_->port(),
+                    method + " /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: " + origin +
+                        "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    3000);
+    EXPECT_EQ(RawStatus(raw), status) << spec << " -> " << raw;
+  }
+}
+
+TEST_F(PlainServerTest, TargetMustBeAPath) {
+  Start();
+  for (const char* target : {"http://evil.example/echo", "*", "echo"}) {
+    bool closed = false;
+    RawConnection c(server_->port());
+    c.Send(std::string("GET ") + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    std::string raw = c.Read(3000, "", &closed);
+    EXPECT_EQ(RawStatus(raw), 400) << target << " -> " << raw;
+    EXPECT_TRUE(closed);
+  }
+}
+
+// Issue 13, finding 6: a connection that never sends a byte is closed at the
+// header timeout, not held for the idle timeout.
+TEST_F(PlainServerTest, SilentNewConnectionIsClosedAtTheHeaderTimeout) {
+  Start({.header_timeout_ms = 300, .idle_timeout_ms = 60'000});
+  RawConnection c(server_->port());
+  bool closed = false;
+  auto start = Clock::now();
+  c.Read(5000, "", &closed);
+  EXPECT_TRUE(closed);
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(3000));
+}
+
+// Slowloris on the body: a body trickled byte by byte is closed at the read
+// timeout, counted from the request's first byte.
+TEST_F(PlainServerTest, SlowBodyIsClosedAtTheReadTimeout) {
+  Start({.header_timeout_ms = 5000, .read_timeout_ms = 600});
+  RawConnection c(server_->port());
+  auto start = Clock::now();
+  c.Send("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n");
+  bool closed = false;
+  while (!closed && Clock::now() - start < std::chrono::seconds(5)) {
+    c.Send("x");
+    c.Read(100, "", &closed);
+  }
+  EXPECT_TRUE(closed);
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(3000));
+}
+
+// Issue 13, finding 6: one client address cannot hold more than its share;
+// other clients are still served.
+TEST_F(PlainServerTest, ConnectionsPerClientAddressAreCapped) {
+  Start({.max_connections_per_client = 4});
+  std::vector<std::unique_ptr<RawConnection>> held;
+  for (int i = 0; i < 4; ++i) {
+    held.push_back(std::make_unique<RawConnection>(server_->port(), "127.0.0.2"));
+    ASSERT_TRUE(held.back()->connected());
+  }
+  ASSERT_TRUE(WaitUntil([&] { return server_->connections() == 4; }));
+  RawConnection fifth(server_->port(), "127.0.0.2");
+  bool closed = false;
+  fifth.Send("GET /echo HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  EXPECT_EQ(fifth.Read(3000, "", &closed), "");
+  EXPECT_TRUE(closed) << "the fifth connection from one address is closed at once";
+  RawConnection other(server_->port(), "127.0.0.3");
+  other.Send("GET /echo HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  EXPECT_EQ(RawStatus(other.Read(3000, "/echo:")), 200);
+}
+
+// Issue 13, finding 6: at the connection cap a new client is still served;
+// the connection that waited longest for its client makes room, and one whose
+// request is being handled is never chosen.
+TEST_F(PlainServerTest, AtTheConnectionCapTheLongestWaitingConnectionMakesRoom) {
+  Start({.max_connections = 6});
+  ASSERT_EQ(server_->max_connections(), 6);
+  ClientResponse never;
+  std::thread busy([&] { never = TestClient(server_->port()).Get("/never"); });
+  ASSERT_TRUE(WaitUntil([&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return !kept_.empty();
+  }));
+  std::vector<std::unique_ptr<RawConnection>> idle;
+  for (int i = 0; i < 5; ++i) {
+    idle.push_back(
+        std::make_unique<RawConnection>(server_->port(), "127.0.1." + std::to_string(i)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // distinct ages
+  }
+  ASSERT_TRUE(WaitUntil([&] { return server_->connections() == 6; }));
+  for (int round = 0; round < 3; ++round) {
+    TestClient client(server_->port());
+    EXPECT_EQ(client.Get("/echo").status, 200) << "round " << round;
+  }
+  bool oldest_closed = false;
+  idle[0]->Read(2000, "", &oldest_closed);
+  EXPECT_TRUE(oldest_closed);
+  // The handled request was left alone: its answer still arrives.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    kept_.front().Send(JsonResponse(200, json{{"late", true}}));
+  }
+  busy.join();
+  EXPECT_EQ(never.status, 200) << never.error;
 }
 
 TEST_F(PlainServerTest, HandlerExceptionIs500AndTheServerSurvives) {
@@ -294,7 +468,8 @@ TEST(ApiServerTest, ThirtyTwoConcurrentClientsDispatch) {
   ASSERT_OK(harness.Start());
   const int kClients = 32;
   int per_client = 100;
-  if (const char* env = std::getenv("TE_API_LOAD_REQUESTS")) per_client = std::max(1, std::atoi(env));
+  if (const char* env = std::getenv("TE_API_LOAD_REQUESTS"))
+    per_client = std::max(1, std::atoi(env));
   std::vector<std::vector<std::int64_t>> ids(kClients);
   std::atomic<int> failures{0};
   std::atomic<int> ready{0};
@@ -328,10 +503,10 @@ TEST(ApiServerTest, ThirtyTwoConcurrentClientsDispatch) {
   for (const auto& v : ids) distinct.insert(v.begin(), v.end());
   EXPECT_EQ(distinct.size(), static_cast<std::size_t>(kClients * per_client));
   const double rate = kClients * per_client / seconds;
-  std::printf("[ figure ] HTTP dispatch: %d keep-alive clients x %d single dispatches in %.3f s "
-              "= %.0f req/s (server: %d I/O + %d handler threads; clients share the cores)\n",
-              kClients, per_client, seconds, rate, options.http.io_threads,
-              options.http.handler_threads);
+  std::printf(
+      "[ figure ] HTTP dispatch: %d keep-alive clients x %d single dispatches in %.3f s "
+      "= %.0f req/s (server: %d I/O + %d handler threads; clients share the cores)\n",
+      kClients, per_client, seconds, rate, options.http.io_threads, options.http.handler_threads);
   RecordProperty("requests_per_second", static_cast<int>(rate));
   // Every acknowledged dispatch is durably there.
   TestClient check(harness.port());

@@ -1,12 +1,15 @@
 #include "test_client.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <poll.h>
-#include <sys/socket.h>
-
 #include <chrono>
 #include <optional>
 
@@ -41,9 +44,8 @@ class TestClient::Impl {
     if (socket_ && socket_->is_open()) return true;
     socket_.emplace(ioc_);
     beast::error_code ec;
-    socket_->connect(tcp::endpoint(net::ip::make_address("127.0.0.1"),
-                                   static_cast<unsigned short>(port_)),
-                     ec);
+    socket_->connect(
+        tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port_)), ec);
     if (ec) {
       *error = "connect: " + ec.message();
       socket_.reset();
@@ -104,9 +106,9 @@ class TestClient::Impl {
 TestClient::TestClient(int port) : impl_(std::make_unique<Impl>(port)) {}
 TestClient::~TestClient() = default;
 
-ClientResponse TestClient::Request(const std::string& method, const std::string& target,
-                                   const std::string& token, const std::string& body,
-                                   const std::vector<std::pair<std::string, std::string>>& headers) {
+ClientResponse TestClient::Request(
+    const std::string& method, const std::string& target, const std::string& token,
+    const std::string& body, const std::vector<std::pair<std::string, std::string>>& headers) {
   http::request<http::string_body> req;
   req.method_string(method);
   req.target(target);
@@ -121,12 +123,64 @@ ClientResponse TestClient::Request(const std::string& method, const std::string&
   return impl_->Exchange(req, &connections_opened_);
 }
 
+RawConnection::RawConnection(int port, const std::string& source) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) return;
+  if (!source.empty()) {
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    ::inet_pton(AF_INET, source.c_str(), &local.sin_addr);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0) return;
+  }
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+}
+
+RawConnection::~RawConnection() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool RawConnection::Send(const std::string& bytes) {
+  std::size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    off += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+std::string RawConnection::Read(int timeout_ms, const std::string& until, bool* closed) {
+  using Clock = std::chrono::steady_clock;
+  std::string out;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  if (closed) *closed = false;
+  while (Clock::now() < deadline) {
+    pollfd pfd{fd_, POLLIN, 0};
+    const int left = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+    if (::poll(&pfd, 1, std::max(1, left)) <= 0) break;
+    char buf[4096];
+    ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+    if (n <= 0) {
+      if (closed) *closed = true;
+      break;
+    }
+    out.append(buf, static_cast<std::size_t>(n));
+    if (!until.empty() && out.find(until) != std::string::npos) break;
+  }
+  return out;
+}
+
 std::string RawExchange(int port, const std::string& bytes, int timeout_ms) {
   net::io_context ioc;
   tcp::socket socket(ioc);
   beast::error_code ec;
-  socket.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)),
-                 ec);
+  socket.connect(
+      tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)), ec);
   if (ec) return "";
   net::write(socket, net::buffer(bytes), ec);
   std::string out;

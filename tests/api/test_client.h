@@ -13,7 +13,7 @@
 namespace taskengine::api::testing {
 
 struct ClientResponse {
-  int status = 0;  // 0 when the exchange failed (connection error)
+  int status = 0;                              // 0 when the exchange failed (connection error)
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
   std::string error;  // what failed when status == 0
@@ -56,6 +56,29 @@ class TestClient {
   class Impl;
   std::unique_ptr<Impl> impl_;
   int connections_opened_ = 0;
+};
+
+// A raw TCP connection to 127.0.0.1:`port` for byte-level checks. Not
+// thread-safe; owns its descriptor.
+class RawConnection {
+ public:
+  // `source`: the local IPv4 address to connect from (any of 127.0.0.0/8 on
+  // loopback), e.g. to act as several clients; empty = chosen by the kernel.
+  explicit RawConnection(int port, const std::string& source = "");
+  ~RawConnection();
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  bool connected() const { return connected_; }
+  // False when not everything could be sent (e.g. the peer closed).
+  bool Send(const std::string& bytes);
+  // Reads what arrives within `timeout_ms`, until `until` appears or EOF.
+  // *closed tells whether the peer closed.
+  std::string Read(int timeout_ms, const std::string& until = "", bool* closed = nullptr);
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
 };
 
 // Connects, sends `bytes`, and returns everything the server sent until it

@@ -5,7 +5,8 @@
 // request parser with the limits HttpServer uses by default (header 16 KiB,
 // body 1 MiB; HttpServerOptions), exactly as http_server.cc configures it; a
 // request that parses is turned into an api::HttpRequest the way the server
-// builds one and handed to the real Router of an Api over an engine on a
+// builds one, checked by CheckRequestHead as the server checks every head
+// (a refused head stops there), and handed to the real Router of an Api over an engine on a
 // temporary SQLite database. The StaticTokenAuthenticator knows one token,
 // "fuzz-token" (in the dictionary and the seeds), held by a global principal
 // with every scope, so bodies get past authentication and into the JSON
@@ -33,6 +34,7 @@
 #include "api/auth.h"
 #include "api/http_server.h"
 #include "api/http_types.h"
+#include "api/request_checks.h"
 #include "taskengine/engine.h"
 #include "taskengine/status.h"
 
@@ -162,6 +164,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (ec || !parser.is_done()) return 0;
   }
 
+  // The checks the server makes on the head before it reads the body
+  // (request_checks.h); a refused head never reaches the router.
+  {
+    const auto& msg = parser.get();
+    taskengine::api::RequestHead head;
+    head.version = msg.version();
+    head.method = std::string_view(msg.method_string().data(), msg.method_string().size());
+    head.target = std::string_view(msg.target().data(), msg.target().size());
+    for (const auto& field : msg) {
+      head.fields.emplace_back(
+          std::string_view(field.name_string().data(), field.name_string().size()),
+          std::string_view(field.value().data(), field.value().size()));
+    }
+    static const taskengine::api::HostAllowlist hosts("127.0.0.1", {"fuzz.example"});
+    if (std::optional<taskengine::api::HeadProblem> problem =
+            taskengine::api::CheckRequestHead(head, hosts)) {
+      TE_CHECK(problem->status == 400 || problem->status == 403 || problem->status == 421 ||
+               problem->status == 501);
+      TE_CHECK(!problem->code.empty() && !problem->message.empty());
+      return 0;
+    }
+  }
   HttpRequest request = ToRequest(parser.get());
   // Captures nothing: a long-poll route may answer after this call returned.
   taskengine::api::Responder responder([](HttpResponse response) {
