@@ -165,6 +165,7 @@ Json QueueDepthToJson(const QueueDepth& d, Millis now) {
 
 Json LaneToJson(const LaneStatus& lane) {
   return {
+      {"tenant", lane.tenant.value.empty() ? Json(nullptr) : Json(lane.tenant.value)},
       {"lane", lane.lane},
       {"head", lane.head.value == 0 ? Json(nullptr) : Json(lane.head.value)},
       {"head_status",

@@ -147,6 +147,7 @@ nlohmann::ordered_json AuditToJson(const AuditRecord& r) {
 nlohmann::ordered_json LaneToJson(const LaneStatus& lane) {
   const bool has_head = lane.head.value != 0;
   return {
+      {"tenant", StringOrNull(lane.tenant.value)},
       {"lane", lane.lane},
       {"head",
        has_head ? nlohmann::ordered_json(lane.head.value) : nlohmann::ordered_json(nullptr)},

@@ -37,8 +37,9 @@ nlohmann::ordered_json AttemptToJson(const AttemptRecord& a);
 // {"id", "at", "actor", "tenant", "action", "target", "before", "after", "reason"}
 nlohmann::ordered_json AuditToJson(const AuditRecord& r);
 
-// {"lane", "head", "head_status", "blocked", "queued", "running"}; "head" and
-// "head_status" are null when every member is done.
+// {"tenant", "lane", "head", "head_status", "blocked", "queued", "running"};
+// "tenant" is null for lanes of global jobs; "head" and "head_status" are
+// null when every member is done.
 nlohmann::ordered_json LaneToJson(const LaneStatus& lane);
 
 // {"answer", "key", "detail", "committed_at"}: what effect:reserve answered.

@@ -427,6 +427,41 @@ TEST(PgStoreTest, TransactionalEnqueueCommitsWithTheApplication) {
   EXPECT_EQ(stats.totals[static_cast<int>(ExecutionStatus::kRunning)], 2);
 }
 
+// O1 through enqueue() (A6): a lane is (tenant, lane key) there too, and
+// enqueue() and the store take the same lane lock.
+TEST(PgStoreTest, O1_EnqueueLanesArePerTenant) {
+  Cluster& cluster = SharedCluster();
+  ASSERT_TRUE(cluster.started()) << cluster.url();
+  FakeClock clock;
+  ASSERT_OK_AND_ASSIGN(auto store, OpenPostgresStore(Options(cluster, &clock, "te_o1")));
+  ASSERT_OK(store->Migrate());
+  JobDefinition per_tenant = Job();
+  per_tenant.name = JobName("sync");
+  per_tenant.scope = JobScope::kPerTenant;
+  ASSERT_OK(store->UpsertJob(per_tenant));
+  pg::PgConn app;
+  ASSERT_OK(app.Connect(cluster.url(), ""));
+  ASSERT_OK_AND_ASSIGN(
+      pg::PgResult a1,
+      app.Exec("SELECT te_o1.enqueue('sync', '{\"n\":1}', NULL, 'a', 0, 'orders')"));
+  ASSERT_OK(app.Exec("SELECT te_o1.enqueue('sync', '{\"n\":2}', NULL, 'a', 0, 'orders')"));
+  ASSERT_OK_AND_ASSIGN(
+      pg::PgResult b1,
+      app.Exec("SELECT te_o1.enqueue('sync', '{\"n\":3}', NULL, 'b', 0, 'orders')"));
+  clock.Set(std::numeric_limits<Millis>::max() / 4);
+  ClaimRequest claim;
+  claim.worker = WorkerId("w1");
+  claim.slots.push_back(QueueSlot{"default", 10});
+  ASSERT_OK_AND_ASSIGN(std::vector<Lease> leases, store->Claim(claim));
+  std::set<std::int64_t> ids;
+  for (const Lease& l : leases) ids.insert(l.id.value);
+  EXPECT_EQ(ids, (std::set<std::int64_t>{a1.Int(0, 0), b1.Int(0, 0)}))
+      << "each tenant's head; a's second member waits for a's head only";
+  ASSERT_OK_AND_ASSIGN(LaneStatus of_a, store->GetLane(TenantId("a"), "orders"));
+  EXPECT_EQ(of_a.queued, 1);
+  EXPECT_EQ(of_a.running, 1);
+}
+
 // "Next due of queue Q" and "expired leases" are index seeks at any depth:
 // the plans of the claim's and the sweep's predicates use the partial indexes.
 TEST(PgStoreTest, ClaimAndSweepPredicatesUseTheirIndexes) {
