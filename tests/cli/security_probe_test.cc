@@ -17,7 +17,6 @@
 #include <sys/wait.h>
 
 #include <filesystem>
-#include <regex>
 
 #include "cli_harness.h"
 #include "test_client.h"
@@ -90,7 +89,7 @@ class SecurityProbeTest : public ::testing::Test {
     ops_a_ = Token("ops-a", "read,dispatch,operate", "a");
     ops_b_ = Token("ops-b", "read,dispatch,operate", "b");
     ASSERT_FALSE(HasFailure());
-    port_ = StartServe();
+    port_ = te_.StartServeOnEphemeralPort(&serve_);
     ASSERT_NE(port_, 0);
     client_ = std::make_unique<TestClient>(port_);
   }
@@ -108,29 +107,6 @@ class SecurityProbeTest : public ::testing::Test {
     json t = te_.RunJson(args);
     EXPECT_TRUE(t.is_object());
     return t.is_object() ? t.value("secret", "") : "";
-  }
-
-  int StartServe() {
-    SpawnOptions o;
-    o.env = ChildEnvironment({"TASKENGINE_HTTP_PORT=0"});
-    o.cwd = te_.dir().path().string();
-    o.stdout_path = te_.serve_log();
-    o.stderr_path = te_.serve_log();
-    std::string error;
-    if (!serve_.Start(te_.Argv({"serve"}), o, &error)) {
-      ADD_FAILURE() << error;
-      return 0;
-    }
-    int port = 0;
-    const std::regex listening("listening on http://127\\.0\\.0\\.1:([0-9]+)");
-    WaitUntil(std::chrono::seconds(20), [&] {
-      std::smatch m;
-      const std::string log = ReadFile(te_.serve_log());
-      if (std::regex_search(log, m, listening)) port = std::stoi(m[1]);
-      return port != 0;
-    });
-    EXPECT_NE(port, 0) << ReadFile(te_.serve_log());
-    return port;
   }
 
   std::int64_t Dispatch(const std::string& job, const json& body, const std::string& token) {
