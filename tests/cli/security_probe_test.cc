@@ -318,13 +318,22 @@ TEST_F(SecurityProbeTest, F9_ControlCharactersNeverReachTheTerminal) {
   const std::string evil =
       "\x1b]0;PWNED\x07\x1b[2J\xc2\x9b"
       "31m\x7f\r done";
-  const std::int64_t id = Dispatch(
-      "lanes", {{"tenant", "a"}, {"lane", "lane\x1b[2J"}, {"delay_ms", 3'600'000}}, ops_a_);
+  // Lane keys are names operators read: control characters are refused.
+  ClientResponse bad_lane = client_->Post("/api/v1/jobs/lanes/dispatch", ops_a_,
+                                          {{"tenant", "a"}, {"lane", "lane\x1b[2J"}});
+  EXPECT_EQ(bad_lane.status, 400) << bad_lane.body;
+  EXPECT_EQ(te_.Run({"job:dispatch", "lanes", "--tenant=a", "--lane",
+                     "x\xc2\x9b"
+                     "1"})
+                .exit_code,
+            1);
+  const std::int64_t id =
+      Dispatch("lanes", {{"tenant", "a"}, {"lane", "lane-e"}, {"delay_ms", 3'600'000}}, ops_a_);
   ClientResponse cancel = client_->Post("/api/v1/executions/" + std::to_string(id) + "/cancel",
                                         ops_a_, {{"reason", evil}});
   ASSERT_EQ(cancel.status, 200) << cancel.body;
   // A second execution left queued on the lane, for lane:status.
-  Dispatch("lanes", {{"tenant", "a"}, {"lane", "lane\x1b[2J"}, {"delay_ms", 3'600'000}}, ops_a_);
+  Dispatch("lanes", {{"tenant", "a"}, {"lane", "lane-e"}, {"delay_ms", 3'600'000}}, ops_a_);
 
   const std::vector<std::vector<std::string>> verbs = {
       {"audit:list"},      {"execution:show", std::to_string(id)},
@@ -351,8 +360,6 @@ TEST_F(SecurityProbeTest, F9_ControlCharactersNeverReachTheTerminal) {
   bool found = false;
   for (const auto& r : records["records"]) found = found || r.value("reason", "") == evil;
   EXPECT_TRUE(found) << records.dump();
-  ProcessResult lanes = te_.Run({"lane:status"});
-  EXPECT_THAT(lanes.out, HasSubstr("lane\\x1b[2J"));
 }
 
 }  // namespace
