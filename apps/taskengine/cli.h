@@ -59,8 +59,13 @@ Result<ServerConfig> ResolveConfig(const GlobalFlags& flags);
 Result<std::unique_ptr<Engine>> OpenClient(const GlobalFlags& flags,
                                            ServerConfig* config = nullptr);
 
-// Prints one JSON document to stdout.
+// Prints one JSON document to stdout (EscapeJsonForTerminal: DEL and C1
+// characters as \u escapes; the document is the same).
 void PrintJson(const nlohmann::ordered_json& doc);
+
+// printf to std::cout, so that it goes through the terminal filter
+// (ProtectTerminal) like every other text output. Never use stdio directly.
+void Printf(const char* format, ...) __attribute__((format(printf, 1, 2)));
 
 // "2026-01-01T00:00:00Z" (seconds), or "-" for 0.
 std::string ShortTime(Millis ms);

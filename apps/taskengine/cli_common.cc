@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <cstdarg>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 
@@ -7,6 +9,7 @@
 #include "server/logging.h"
 #include "server/server.h"
 #include "server/time_format.h"
+#include "terminal_output.h"
 
 namespace taskengine::cli {
 
@@ -54,8 +57,22 @@ Result<std::unique_ptr<Engine>> OpenClient(const GlobalFlags& flags, ServerConfi
 }
 
 void PrintJson(const nlohmann::ordered_json& doc) {
-  std::cout << doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+  std::cout << EscapeJsonForTerminal(
+                   doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace))
             << std::endl;
+}
+
+void Printf(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  std::string text(n > 0 ? static_cast<std::size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(text.data(), text.size() + 1, format, again);
+  va_end(again);
+  std::cout << text;
 }
 
 std::string ShortTime(Millis ms) {
@@ -75,12 +92,18 @@ CLI::App* AddVerb(CLI::App& app, const std::string& name, const std::string& des
 std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
 
 void Table::Print(std::ostream& out) const {
-  std::vector<std::size_t> width;
+  // Escaped before the widths are measured, so escapes keep the columns aligned.
+  std::vector<std::vector<std::string>> rows;
   for (const auto& row : rows_) {
+    rows.emplace_back();
+    for (const std::string& cell : row) rows.back().push_back(EscapeForTerminal(cell));
+  }
+  std::vector<std::size_t> width;
+  for (const auto& row : rows) {
     if (width.size() < row.size()) width.resize(row.size(), 0);
     for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
   }
-  for (const auto& row : rows_) {
+  for (const auto& row : rows) {
     std::string line;
     for (std::size_t i = 0; i < row.size(); ++i) {
       line += row[i];

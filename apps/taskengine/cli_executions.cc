@@ -100,16 +100,16 @@ void PrintIndented(const Table& table) {
   std::ostringstream out;
   table.Print(out);
   std::istringstream lines(out.str());
-  for (std::string line; std::getline(lines, line);) std::printf("  %s\n", line.c_str());
+  for (std::string line; std::getline(lines, line);) Printf("  %s\n", line.c_str());
 }
 
 void PrintField(const char* name, const std::string& value) {
-  std::printf("  %-18s %s\n", name, value.c_str());
+  Printf("  %-18s %s\n", name, value.c_str());
 }
 
 void PrintDetail(const ExecutionDetail& d) {
   const Execution& e = d.execution;
-  std::printf("execution %lld\n", static_cast<long long>(e.id.value));
+  Printf("execution %lld\n", static_cast<long long>(e.id.value));
   PrintField("status",
              std::string(ToString(e.status)) + (e.cancel_requested ? " (cancel requested)" : ""));
   PrintField("job", e.job.value);
@@ -137,10 +137,10 @@ void PrintDetail(const ExecutionDetail& d) {
   PrintField("lease expiries", std::to_string(e.consecutive_lease_expiries) + " in a row");
   PrintField("cancel requested", e.cancel_requested ? "yes" : "no");
   PrintField("fingerprint", OrDash(e.fingerprint));
-  std::printf("payload\n  %s\n", e.payload_json.c_str());
-  std::printf("result\n  %s\n", e.result_json.empty() ? "-" : e.result_json.c_str());
+  Printf("payload\n  %s\n", e.payload_json.c_str());
+  Printf("result\n  %s\n", e.result_json.empty() ? "-" : e.result_json.c_str());
 
-  std::printf("effects (%zu)\n", d.effects.size());
+  Printf("effects (%zu)\n", d.effects.size());
   if (!d.effects.empty()) {
     Table table({"KEY", "STATE", "RESERVED AT", "COMMITTED AT", "ATTEMPT", "DETAIL"});
     for (const EffectRecord& f : d.effects) {
@@ -152,17 +152,17 @@ void PrintDetail(const ExecutionDetail& d) {
   }
   const std::vector<EffectRecord> escaped = d.EscapedEffects();
   if (!escaped.empty()) {
-    std::printf(
+    Printf(
         "escaped effects (%zu): committed before the cancellation took effect; "
         "cancellation does not undo them\n",
         escaped.size());
     for (const EffectRecord& f : escaped) {
-      std::printf("  %s  committed at %s  %s\n", f.key.c_str(), TimeOrDash(f.committed_at).c_str(),
-                  OrDash(Cut(f.detail, kErrorColumnBytes)).c_str());
+      Printf("  %s  committed at %s  %s\n", f.key.c_str(), TimeOrDash(f.committed_at).c_str(),
+             OrDash(Cut(f.detail, kErrorColumnBytes)).c_str());
     }
   }
 
-  std::printf("earlier attempts (%zu)\n", d.attempts.size());
+  Printf("earlier attempts (%zu)\n", d.attempts.size());
   if (!d.attempts.empty()) {
     Table table(
         {"ATTEMPT", "CLAIM", "OUTCOME", "CLASS", "WORKER", "STARTED AT", "ENDED AT", "ERROR"});
@@ -177,7 +177,7 @@ void PrintDetail(const ExecutionDetail& d) {
     PrintIndented(table);
   }
 
-  std::printf("audit (%zu)\n", d.audit.size());
+  Printf("audit (%zu)\n", d.audit.size());
   if (!d.audit.empty()) {
     Table table({"AT", "ACTOR", "ACTION", "REASON"});
     for (const AuditRecord& r : d.audit) {
@@ -186,10 +186,10 @@ void PrintDetail(const ExecutionDetail& d) {
     PrintIndented(table);
   }
 
-  std::printf("logs (%zu)\n", d.logs.size());
+  Printf("logs (%zu)\n", d.logs.size());
   for (const LogEntry& l : d.logs) {
-    std::printf("  %s  %-5s  #%d  %s\n", FormatTime(l.at).c_str(),
-                std::string(ToString(l.level)).c_str(), l.attempt, l.message.c_str());
+    Printf("  %s  %-5s  #%d  %s\n", FormatTime(l.at).c_str(),
+           std::string(ToString(l.level)).c_str(), l.attempt, l.message.c_str());
   }
   std::fflush(stdout);
 }

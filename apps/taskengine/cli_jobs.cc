@@ -4,6 +4,7 @@
 #include <iterator>
 #include <memory>
 
+#include "api/redaction.h"
 #include "cli.h"
 #include "server/logging.h"
 #include "server/operations.h"
@@ -16,7 +17,7 @@
 namespace taskengine::cli {
 namespace {
 
-int RunJobList(const GlobalFlags& flags) {
+int RunJobList(const GlobalFlags& flags, bool show_secrets) {
   auto config = ResolveConfig(flags);
   if (!config.ok()) return Fail(config.status());
   ConfigureLogging(config->log_format, /*verbose=*/false);
@@ -30,6 +31,8 @@ int RunJobList(const GlobalFlags& flags) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const JobDefinition& j : *jobs) {
       list.push_back(JobToJson(j, (*schedules)[j.name.value]));
+      list.back()["config"] =
+          api::RedactJobConfig(list.back()["config"], show_secrets, config->redact_keys);
     }
     PrintJson({{"items", std::move(list)}});
     return kExitOk;
@@ -97,7 +100,11 @@ int RunJobDispatch(const GlobalFlags& flags, DispatchFlags& d) {
 
 void AddJobVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs) {
   CLI::App* list = AddVerb(app, "job:list", "List the job definitions in the database.");
-  verbs->push_back({list, [&flags] { return RunJobList(flags); }});
+  auto show_secrets = std::make_shared<bool>(false);
+  list->add_flag("--show-secrets", *show_secrets,
+                 "With --json: show the configs' secrets (headers, env and the [redaction] "
+                 "keys), which are masked otherwise");
+  verbs->push_back({list, [&flags, show_secrets] { return RunJobList(flags, *show_secrets); }});
 
   auto d = std::make_shared<DispatchFlags>();
   CLI::App* dispatch = AddVerb(

@@ -62,6 +62,8 @@ int RunQuarantineList(const GlobalFlags& flags, const QuarantineFlags& f) {
 
 struct LaneFlags {
   std::string lane;
+  std::string tenant;  // empty: the lanes of global jobs (one lane) or of every tenant (list)
+  CLI::Option* tenant_option = nullptr;
   int limit = 50;
 };
 
@@ -70,12 +72,19 @@ int RunLaneStatus(const GlobalFlags& flags, const LaneFlags& f) {
   if (!engine.ok()) return Fail(engine.status());
   Store& store = (*engine)->store();
   std::vector<LaneStatus> lanes;
+  if (f.tenant_option->count() > 0 && !IsValidTenantId(f.tenant)) {
+    return Fail(InvalidArgument("--tenant: '" + f.tenant +
+                                "' is not a tenant id ([a-z0-9][a-z0-9_-]{0,49})"));
+  }
   if (!f.lane.empty()) {
-    auto lane = store.GetLane(f.lane);
+    auto lane = store.GetLane(TenantId(f.tenant), f.lane);
     if (!lane.ok()) return Fail(lane.status());
     lanes.push_back(std::move(lane).value());
   } else {
-    auto all = store.ListLanes(f.limit);
+    LaneFilter filter;
+    filter.limit = f.limit;
+    if (f.tenant_option->count() > 0) filter.tenant = TenantId(f.tenant);
+    auto all = store.ListLanes(filter);
     if (!all.ok()) return Fail(all.status());
     lanes = std::move(all).value();
   }
@@ -89,10 +98,10 @@ int RunLaneStatus(const GlobalFlags& flags, const LaneFlags& f) {
     std::cout << "no lanes with open work" << std::endl;
     return kExitOk;
   }
-  Table table({"LANE", "HEAD", "HEAD STATUS", "BLOCKED", "QUEUED", "RUNNING"});
+  Table table({"TENANT", "LANE", "HEAD", "HEAD STATUS", "BLOCKED", "QUEUED", "RUNNING"});
   for (const LaneStatus& l : lanes) {
     const bool has_head = l.head.value != 0;
-    table.Add({l.lane, has_head ? std::to_string(l.head.value) : "-",
+    table.Add({OrDash(l.tenant.value), l.lane, has_head ? std::to_string(l.head.value) : "-",
                has_head ? std::string(ToString(l.head_status)) : "-",
                l.blocked ? "yes (replay or cancel the head)" : "no", std::to_string(l.queued),
                std::to_string(l.running)});
@@ -191,10 +200,13 @@ void AddOperatorVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>
   auto lf = std::make_shared<LaneFlags>();
   CLI::App* lane = AddVerb(
       app, "lane:status",
-      "One lane, or every lane with open work (blocked ones first): its head (the oldest "
-      "execution not done), the head's status, whether a failed or quarantined head blocks it, "
-      "and its queued and running counts.");
+      "One lane, or every lane with open work (blocked ones first): its tenant (a lane belongs "
+      "to one), its head (the oldest execution not done), the head's status, whether a failed "
+      "or quarantined head blocks it, and its queued and running counts.");
   lane->add_option("lane", lf->lane, "Lane key (omit to list lanes)");
+  lf->tenant_option = lane->add_option(
+      "--tenant", lf->tenant,
+      "The lane's tenant (omit for a lane of global jobs); when listing, only its lanes");
   lane->add_option("--limit", lf->limit, "Most lanes to list (1..1000)")
       ->check(CLI::Range(1, 1000))
       ->default_str("50");

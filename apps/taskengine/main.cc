@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "terminal_output.h"
 
 namespace {
 
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    ProtectTerminal(/*json_stdout=*/false);
     std::string message = e.what();
     if (app.get_subcommands().empty() && !app.remaining().empty()) {
       message = "unknown verb '" + app.remaining().front() + "'";
@@ -59,6 +61,8 @@ int main(int argc, char** argv) {
               << "Run `taskengine --help` (or `taskengine <verb> --help`) for usage." << std::endl;
     return kExitUsage;
   }
+  // Every text output from here on goes through the terminal filter.
+  ProtectTerminal(flags.json);
   for (const Verb& verb : verbs) {
     if (verb.command->parsed()) return verb.run();
   }

@@ -119,7 +119,8 @@ struct DispatchRequest {
   Trigger trigger = Trigger::kApi;
   Millis delay_ms = 0;              // start no earlier than now + delay
   Millis run_at = 0;                // or at this time (wins over delay when set)
-  std::string lane_key;
+  std::string lane_key;             // O1: with the tenant, the lane; <= 200 bytes, no control
+                                    // characters (also when rendered from the lane template)
   ExecutionId parent;
 };
 

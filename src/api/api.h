@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "api/auth.h"
 #include "api/http_types.h"
@@ -57,6 +58,21 @@ struct ApiOptions {
   // Where and how many password checks of POST /api/v1/auth/login run
   // (login_guard.h). Its clock defaults to `clock`.
   LoginGuardOptions login;
+
+  // --- job definitions: what the composition root, which knows the
+  // handlers, decides for PATCH /api/v1/jobs/{name} ---
+  // The config keys of jobs of `handler` that come from the server's
+  // configuration only (W2, W3: what runs, where requests go): an edit may
+  // repeat them unchanged (they are kept when left out), never set, change
+  // or remove them. Default (empty): no key is protected.
+  std::function<std::vector<std::string>(std::string_view handler)> server_owned_config_keys;
+  // Checks an edited definition exactly as configured definitions are
+  // checked when the configuration is loaded; an edit it refuses answers 400
+  // and changes nothing. Default (empty): the store's own checks only.
+  std::function<Status(const JobDefinition&)> check_job;
+  // Config keys whose values are masked (RedactJobConfig) for every caller
+  // but the global admin, on top of the built-in ones. Default: none.
+  std::vector<std::string> redact_keys;
 };
 
 struct ApiContext;

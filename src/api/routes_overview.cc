@@ -1,6 +1,10 @@
-// Global views: stats, queues, lanes, audit log (I1). Each needs a principal
-// with access to every tenant (X2: global endpoints need global scope).
+// Overviews: stats, queues, audit log (I1), which need a principal with
+// access to every tenant (X2: global endpoints need global scope), and lanes,
+// which belong to tenants (O1).
+#include <algorithm>
 #include <array>
+#include <optional>
+#include <vector>
 
 #include "api/routes.h"
 
@@ -101,22 +105,46 @@ HttpResponse Queues(ApiContext& ctx, const RouteRequest& req) {
   return JsonResponse(200, Json{{"items", std::move(items)}});
 }
 
-// GET /api/v1/lanes?limit=100 -> {"items": [Lane...]} (blocked lanes first)
+// GET /api/v1/lanes?tenant=&limit=100 -> {"items": [Lane...]} (blocked lanes
+// first). A lane belongs to a tenant (O1): a principal sees the lanes of the
+// tenants it is granted (all of them, or `tenant`: 403 when not granted);
+// lanes of global jobs need global tenant access.
 HttpResponse Lanes(ApiContext& ctx, const RouteRequest& req) {
-  if (!PrincipalOf(req).all_tenants) return NeedsAllTenants("lanes");
+  const Principal& principal = PrincipalOf(req);
   auto query = QueryParams::Parse(req.http.query);
   if (!query.ok()) return StatusResponse(query.status());
-  if (Status s = query->RejectUnknown({"limit"}); !s.ok()) return StatusResponse(s);
+  if (Status s = query->RejectUnknown({"tenant", "limit"}); !s.ok()) return StatusResponse(s);
   int limit = 100;
   if (const std::string* l = query->Get("limit")) {
     auto n = ParseInteger(*l, 1, 1000, "limit");
     if (!n.ok()) return StatusResponse(n.status());
     limit = static_cast<int>(*n);
   }
-  auto lanes = ctx.store->ListLanes(limit);
-  if (!lanes.ok()) return StatusResponse(lanes.status());
+  std::vector<std::optional<TenantId>> scopes;
+  if (const std::string* t = query->Get("tenant")) {
+    if (!IsValidTenantId(*t)) {
+      return StatusResponse(InvalidArgument("tenant: must match [a-z0-9][a-z0-9_-]{0,49}"));
+    }
+    if (!principal.MayAccessTenant(*t)) {
+      return ErrorResponse(403, "forbidden", "tenant '" + *t + "' is not granted to you");
+    }
+    scopes.emplace_back(TenantId(*t));
+  } else if (principal.all_tenants) {
+    scopes.emplace_back(std::nullopt);
+  } else {
+    for (const std::string& t : principal.tenants) scopes.emplace_back(TenantId(t));
+  }
+  std::vector<LaneStatus> lanes;
+  for (const std::optional<TenantId>& tenant : scopes) {
+    auto some = ctx.store->ListLanes({.tenant = tenant, .limit = limit});
+    if (!some.ok()) return StatusResponse(some.status());
+    lanes.insert(lanes.end(), some->begin(), some->end());
+  }
+  std::stable_sort(lanes.begin(), lanes.end(),
+                   [](const LaneStatus& a, const LaneStatus& b) { return a.blocked > b.blocked; });
+  if (lanes.size() > static_cast<std::size_t>(limit)) lanes.resize(limit);
   Json items = Json::array();
-  for (const LaneStatus& l : *lanes) items.push_back(LaneToJson(l));
+  for (const LaneStatus& l : lanes) items.push_back(LaneToJson(l));
   return JsonResponse(200, Json{{"items", std::move(items)}});
 }
 

@@ -14,6 +14,20 @@ constexpr std::size_t kMaxRequesterBytes = 200;
 // Dispatch refuses run-at times more than this far ahead (an absurd number).
 constexpr Millis kMaxDelayMs = 366LL * 24 * 3600 * 1000;
 
+// True when `s` holds a C0 control character, DEL or a C1 control character
+// (U+0080..U+009F in UTF-8): lane keys are names that operators read.
+bool HasControlCharacter(std::string_view s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) return true;
+    if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) <= 0x9f &&
+        static_cast<unsigned char>(s[i + 1]) >= 0x80) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // O1: "{field}" placeholders in a job's lane template take the payload's
 // top-level field (strings as they are, numbers and booleans as JSON text).
 Result<std::string> RenderLaneTemplate(const std::string& tmpl, const std::string& payload) {
@@ -77,6 +91,9 @@ Result<AdmitRequest> Dispatcher::Prepare(const DispatchRequest& r, const JobDefi
     return InvalidArgument("invalid idempotency key: 1..200 printable ASCII characters, no spaces");
   }
   if (r.lane_key.size() > kMaxLaneKeyBytes) return InvalidArgument("lane key longer than 200 bytes");
+  if (HasControlCharacter(r.lane_key)) {
+    return InvalidArgument("lane key must not contain control characters");
+  }
   if (r.requester.size() > kMaxRequesterBytes) {
     return InvalidArgument("requester longer than 200 bytes");
   }
@@ -108,6 +125,9 @@ Result<AdmitRequest> Dispatcher::Prepare(const DispatchRequest& r, const JobDefi
     TE_ASSIGN_OR_RETURN(a.lane_key, RenderLaneTemplate(job.lane_template, a.payload_json));
     if (a.lane_key.size() > kMaxLaneKeyBytes) {
       return InvalidArgument("rendered lane key longer than 200 bytes");
+    }
+    if (HasControlCharacter(a.lane_key)) {
+      return InvalidArgument("rendered lane key must not contain control characters");
     }
   }
   a.parent = r.parent;

@@ -940,6 +940,10 @@ HandlerResult RunCommandHandler(
 
 }  // namespace
 
+Status CheckCommandHandlerConfig(const std::string& config_json) {
+  return ParseConfig(config_json).status();
+}
+
 Handler MakeCommandHandler(CommandHandlerOptions options) {
   // The allowlisted variables are read once, here, so that handler calls never
   // touch the process environment (getenv races with setenv).

@@ -63,9 +63,11 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "taskengine/job.h"
+#include "taskengine/status.h"
 
 namespace taskengine {
 
@@ -110,6 +112,15 @@ struct CommandHandlerOptions {
 // effects is unknown (HandlerResult::Ambiguous; the execution is quarantined
 // with failure class `ambiguous` after the job's bound).
 inline constexpr int kCommandExitAmbiguous = 76;
+
+// The config keys that say what runs (W2): they come from the server's
+// configuration only, never from the API or the dashboard.
+inline constexpr std::string_view kCommandServerOwnedKeys[] = {"argv", "cwd", "env"};
+
+// Checks a job's config exactly as the handler parses it before a run (see
+// the top of this file): unknown keys, argv, cwd, env (TASKENGINE_* names are
+// reserved) and timeout_ms. kInvalidArgument saying what is wrong.
+Status CheckCommandHandlerConfig(const std::string& config_json);
 
 // Returns the `command` handler. The returned Handler is thread-safe: each call
 // keeps its state on its own stack, so many executions may run concurrently.

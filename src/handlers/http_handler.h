@@ -169,6 +169,14 @@ struct HttpHandlerConfig {
 // the field otherwise. The server may call it to check seeded jobs early.
 Result<HttpHandlerConfig> ParseHttpHandlerConfig(std::string_view config_json);
 
+// The config keys that say where requests go and with which credentials
+// (W3): the target, the SSRF guard's allowances and the static headers (which
+// carry the target's credentials and could name another virtual host). They
+// come from the server's configuration only, never from the API or the
+// dashboard.
+inline constexpr std::string_view kHttpServerOwnedKeys[] = {"url", "allow_hosts", "allow_http",
+                                                            "allow_private", "headers"};
+
 // Resolves `host` (a name; IP literals never reach it) to its addresses, in
 // preference order. kUnavailable when the name cannot be resolved now.
 using HostResolver = std::function<Result<std::vector<IpAddress>>(const std::string& host)>;

@@ -462,6 +462,20 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
     TE_RETURN_IF_ERROR(t.Int("header_timeout_ms", 100, 600'000, &c.http.header_timeout_ms));
     return Status::Ok();
   }));
+  TE_RETURN_IF_ERROR(WithTable(root, "redaction", file, [&](TableReader& t) -> Status {
+    const toml::node* n = t.Get("keys");
+    if (n == nullptr) return Status::Ok();
+    const auto* arr = n->as_array();
+    if (arr == nullptr) return t.Error(*n, "keys", "must be an array of strings");
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      const auto* v = arr->get(i)->as_string();
+      if (v == nullptr || v->get().empty() || v->get().size() > 100) {
+        return t.Error(*arr->get(i), "keys", "must hold non-empty strings of at most 100 bytes");
+      }
+      c.redact_keys.push_back(v->get());
+    }
+    return Status::Ok();
+  }));
   TE_RETURN_IF_ERROR(WithTable(root, "log", file, [&](TableReader& t) -> Status {
     std::string format = "text";
     TE_RETURN_IF_ERROR(t.String("format", 16, &format));

@@ -44,6 +44,12 @@
 //   dispatch_per_second = 5000       # per token or user (burst 2x); 0 = unlimited
 //   lease_per_second = 500           # worker lease polls per token (burst 2x); 0 = unlimited
 //
+//   [redaction]                      # quality.md §3.10
+//   keys = ["signing_key"]           # job config keys (any depth, any case) masked for every
+//                                    # caller but the global admin in the API, the CLI and
+//                                    # audit records, on top of headers, env, password,
+//                                    # secret, token, api_key and authorization
+//
 //   [log]
 //   format = "text"                  # text | json (one JSON object per line, on stderr);
 //                                    # TASKENGINE_LOG_FORMAT overrides
@@ -134,6 +140,9 @@ struct ServerConfig {
   bool replay_requires_approval = false;
   LogFormat log_format = LogFormat::kText;
   HttpConfig http;
+  // [redaction] keys: config keys masked on top of the built-in ones
+  // (api::RedactJobConfig). Default: none.
+  std::vector<std::string> redact_keys;
   // Seeds, in file order; names are unique and every queue is declared.
   std::vector<JobDefinition> jobs;
 };

@@ -96,6 +96,20 @@ TEST(ConfigTest, ReplayRequiresApprovalMustBeABoolean) {
                 {"t.toml:2:", "engine.replay_requires_approval", "true or false"});
 }
 
+TEST(ConfigTest, RedactionKeys) {
+  ASSERT_OK_AND_ASSIGN(ServerConfig none, ParseConfig("", "t.toml", NoEnv()));
+  EXPECT_TRUE(none.redact_keys.empty());
+  ASSERT_OK_AND_ASSIGN(ServerConfig c, ParseConfig("[redaction]\nkeys = [\"signing_key\", "
+                                                   "\"dsn\"]\n",
+                                                   "t.toml", NoEnv()));
+  EXPECT_EQ(c.redact_keys, (std::vector<std::string>{"signing_key", "dsn"}));
+  ExpectInvalid(ParseConfig("[redaction]\nkeys = \"x\"\n", "t.toml", NoEnv()),
+                {"t.toml:2:", "redaction.keys", "array of strings"});
+  ExpectInvalid(ParseConfig("[redaction]\nkeys = [\"\"]\n", "t.toml", NoEnv()),
+                {"redaction.keys", "non-empty"});
+  ExpectInvalid(ParseConfig("[redaction]\nkey = []\n", "t.toml", NoEnv()), {"redaction.key"});
+}
+
 TEST(ConfigTest, ReadsEveryJobField) {
   constexpr const char* kToml = R"(
 [[queue]]

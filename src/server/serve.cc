@@ -220,6 +220,11 @@ Status Serve(const ServerConfig& config) {
   api_options.login.global =
       PerSecond(config.http.login_per_second, 2.0 * config.http.login_per_second);
   api_options.login.lockout_after = config.http.login_lockout_after;
+  // Job edits: what runs and where requests go stay the configuration's (W2,
+  // W3); an edited definition is checked exactly as a configured one.
+  api_options.server_owned_config_keys = ServerOwnedConfigKeys;
+  api_options.check_job = CheckJobDefinition;
+  api_options.redact_keys = config.redact_keys;
   api::Api rest(engine.get(), authenticator.get(), api_options);
   rest.router().SetRateLimiter(&limiter);
   api::HttpServerOptions ho;

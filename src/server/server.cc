@@ -1,8 +1,10 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "engine/scheduler.h"
 #include "handlers/command_handler.h"
 #include "handlers/http_handler.h"
 
@@ -30,6 +32,8 @@ Status CheckCommandConfig(const JobDefinition& job) {
   if (program.empty() || program.front() != '/') {
     return bad("config.argv[0] must be an absolute path (no PATH search), got '" + program + "'");
   }
+  // Everything else exactly as the handler reads it before a run.
+  if (Status s = CheckCommandHandlerConfig(job.config_json); !s.ok()) return bad(s.message());
   return Status::Ok();
 }
 
@@ -74,26 +78,38 @@ std::map<std::string, std::string> CommandEnvironment(const ServerConfig& config
 
 std::vector<std::string> BuiltinHandlerNames() { return {kCommandHandler, kHttpHandler}; }
 
-Status CheckJobsAgainstHandlers(const ServerConfig& config) {
+Status CheckJobDefinition(const JobDefinition& job) {
+  if (auto schedule = CheckJobSchedule(job); !schedule.ok()) return schedule.status();
   const std::vector<std::string> known = BuiltinHandlerNames();
-  for (const JobDefinition& job : config.jobs) {
-    bool found = false;
-    for (const std::string& name : known) found = found || name == job.handler;
-    if (!found) {
-      std::string list;
-      for (const std::string& name : known) list += (list.empty() ? "" : ", ") + name;
-      return InvalidArgument("job '" + job.name.value + "' names handler '" + job.handler +
-                             "', which this server does not have (known: " + list + ")");
-    }
-    if (job.handler == kCommandHandler) TE_RETURN_IF_ERROR(CheckCommandConfig(job));
-    if (job.handler == kHttpHandler) {
-      auto http = ParseHttpHandlerConfig(job.config_json);
-      if (!http.ok()) {
-        return InvalidArgument("job '" + job.name.value + "' (handler http): " +
-                               http.status().message());
-      }
+  if (std::find(known.begin(), known.end(), job.handler) == known.end()) {
+    std::string list;
+    for (const std::string& name : known) list += (list.empty() ? "" : ", ") + name;
+    return InvalidArgument("job '" + job.name.value + "' names handler '" + job.handler +
+                           "', which this server does not have (known: " + list + ")");
+  }
+  if (job.handler == kCommandHandler) TE_RETURN_IF_ERROR(CheckCommandConfig(job));
+  if (job.handler == kHttpHandler) {
+    auto http = ParseHttpHandlerConfig(job.config_json);
+    if (!http.ok()) {
+      return InvalidArgument("job '" + job.name.value +
+                             "' (handler http): " + http.status().message());
     }
   }
+  return Status::Ok();
+}
+
+std::vector<std::string> ServerOwnedConfigKeys(std::string_view handler) {
+  std::vector<std::string> keys;
+  if (handler == kCommandHandler) {
+    for (std::string_view k : kCommandServerOwnedKeys) keys.emplace_back(k);
+  } else if (handler == kHttpHandler) {
+    for (std::string_view k : kHttpServerOwnedKeys) keys.emplace_back(k);
+  }
+  return keys;
+}
+
+Status CheckJobsAgainstHandlers(const ServerConfig& config) {
+  for (const JobDefinition& job : config.jobs) TE_RETURN_IF_ERROR(CheckJobDefinition(job));
   return Status::Ok();
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "server/config.h"
@@ -44,9 +45,21 @@ std::map<std::string, std::string> CommandEnvironment(const ServerConfig& config
 // The names of the handlers OpenEngine registers, sorted: {"command", "http"}.
 std::vector<std::string> BuiltinHandlerNames();
 
-// Checks what LoadConfig cannot: every seeded job names a built-in handler,
-// and a `command` job's config has an "argv" array of strings whose first
-// element is an absolute path. kInvalidArgument naming the job otherwise.
+// THE check of a job definition, shared by config loading (`serve`,
+// `migrate`: CheckJobsAgainstHandlers) and the API's job edits: its schedule
+// and time zone (CheckJobSchedule), a built-in handler, and that handler's
+// config as the handler reads it — `command`: an "argv" array of strings whose
+// first element is an absolute path, then CheckCommandHandlerConfig; `http`:
+// ParseHttpHandlerConfig (scheme, allow_hosts, allow_private, headers, ...).
+// kInvalidArgument naming the job and the problem otherwise.
+Status CheckJobDefinition(const JobDefinition& job);
+
+// The config keys of built-in handler `handler` that come from the server's
+// configuration only (W2, W3): kCommandServerOwnedKeys, kHttpServerOwnedKeys;
+// none for other names (CheckJobDefinition refuses those).
+std::vector<std::string> ServerOwnedConfigKeys(std::string_view handler);
+
+// CheckJobDefinition for every seeded job. kInvalidArgument naming the job.
 Status CheckJobsAgainstHandlers(const ServerConfig& config);
 
 // Opens the engine for `mode` (see EngineMode), registers the built-in

@@ -196,14 +196,21 @@ struct EffectReply {
   Millis committed_at = 0;   // kAlreadyDone: when it was committed
 };
 
-// O1: the state of one lane.
+// O1: the state of one lane. A lane belongs to a tenant: it is (tenant, lane
+// key), so executions of different tenants never share one.
 struct LaneStatus {
+  TenantId tenant;  // empty for the lanes of global jobs
   std::string lane;
   ExecutionId head;          // the oldest execution that is not done (0 = none)
   ExecutionStatus head_status = ExecutionStatus::kQueued;
   bool blocked = false;      // the head is failed or quarantined: the lane waits for an operator
   std::int64_t queued = 0;
   std::int64_t running = 0;
+};
+
+struct LaneFilter {
+  std::optional<TenantId> tenant;  // only this tenant's lanes; nullopt = every tenant's
+  int limit = 100;                 // 1..1000
 };
 
 // One scheduler cycle's decision for one job (T3, T4).
@@ -262,9 +269,10 @@ class Store {
   // Atomically moves up to the slots' maxima of due queued executions to
   // kRunning, leased to `worker` until now + the execution's lease duration,
   // oldest run_at first (then id). An execution with a lane key is claimed
-  // only when no older execution of its lane is queued, running, failed or
-  // quarantined (O1: one at a time, in id order, a failed head blocks). Each gets attempt+1 and a new claim version.
-  // Returns an empty vector when nothing is due.
+  // only when no older execution of its lane (same tenant, same key) is
+  // queued, running, failed or quarantined (O1: one at a time, in id order, a
+  // failed head blocks; another tenant's lane of the same key never does). Each gets attempt+1 and
+  // a new claim version. Returns an empty vector when nothing is due.
   virtual Result<std::vector<Lease>> Claim(const ClaimRequest& request) = 0;
   // Extends the lease by its duration, optionally records progress (0..100),
   // and reports whether cancellation was requested (L3).
@@ -345,10 +353,14 @@ class Store {
   // True when `principal` holds a grant for `tenant` or for "*".
   virtual Result<bool> IsGranted(std::string_view principal, std::string_view tenant) = 0;
 
-  // --- lanes (O1) ---
-  virtual Result<LaneStatus> GetLane(std::string_view lane) = 0;
-  // Lanes with work that is not done, blocked ones first; at most `limit`.
-  virtual Result<std::vector<LaneStatus>> ListLanes(int limit) = 0;
+  // --- lanes (O1): a lane is (tenant, lane key) ---
+  // The lane `lane` of `tenant` (empty: of global jobs); head 0 and counts 0
+  // when it has no work that is not done.
+  virtual Result<LaneStatus> GetLane(const TenantId& tenant, std::string_view lane) = 0;
+  // Lanes with work that is not done (of filter.tenant only, when given),
+  // blocked ones first, then by tenant and key; at most filter.limit.
+  // kInvalidArgument when the limit is outside 1..1000.
+  virtual Result<std::vector<LaneStatus>> ListLanes(const LaneFilter& filter) = 0;
 
   // --- tenants (product.md §1) ---
   // Inserts or updates a tenant by id. kInvalidArgument for a bad id.

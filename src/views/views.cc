@@ -254,6 +254,7 @@ Json QueueToJson(const QueueView& q) {
 
 Json LaneToJson(const LaneStatus& lane) {
   return {
+      {"tenant", lane.tenant.value.empty() ? Json(nullptr) : Json(lane.tenant.value)},
       {"lane", lane.lane},
       {"head", lane.head.value == 0 ? Json(nullptr) : Json(lane.head.value)},
       {"head_status",

@@ -66,8 +66,9 @@ Json EffectReplyToJson(const EffectReply& reply);
 Json AttemptToJson(const AttemptRecord& attempt);
 // {"id", "at", "actor", "tenant", "action", "target", "before", "after", "reason"}
 Json AuditToJson(const AuditRecord& record);
-// {"lane", "head", "head_status", "blocked", "queued", "running"}; "head" and
-// "head_status" are null when every member is done.
+// {"tenant", "lane", "head", "head_status", "blocked", "queued", "running"};
+// "tenant" is null for lanes of global jobs; "head" and "head_status" are
+// null when every member is done.
 Json LaneToJson(const LaneStatus& lane);
 // {"id", "status", "created", "status_url"}
 Json DispatchResultToJson(const DispatchResult& r);

@@ -203,9 +203,15 @@ TEST_F(ApiSecurityTest, TenantBoundPrincipalsSeeOnlyTheirTenants) {
   EXPECT_EQ(client_->Get("/api/v1/jobs/tenant-echo", kTenantA).status, 200);
 
   // Global views need global access.
-  for (const char* path : {"/api/v1/stats", "/api/v1/queues", "/api/v1/lanes", "/metrics"}) {
+  for (const char* path : {"/api/v1/stats", "/api/v1/queues", "/metrics"}) {
     EXPECT_EQ(client_->Get(path, kTenantA).status, 403) << path;
   }
+  // Lanes belong to tenants (O1): a tenant-bound principal sees its own only.
+  ClientResponse lanes = client_->Get("/api/v1/lanes", kTenantA);
+  ASSERT_EQ(lanes.status, 200) << lanes.body;
+  for (const json& l : lanes.json()["items"]) EXPECT_EQ(l["tenant"], "a") << l.dump();
+  EXPECT_EQ(client_->Get("/api/v1/lanes?tenant=b", kTenantA).status, 403);
+  EXPECT_EQ(client_->Get("/api/v1/lanes?tenant=a", kTenantA).status, 200);
   harness_.auth().Add("a-admin", Principal::Make("a-admin", {Scope::kAdmin}, false, {"a"}));
   EXPECT_EQ(client_->Get("/api/v1/audit", "a-admin").status, 403);
   EXPECT_EQ(client_->Patch("/api/v1/jobs/tenant-echo", "a-admin", {{"enabled", false}}).status,

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,35 @@ class TaskengineInstall {
     o.stderr_path = serve_log();
     std::string error;
     ASSERT_TRUE(child->Start(Argv({"serve"}), o, &error)) << error;
+  }
+
+  // Starts `taskengine serve` on an ephemeral port (TASKENGINE_HTTP_PORT=0,
+  // plus `extra_env`), output to serve_log(), and waits for its "listening
+  // on" line. Returns the port; 0 (after a test failure) when it did not
+  // come up.
+  int StartServeOnEphemeralPort(ChildProcess* child,
+                                std::vector<std::string> extra_env = {}) const {
+    extra_env.push_back("TASKENGINE_HTTP_PORT=0");
+    SpawnOptions o;
+    o.env = ChildEnvironment(extra_env);
+    o.cwd = dir_.path().string();
+    o.stdout_path = serve_log();
+    o.stderr_path = serve_log();
+    std::string error;
+    if (!child->Start(Argv({"serve"}), o, &error)) {
+      ADD_FAILURE() << error;
+      return 0;
+    }
+    int port = 0;
+    const std::regex listening("listening on http://127\\.0\\.0\\.1:([0-9]+)");
+    WaitUntil(std::chrono::seconds(20), [&] {
+      std::smatch m;
+      const std::string log = ReadFile(serve_log());
+      if (std::regex_search(log, m, listening)) port = std::stoi(m[1]);
+      return port != 0;
+    });
+    EXPECT_NE(port, 0) << ReadFile(serve_log());
+    return port;
   }
 
   std::string serve_log() const { return dir_.File("serve.log"); }

@@ -56,27 +56,7 @@ class SecurityCliTest : public ::testing::Test {
 
   // Starts serve on an ephemeral port with `extra_env`; returns the port (0 on failure).
   int StartServe(ChildProcess* child, std::vector<std::string> extra_env = {}) {
-    extra_env.push_back("TASKENGINE_HTTP_PORT=0");
-    SpawnOptions o;
-    o.env = ChildEnvironment(extra_env);
-    o.cwd = te_.dir().path().string();
-    o.stdout_path = te_.serve_log();
-    o.stderr_path = te_.serve_log();
-    std::string error;
-    if (!child->Start(te_.Argv({"serve"}), o, &error)) {
-      ADD_FAILURE() << error;
-      return 0;
-    }
-    int port = 0;
-    const std::regex listening("listening on http://127\\.0\\.0\\.1:([0-9]+)");
-    WaitUntil(std::chrono::seconds(20), [&] {
-      std::smatch m;
-      const std::string log = ReadFile(te_.serve_log());
-      if (std::regex_search(log, m, listening)) port = std::stoi(m[1]);
-      return port != 0;
-    });
-    EXPECT_NE(port, 0) << ReadFile(te_.serve_log());
-    return port;
+    return te_.StartServeOnEphemeralPort(child, std::move(extra_env));
   }
 
   // Sends SIGTERM and expects a clean exit.

@@ -366,7 +366,7 @@ TEST_F(EffectsTest, LaneSerializesInOrderAndAFailedHeadBlocksOnlyItsLane) {
   EXPECT_EQ(StatusOf(*engine, a[0]), ExecutionStatus::kSucceeded);
   EXPECT_EQ(StatusOf(*engine, a[2]), ExecutionStatus::kQueued);  // blocked behind the head
   EXPECT_EQ(StatusOf(*engine, a[3]), ExecutionStatus::kQueued);
-  ASSERT_OK_AND_ASSIGN(LaneStatus lane, engine->store().GetLane("meeting:1"));
+  ASSERT_OK_AND_ASSIGN(LaneStatus lane, engine->store().GetLane(TenantId(), "meeting:1"));
   EXPECT_TRUE(lane.blocked);
   EXPECT_EQ(lane.head, a[1]);
   fail_step2 = false;

@@ -480,7 +480,7 @@ class EngineSoak {
       std::this_thread::sleep_for(1ms);
       if (i % 25 != 0) continue;
       // Lanes whose head failed or was quarantined wait for the operator.
-      auto lanes = engine_->store().ListLanes(100);
+      auto lanes = engine_->store().ListLanes({.limit = 100});
       if (lanes.ok()) {
         for (const LaneStatus& lane : *lanes) {
           if (lane.blocked) Replay(lane.head, /*cautious=*/false, /*or_cancel=*/true);

@@ -595,7 +595,7 @@ class StoreSoak {
     // O1: one execution of a lane at a time, and it is the lane's head.
     for (const std::string& lane : lanes) {
       ++stats_.lane_checks;
-      auto status = store_->GetLane(lane);
+      auto status = store_->GetLane(TenantId(), lane);
       if (!status.ok()) return Unexpected("GetLane", status.status());
       if (status->running > 1) {
         Violation("O1", "lane " + lane + " runs " + std::to_string(status->running) + " at once");
@@ -1356,7 +1356,7 @@ class StoreSoak {
       // rejected), then are gone for good.
       for (std::size_t zi = zombies_.size(); zi-- > 0 && !Stopped();) WakeZombie(zi, /*dies=*/true);
       // The operator unblocks lanes whose head failed or was quarantined.
-      auto lanes = store_->ListLanes(100);
+      auto lanes = store_->ListLanes({.limit = 100});
       if (!lanes.ok()) return Unexpected("ListLanes", lanes.status());
       for (const LaneStatus& lane : *lanes) {
         if (lane.blocked && !Stopped()) Replay(lane.head, /*must_resolve=*/true);

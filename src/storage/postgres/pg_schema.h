@@ -493,6 +493,88 @@ BEGIN
 END
 $$;
 )sql",
+    // Version 6: lanes belong to a tenant (O1): a lane is (tenant, lane key),
+    // in the index, in the advisory lock ("<tenant>/<key>", as the store
+    // takes it) and in admit_from_sql. Members that waited behind another
+    // tenant's member of the same key become their own lane's head.
+    R"sql(
+DROP INDEX executions_lane_open;
+CREATE INDEX executions_lane_open ON executions (tenant, lane_key, id)
+  WHERE lane_key <> '' AND status IN (0, 1, 3, 4);
+UPDATE executions e SET lane_parked = 0
+  WHERE e.lane_parked = 1 AND e.lane_key <> '' AND e.status IN (0, 1, 3, 4)
+    AND e.id = (SELECT MIN(o.id) FROM executions o
+                WHERE o.tenant = e.tenant AND o.lane_key = e.lane_key
+                  AND o.status IN (0, 1, 3, 4));
+CREATE OR REPLACE FUNCTION admit_from_sql(p_job text, p_payload text DEFAULT '{}',
+                        p_idempotency_key text DEFAULT NULL, p_tenant text DEFAULT '',
+                        p_run_at bigint DEFAULT 0, p_lane_key text DEFAULT '',
+                        p_requester text DEFAULT 'sql', p_fingerprint text DEFAULT NULL)
+RETURNS bigint LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+  j job_definitions%ROWTYPE;
+  v_now bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+  v_fp text;
+  v_id bigint;
+  v_existing text;
+  v_parked integer := 0;
+BEGIN
+  IF p_payload IS NULL OR jsonb_typeof(p_payload::jsonb) <> 'object' THEN
+    RAISE EXCEPTION 'enqueue: the payload must be a JSON object' USING ERRCODE = '22023';
+  END IF;
+  v_fp := COALESCE(p_fingerprint, encode(sha256(convert_to((p_payload::jsonb)::text
+                                                           || COALESCE(p_requester, ''), 'UTF8')), 'hex'));
+  SELECT * INTO j FROM job_definitions WHERE name = p_job;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'enqueue: no job named %', p_job USING ERRCODE = '22023';
+  END IF;
+  IF p_idempotency_key IS NOT NULL THEN
+    SELECT id, fingerprint INTO v_id, v_existing FROM executions
+      WHERE job = p_job AND tenant = COALESCE(p_tenant, '') AND idempotency_key = p_idempotency_key;
+    IF FOUND THEN
+      IF v_existing <> v_fp THEN
+        RAISE EXCEPTION 'enqueue: idempotency key % of job % was used with another payload',
+          p_idempotency_key, p_job USING ERRCODE = '23505';
+      END IF;
+      RETURN v_id;
+    END IF;
+  END IF;
+  IF COALESCE(p_lane_key, '') <> '' THEN
+    PERFORM pg_advisory_xact_lock(hashtextextended(COALESCE(p_tenant, '') || '/' || p_lane_key, 7));
+    IF EXISTS (SELECT 1 FROM executions WHERE tenant = COALESCE(p_tenant, '')
+               AND lane_key = p_lane_key AND status IN (0, 1, 3, 4)) THEN
+      v_parked := 1;
+    END IF;
+  END IF;
+  INSERT INTO executions (job, tenant, queue, status, trigger, requester, idempotency_key,
+      payload, fingerprint, scheduled_at, run_at, queued_at, lane_key, parent_id, max_attempts,
+      backoff_base_ms, backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts,
+      max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts, lane_parked)
+    VALUES (p_job, COALESCE(p_tenant, ''), j.queue, 0, 2, COALESCE(p_requester, ''),
+      p_idempotency_key, p_payload, v_fp, 0,
+      CASE WHEN COALESCE(p_run_at, 0) > 0 THEN p_run_at ELSE v_now END, v_now,
+      COALESCE(p_lane_key, ''), 0, j.max_attempts, j.backoff_base_ms, j.backoff_cap_ms,
+      j.max_permanent_attempts, j.max_ambiguous_attempts, j.max_consecutive_lease_expiries,
+      j.lease_ms, j.max_unsupported_schema_attempts, v_parked)
+    ON CONFLICT (job, tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING id INTO v_id;
+  IF v_id IS NULL THEN
+    -- A concurrent admission of the same key committed first.
+    SELECT id, fingerprint INTO v_id, v_existing FROM executions
+      WHERE job = p_job AND tenant = COALESCE(p_tenant, '') AND idempotency_key = p_idempotency_key;
+    IF v_existing <> v_fp THEN
+      RAISE EXCEPTION 'enqueue: idempotency key % of job % was used with another payload',
+        p_idempotency_key, p_job USING ERRCODE = '23505';
+    END IF;
+    RETURN v_id;
+  END IF;
+  INSERT INTO status_counts AS c (queue, status, stripe, count)
+    VALUES (j.queue, 0, pg_backend_pid() % 16, 1)
+    ON CONFLICT (queue, status, stripe) DO UPDATE SET count = c.count + 1;
+  RETURN v_id;
+END
+$$;
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

@@ -162,27 +162,35 @@ constexpr const char* kInsertExecutions =
     " ON CONFLICT (job, tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
     " RETURNING id";
 
-// Lanes (O1). Lane bookkeeping of one lane is serialized by an advisory lock.
-constexpr const char* kLockLane = "SELECT pg_advisory_xact_lock(hashtextextended($1, 7))";
+// Lanes (O1). A lane is (tenant, lane key): $1 is the tenant, $2 the key.
+// Lane bookkeeping of one lane is serialized by an advisory lock on
+// "<tenant>/<key>" (tenant ids hold no '/'); admit_from_sql takes the same one.
+constexpr const char* kLockLane =
+    "SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 7))";
 constexpr const char* kLaneOpen =
-    "SELECT 1 FROM executions WHERE lane_key = $1 AND lane_key <> '' AND status IN (0, 1, 3, 4)"
-    " LIMIT 1";
+    "SELECT 1 FROM executions WHERE tenant = $1 AND lane_key = $2 AND lane_key <> ''"
+    " AND status IN (0, 1, 3, 4) LIMIT 1";
 constexpr const char* kLaneHasUnparkedOpen =
-    "SELECT 1 FROM executions WHERE lane_key = $1 AND lane_key <> '' AND status IN (0, 1, 3, 4)"
-    " AND lane_parked = 0 LIMIT 1";
+    "SELECT 1 FROM executions WHERE tenant = $1 AND lane_key = $2 AND lane_key <> ''"
+    " AND status IN (0, 1, 3, 4) AND lane_parked = 0 LIMIT 1";
 constexpr const char* kLaneUnparkNext =
-    "UPDATE executions SET lane_parked = 0, run_at = GREATEST(run_at, $2) WHERE id = ("
-    "SELECT id FROM executions WHERE lane_key = $1 AND lane_key <> '' AND status IN (0, 1, 3, 4)"
-    " AND lane_parked = 1 ORDER BY id LIMIT 1) RETURNING queue, status";
+    "UPDATE executions SET lane_parked = 0, run_at = GREATEST(run_at, $3) WHERE id = ("
+    "SELECT id FROM executions WHERE tenant = $1 AND lane_key = $2 AND lane_key <> ''"
+    " AND status IN (0, 1, 3, 4) AND lane_parked = 1 ORDER BY id LIMIT 1) RETURNING queue, status";
 constexpr const char* kLaneHead =
-    "SELECT id, status FROM executions WHERE lane_key = $1 AND lane_key <> ''"
+    "SELECT id, status FROM executions WHERE tenant = $1 AND lane_key = $2 AND lane_key <> ''"
     " AND status IN (0, 1, 3, 4) ORDER BY id LIMIT 1";
 constexpr const char* kLaneCounts =
     "SELECT COUNT(*) FILTER (WHERE status = 0), COUNT(*) FILTER (WHERE status = 1)"
-    " FROM executions WHERE lane_key = $1 AND lane_key <> '' AND status IN (0, 1, 3, 4)";
+    " FROM executions WHERE tenant = $1 AND lane_key = $2 AND lane_key <> ''"
+    " AND status IN (0, 1, 3, 4)";
 constexpr const char* kOpenLanes =
-    "SELECT lane_key, bool_or(status IN (3, 4)) AS blocked FROM executions"
-    " WHERE lane_key <> '' AND status IN (0, 1, 3, 4) GROUP BY lane_key"
+    "SELECT tenant, lane_key, bool_or(status IN (3, 4)) AS blocked FROM executions"
+    " WHERE lane_key <> '' AND status IN (0, 1, 3, 4) GROUP BY tenant, lane_key"
+    " ORDER BY blocked DESC, tenant, lane_key LIMIT $1";
+constexpr const char* kOpenLanesOfTenant =
+    "SELECT tenant, lane_key, bool_or(status IN (3, 4)) AS blocked FROM executions"
+    " WHERE lane_key <> '' AND status IN (0, 1, 3, 4) AND tenant = $2 GROUP BY tenant, lane_key"
     " ORDER BY blocked DESC, lane_key LIMIT $1";
 // Effects (E1).
 constexpr const char* kGetEffect =
@@ -751,21 +759,24 @@ class PostgresStore final : public ActionStore {
 
   // --- lanes ---
 
-  Result<LaneStatus> GetLane(std::string_view lane) override {
-    return ReadTx<LaneStatus>([&](Tx& tx) { return LaneOf(tx, lane); });
+  Result<LaneStatus> GetLane(const TenantId& tenant, std::string_view lane) override {
+    return ReadTx<LaneStatus>([&](Tx& tx) { return LaneOf(tx, tenant.value, lane); });
   }
 
-  Result<std::vector<LaneStatus>> ListLanes(int limit) override {
-    TE_RETURN_IF_ERROR(ValidateListLimit(limit));
+  Result<std::vector<LaneStatus>> ListLanes(const LaneFilter& filter) override {
+    TE_RETURN_IF_ERROR(ValidateListLimit(filter.limit));
     return ReadTx<std::vector<LaneStatus>>([&](Tx& tx) -> Result<std::vector<LaneStatus>> {
-      std::vector<std::string> names;
+      std::vector<std::pair<std::string, std::string>> names;  // (tenant, lane)
       {
-        TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kOpenLanes, Params().Add(limit)));
-        for (int i = 0; i < s.rows(); ++i) names.push_back(s.Text(i, 0));
+        Params p;
+        p.Add(filter.limit);
+        if (filter.tenant) p.Add(filter.tenant->value);
+        TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(filter.tenant ? kOpenLanesOfTenant : kOpenLanes, p));
+        for (int i = 0; i < s.rows(); ++i) names.emplace_back(s.Text(i, 0), s.Text(i, 1));
       }
       std::vector<LaneStatus> out;
-      for (const std::string& name : names) {
-        TE_ASSIGN_OR_RETURN(LaneStatus lane, LaneOf(tx, name));
+      for (const auto& [tenant, name] : names) {
+        TE_ASSIGN_OR_RETURN(LaneStatus lane, LaneOf(tx, tenant, name));
         out.push_back(std::move(lane));
       }
       SortBlockedFirst(out);
@@ -1163,14 +1174,15 @@ class PostgresStore final : public ActionStore {
     return Status::Ok();
   }
 
-  static Result<LaneStatus> LaneOf(Tx& tx, std::string_view lane) {
+  static Result<LaneStatus> LaneOf(Tx& tx, std::string_view tenant, std::string_view lane) {
     LaneStatus out;
+    out.tenant = TenantId(std::string(tenant));
     out.lane = std::string(lane);
     {
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLaneHead, Params().Add(lane)));
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLaneHead, Params().Add(tenant).Add(lane)));
       if (s.rows() > 0) ReadLaneHeadRow(PgRow(s, 0), out);
     }
-    TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLaneCounts, Params().Add(lane)));
+    TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLaneCounts, Params().Add(tenant).Add(lane)));
     if (s.rows() > 0) ReadLaneCountsRow(PgRow(s, 0), out);
     return out;
   }
@@ -1279,7 +1291,7 @@ class PostgresStore final : public ActionStore {
       TE_RETURN_IF_ERROR(tx.Q(kInsertAttempt, a).status());
     }
     if (LeavesLane(row, t.to)) {
-      TE_RETURN_IF_ERROR(UnparkLane(tx, row.lane_key, now));
+      TE_RETURN_IF_ERROR(UnparkLane(tx, row.tenant, row.lane_key, now));
     }
     return Status::Ok();
   }
@@ -1306,15 +1318,15 @@ class PostgresStore final : public ActionStore {
     return tx.Q(kAddCounts, p).status();
   }
 
-  // When the lane has no open, un-parked execution left, the oldest parked
-  // one becomes due.
-  static Status UnparkLane(Tx& tx, const std::string& lane, Millis now) {
-    TE_RETURN_IF_ERROR(tx.Q(kLockLane, Params().Add(lane)).status());
+  // When the lane (tenant, lane) has no open, un-parked execution left, the
+  // oldest parked one becomes due.
+  static Status UnparkLane(Tx& tx, const std::string& tenant, const std::string& lane, Millis now) {
+    TE_RETURN_IF_ERROR(tx.Q(kLockLane, Params().Add(tenant).Add(lane)).status());
     {
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLaneHasUnparkedOpen, Params().Add(lane)));
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLaneHasUnparkedOpen, Params().Add(tenant).Add(lane)));
       if (s.rows() > 0) return Status::Ok();
     }
-    TE_ASSIGN_OR_RETURN(PgResult u, tx.Q(kLaneUnparkNext, Params().Add(lane).Add(now)));
+    TE_ASSIGN_OR_RETURN(PgResult u, tx.Q(kLaneUnparkNext, Params().Add(tenant).Add(lane).Add(now)));
     if (u.rows() > 0 && u.Int(0, 1) == static_cast<int>(ExecutionStatus::kQueued)) {
       tx.MarkWork(u.Text(0, 0));
     }
@@ -1538,8 +1550,9 @@ class PostgresStore final : public ActionStore {
     bool parked = false;
     if (!r.lane_key.empty()) {
       // Admissions and un-parking of one lane take turns (O1).
-      TE_RETURN_IF_ERROR(tx.Q(kLockLane, Params().Add(r.lane_key)).status());
-      TE_ASSIGN_OR_RETURN(PgResult l, tx.Q(kLaneOpen, Params().Add(r.lane_key)));
+      TE_RETURN_IF_ERROR(tx.Q(kLockLane, Params().Add(r.tenant.value).Add(r.lane_key)).status());
+      TE_ASSIGN_OR_RETURN(PgResult l,
+                          tx.Q(kLaneOpen, Params().Add(r.tenant.value).Add(r.lane_key)));
       parked = l.rows() > 0;
     }
     Params s;

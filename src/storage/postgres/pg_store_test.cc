@@ -427,6 +427,83 @@ TEST(PgStoreTest, TransactionalEnqueueCommitsWithTheApplication) {
   EXPECT_EQ(stats.totals[static_cast<int>(ExecutionStatus::kRunning)], 2);
 }
 
+// O1 through enqueue() (A6): a lane is (tenant, lane key) there too, and
+// enqueue() and the store take the same lane lock.
+TEST(PgStoreTest, O1_EnqueueLanesArePerTenant) {
+  Cluster& cluster = SharedCluster();
+  ASSERT_TRUE(cluster.started()) << cluster.url();
+  FakeClock clock;
+  ASSERT_OK_AND_ASSIGN(auto store, OpenPostgresStore(Options(cluster, &clock, "te_o1")));
+  ASSERT_OK(store->Migrate());
+  JobDefinition per_tenant = Job();
+  per_tenant.name = JobName("sync");
+  per_tenant.scope = JobScope::kPerTenant;
+  ASSERT_OK(store->UpsertJob(per_tenant));
+  pg::PgConn app;
+  ASSERT_OK(app.Connect(cluster.url(), ""));
+  ASSERT_OK_AND_ASSIGN(
+      pg::PgResult a1,
+      app.Exec("SELECT te_o1.enqueue('sync', '{\"n\":1}', NULL, 'a', 0, 'orders')"));
+  ASSERT_OK(app.Exec("SELECT te_o1.enqueue('sync', '{\"n\":2}', NULL, 'a', 0, 'orders')"));
+  ASSERT_OK_AND_ASSIGN(
+      pg::PgResult b1,
+      app.Exec("SELECT te_o1.enqueue('sync', '{\"n\":3}', NULL, 'b', 0, 'orders')"));
+  clock.Set(std::numeric_limits<Millis>::max() / 4);
+  ClaimRequest claim;
+  claim.worker = WorkerId("w1");
+  claim.slots.push_back(QueueSlot{"default", 10});
+  ASSERT_OK_AND_ASSIGN(std::vector<Lease> leases, store->Claim(claim));
+  std::set<std::int64_t> ids;
+  for (const Lease& l : leases) ids.insert(l.id.value);
+  EXPECT_EQ(ids, (std::set<std::int64_t>{a1.Int(0, 0), b1.Int(0, 0)}))
+      << "each tenant's head; a's second member waits for a's head only";
+  ASSERT_OK_AND_ASSIGN(LaneStatus of_a, store->GetLane(TenantId("a"), "orders"));
+  EXPECT_EQ(of_a.queued, 1);
+  EXPECT_EQ(of_a.running, 1);
+}
+
+// O1, version 6: lanes became (tenant, lane key). A database of version 5
+// holds executions parked behind another tenant's member of the same key;
+// the migration makes each tenant's oldest open member its lane's head.
+TEST(PgStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
+  Cluster& cluster = SharedCluster();
+  ASSERT_TRUE(cluster.started()) << cluster.url();
+  FakeClock clock;
+  ASSERT_OK_AND_ASSIGN(auto store, OpenPostgresStore(Options(cluster, &clock, "te_o1m")));
+  ASSERT_OK(store->Migrate());
+  ASSERT_OK(store->UpsertJob(Job()));
+  auto in_lane = [](int i, const std::string& tenant) {
+    AdmitRequest r;
+    r.job = Job().name;
+    r.tenant = TenantId(tenant);
+    r.payload_json = "{\"i\":" + std::to_string(i) + "}";
+    r.fingerprint = std::string(64, '0' + i);
+    r.lane_key = "orders";
+    return r;
+  };
+  ASSERT_OK_AND_ASSIGN(AdmitResult a1, store->Admit(in_lane(1, "a")));
+  ASSERT_OK(store->Admit(in_lane(2, "a")).status());
+  ASSERT_OK_AND_ASSIGN(AdmitResult b1, store->Admit(in_lane(3, "b")));
+  pg::PgConn admin;
+  ASSERT_OK(admin.Connect(cluster.url(), "te_o1m"));
+  // Back to version 5: one lane per key, so b's member waited behind a's.
+  ASSERT_OK(
+      admin.Exec("DROP INDEX executions_lane_open; CREATE INDEX executions_lane_open ON executions"
+                 " (lane_key, id) WHERE lane_key <> '' AND status IN (0, 1, 3, 4);"
+                 " UPDATE executions SET lane_parked = 1 WHERE id = " +
+                 std::to_string(b1.id.value) + "; UPDATE schema_version SET version = 5"));
+  ASSERT_OK(store->Migrate());
+  ASSERT_OK_AND_ASSIGN(int version, store->SchemaVersion());
+  EXPECT_EQ(version, 6);
+  ClaimRequest claim;
+  claim.worker = WorkerId("w1");
+  claim.slots.push_back(QueueSlot{"default", 10});
+  ASSERT_OK_AND_ASSIGN(std::vector<Lease> leases, store->Claim(claim));
+  std::set<std::int64_t> ids;
+  for (const Lease& l : leases) ids.insert(l.id.value);
+  EXPECT_EQ(ids, (std::set<std::int64_t>{a1.id.value, b1.id.value})) << "a's second waits";
+}
+
 // "Next due of queue Q" and "expired leases" are index seeks at any depth:
 // the plans of the claim's and the sweep's predicates use the partial indexes.
 TEST(PgStoreTest, ClaimAndSweepPredicatesUseTheirIndexes) {

@@ -266,6 +266,19 @@ INSERT INTO hourly_outcomes (hour, status, count)
   SELECT finished_at / 3600000, status, COUNT(*) FROM executions
   WHERE finished_at > 0 AND status IN (2, 3, 4, 5, 6) GROUP BY 1, 2;
 )sql",
+    // Version 8: lanes belong to a tenant (O1): a lane is (tenant, lane key).
+    // Members that waited behind another tenant's member of the same key
+    // become their own lane's head.
+    R"sql(
+DROP INDEX executions_lane_open;
+CREATE INDEX executions_lane_open ON executions(tenant, lane_key, id)
+  WHERE lane_key <> '' AND status IN (0, 1, 3, 4);
+UPDATE executions SET lane_parked = 0
+  WHERE lane_parked = 1 AND lane_key <> '' AND status IN (0, 1, 3, 4)
+    AND id = (SELECT MIN(o.id) FROM executions o
+              WHERE o.tenant = executions.tenant AND o.lane_key = executions.lane_key
+                AND o.status IN (0, 1, 3, 4));
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

@@ -98,28 +98,29 @@ constexpr const char* kInsertExecution =
     " max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts, lane_parked)"
     " VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
     " ?19, ?20, ?21, ?22)";
-// Lanes (O1).
+// Lanes (O1). A lane is (tenant, lane key): ?1 is the tenant, ?2 the key.
 constexpr const char* kLaneOpen =
-    "SELECT 1 FROM executions WHERE lane_key = ?1 AND lane_key <> '' AND status IN (0, 1, 3, 4)"
-    " LIMIT 1";
+    "SELECT 1 FROM executions WHERE tenant = ?1 AND lane_key = ?2 AND lane_key <> ''"
+    " AND status IN (0, 1, 3, 4) LIMIT 1";
 constexpr const char* kLaneHasUnparkedOpen =
-    "SELECT 1 FROM executions WHERE lane_key = ?1 AND lane_key <> '' AND status IN (0, 1, 3, 4)"
-    " AND lane_parked = 0 LIMIT 1";
+    "SELECT 1 FROM executions WHERE tenant = ?1 AND lane_key = ?2 AND lane_key <> ''"
+    " AND status IN (0, 1, 3, 4) AND lane_parked = 0 LIMIT 1";
 constexpr const char* kLaneUnparkNext =
-    "UPDATE executions SET lane_parked = 0, run_at = MAX(run_at, ?2) WHERE id = ("
-    "SELECT id FROM executions WHERE lane_key = ?1 AND lane_key <> '' AND status IN (0, 1, 3, 4)"
-    " AND lane_parked = 1 ORDER BY id LIMIT 1)";
+    "UPDATE executions SET lane_parked = 0, run_at = MAX(run_at, ?3) WHERE id = ("
+    "SELECT id FROM executions WHERE tenant = ?1 AND lane_key = ?2 AND lane_key <> ''"
+    " AND status IN (0, 1, 3, 4) AND lane_parked = 1 ORDER BY id LIMIT 1)";
 constexpr const char* kLaneHead =
-    "SELECT id, status FROM executions WHERE lane_key = ?1 AND lane_key <> ''"
+    "SELECT id, status FROM executions WHERE tenant = ?1 AND lane_key = ?2 AND lane_key <> ''"
     " AND status IN (0, 1, 3, 4) ORDER BY id LIMIT 1";
 constexpr const char* kLaneCounts =
-    "SELECT SUM(status = 0), SUM(status = 1) FROM executions WHERE lane_key = ?1"
+    "SELECT SUM(status = 0), SUM(status = 1) FROM executions WHERE tenant = ?1 AND lane_key = ?2"
     " AND lane_key <> '' AND status IN (0, 1, 3, 4)";
-// Lanes with open work, blocked ones (whose head is failed or quarantined) first.
+// Lanes with open work (of tenant ?2 when not NULL), blocked ones (whose head
+// is failed or quarantined) first.
 constexpr const char* kOpenLanes =
-    "SELECT lane_key, MAX(status IN (3, 4)) AS blocked FROM executions"
-    " WHERE lane_key <> '' AND status IN (0, 1, 3, 4) GROUP BY lane_key"
-    " ORDER BY blocked DESC, lane_key LIMIT ?1";
+    "SELECT tenant, lane_key, MAX(status IN (3, 4)) AS blocked FROM executions"
+    " WHERE lane_key <> '' AND status IN (0, 1, 3, 4) AND (?2 IS NULL OR tenant = ?2)"
+    " GROUP BY tenant, lane_key ORDER BY blocked DESC, tenant, lane_key LIMIT ?1";
 // Effects (E1).
 constexpr const char* kGetEffect =
     "SELECT committed, reserved_by, attempt, reserved_at, committed_at, detail FROM effects"
@@ -650,26 +651,31 @@ class SqliteStore final : public ActionStore {
 
   // --- lanes ---
 
-  Result<LaneStatus> GetLane(std::string_view lane) override {
-    return Read<LaneStatus>([&](Connection& c) { return LaneOf(c, lane); });
+  Result<LaneStatus> GetLane(const TenantId& tenant, std::string_view lane) override {
+    return Read<LaneStatus>([&](Connection& c) { return LaneOf(c, tenant.value, lane); });
   }
 
-  Result<std::vector<LaneStatus>> ListLanes(int limit) override {
-    TE_RETURN_IF_ERROR(ValidateListLimit(limit));
+  Result<std::vector<LaneStatus>> ListLanes(const LaneFilter& filter) override {
+    TE_RETURN_IF_ERROR(ValidateListLimit(filter.limit));
     return Read<std::vector<LaneStatus>>([&](Connection& c) -> Result<std::vector<LaneStatus>> {
-      std::vector<std::string> names;
+      std::vector<std::pair<std::string, std::string>> names;  // (tenant, lane)
       {
         TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kOpenLanes));
-        s.Bind(1, limit);
+        s.Bind(1, filter.limit);
+        if (filter.tenant) {
+          s.Bind(2, filter.tenant->value);
+        } else {
+          s.BindNull(2);
+        }
         while (true) {
           TE_ASSIGN_OR_RETURN(bool row, s.Step());
           if (!row) break;
-          names.push_back(s.Text(0));
+          names.emplace_back(s.Text(0), s.Text(1));
         }
       }
       std::vector<LaneStatus> out;
-      for (const std::string& name : names) {
-        TE_ASSIGN_OR_RETURN(LaneStatus lane, LaneOf(c, name));
+      for (const auto& [tenant, name] : names) {
+        TE_ASSIGN_OR_RETURN(LaneStatus lane, LaneOf(c, tenant, name));
         out.push_back(std::move(lane));
       }
       SortBlockedFirst(out);
@@ -1091,17 +1097,18 @@ class SqliteStore final : public ActionStore {
     return Status::Ok();
   }
 
-  static Result<LaneStatus> LaneOf(Connection& c, std::string_view lane) {
+  static Result<LaneStatus> LaneOf(Connection& c, std::string_view tenant, std::string_view lane) {
     LaneStatus out;
+    out.tenant = TenantId(std::string(tenant));
     out.lane = std::string(lane);
     {
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kLaneHead));
-      s.Bind(1, lane);
+      s.Bind(1, tenant).Bind(2, lane);
       TE_ASSIGN_OR_RETURN(bool row, s.Step());
       if (row) ReadLaneHeadRow(StmtRow(s), out);
     }
     TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kLaneCounts));
-    s.Bind(1, lane);
+    s.Bind(1, tenant).Bind(2, lane);
     TE_ASSIGN_OR_RETURN(bool row, s.Step());
     if (row) ReadLaneCountsRow(StmtRow(s), out);
     return out;
@@ -1150,7 +1157,7 @@ class SqliteStore final : public ActionStore {
       TE_RETURN_IF_ERROR(a.Run());
     }
     if (LeavesLane(row, t.to)) {
-      TE_RETURN_IF_ERROR(UnparkLane(c, row.lane_key, now));
+      TE_RETURN_IF_ERROR(UnparkLane(c, row.tenant, row.lane_key, now));
     }
     return Status::Ok();
   }
@@ -1177,17 +1184,18 @@ class SqliteStore final : public ActionStore {
     return Status::Ok();
   }
 
-  // When the lane has no open, un-parked execution left, the oldest parked
-  // one becomes due.
-  static Status UnparkLane(Connection& c, const std::string& lane, Millis now) {
+  // When the lane (tenant, lane) has no open, un-parked execution left, the
+  // oldest parked one becomes due.
+  static Status UnparkLane(Connection& c, const std::string& tenant, const std::string& lane,
+                           Millis now) {
     {
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kLaneHasUnparkedOpen));
-      s.Bind(1, lane);
+      s.Bind(1, tenant).Bind(2, lane);
       TE_ASSIGN_OR_RETURN(bool busy, s.Step());
       if (busy) return Status::Ok();
     }
     TE_ASSIGN_OR_RETURN(Stmt u, c.Prepare(kLaneUnparkNext));
-    u.Bind(1, lane).Bind(2, now);
+    u.Bind(1, tenant).Bind(2, lane).Bind(3, now);
     return u.Run();
   }
 
@@ -1301,7 +1309,7 @@ class SqliteStore final : public ActionStore {
     bool parked = false;
     if (!r.lane_key.empty()) {
       TE_ASSIGN_OR_RETURN(Stmt l, c.Prepare(kLaneOpen));
-      l.Bind(1, r.lane_key);
+      l.Bind(1, r.tenant.value).Bind(2, r.lane_key);
       TE_ASSIGN_OR_RETURN(parked, l.Step());
     }
     TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kInsertExecution));

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <set>
+
 #include "core/canonical_json.h"
 #include "testing_support/test_util.h"
 
@@ -90,6 +92,62 @@ TEST(SqliteStoreTest, NewerSchemaIsRefused) {
   EXPECT_NE(s.message().find("newer"), std::string::npos) << s.message();
   ASSERT_OK_AND_ASSIGN(int version, store->SchemaVersion());
   EXPECT_EQ(version, 999);
+}
+
+// O1, version 8: lanes became (tenant, lane key). A database of version 7
+// holds executions parked behind another tenant's member of the same key;
+// the migration makes each tenant's oldest open member its lane's head.
+TEST(SqliteStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
+  TempDir dir;
+  FakeClock clock;
+  SqliteStoreOptions o;
+  o.path = dir.File("lanes.db");
+  o.clock = &clock;
+  auto in_lane = [](int i, const std::string& tenant) {
+    AdmitRequest r = Request(i);
+    r.tenant = TenantId(tenant);
+    r.lane_key = "orders";
+    return r;
+  };
+  ExecutionId a1, a2, b1;
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, OpenSqliteStore(o));
+    ASSERT_OK(store->Migrate());
+    ASSERT_OK(store->UpsertJob(Job()));
+    ASSERT_OK_AND_ASSIGN(AdmitResult r1, store->Admit(in_lane(1, "a")));
+    ASSERT_OK_AND_ASSIGN(AdmitResult r2, store->Admit(in_lane(2, "a")));
+    ASSERT_OK_AND_ASSIGN(AdmitResult r3, store->Admit(in_lane(3, "b")));
+    a1 = r1.id, a2 = r2.id, b1 = r3.id;
+  }
+  {
+    // Back to version 7: one lane per key, so b's member waited behind a's.
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(o.path.c_str(), &db), SQLITE_OK);
+    const std::string downgrade =
+        "DROP INDEX executions_lane_open;"
+        "CREATE INDEX executions_lane_open ON executions(lane_key, id)"
+        "  WHERE lane_key <> '' AND status IN (0, 1, 3, 4);"
+        "UPDATE executions SET lane_parked = 1 WHERE id = " +
+        std::to_string(b1.value) + "; PRAGMA user_version = 7;";
+    ASSERT_EQ(sqlite3_exec(db, downgrade.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  ASSERT_OK_AND_ASSIGN(auto store, OpenSqliteStore(o));
+  ASSERT_OK(store->Migrate());
+  ASSERT_OK_AND_ASSIGN(int version, store->SchemaVersion());
+  EXPECT_EQ(version, 8);
+  ClaimRequest claim;
+  claim.worker = WorkerId("w1");
+  claim.slots = {{"default", 10}};
+  ASSERT_OK_AND_ASSIGN(std::vector<Lease> leases, store->Claim(claim));
+  std::set<std::int64_t> ids;
+  for (const Lease& l : leases) ids.insert(l.id.value);
+  EXPECT_EQ(ids, (std::set<std::int64_t>{a1.value, b1.value})) << "a2 still waits for a1";
+  ASSERT_OK_AND_ASSIGN(LaneStatus lane, store->GetLane(TenantId("a"), "orders"));
+  EXPECT_EQ(lane.head, a1);
+  EXPECT_EQ(lane.queued, 1);
+  EXPECT_NE(a2, ExecutionId());
 }
 
 TEST(SqliteStoreTest, UnopenablePathIsUnavailable) {

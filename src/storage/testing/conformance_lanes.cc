@@ -36,7 +36,7 @@ TEST_P(StoreConformance, O1_OnlyTheLaneHeadIsClaimable) {
   std::vector<Lease> leases = ClaimN("default", 10);
   EXPECT_EQ(IdsOf(leases), (std::set<std::int64_t>{a.value, free.value}))
       << "the lane head and the lane-less one";
-  ASSERT_OK_AND_ASSIGN(LaneStatus lane, store().GetLane("meeting:1"));
+  ASSERT_OK_AND_ASSIGN(LaneStatus lane, store().GetLane(TenantId(), "meeting:1"));
   EXPECT_EQ(lane.lane, "meeting:1");
   EXPECT_EQ(lane.head, a);
   EXPECT_EQ(lane.head_status, ExecutionStatus::kRunning);
@@ -49,7 +49,7 @@ TEST_P(StoreConformance, O1_OnlyTheLaneHeadIsClaimable) {
   leases = ClaimN("default", 10);
   ASSERT_EQ(leases.size(), 1u);
   EXPECT_EQ(leases[0].id, b);
-  ASSERT_OK_AND_ASSIGN(lane, store().GetLane("meeting:1"));
+  ASSERT_OK_AND_ASSIGN(lane, store().GetLane(TenantId(), "meeting:1"));
   EXPECT_EQ(lane.head, b);
   EXPECT_EQ(lane.queued, 1);
   EXPECT_EQ(lane.running, 1);
@@ -61,7 +61,7 @@ TEST_P(StoreConformance, O1_OnlyTheLaneHeadIsClaimable) {
   ASSERT_OK(store().Complete(Ref(leases[0]), "{}"));
 
   EXPECT_TRUE(ClaimN("default", 10).empty());
-  ASSERT_OK_AND_ASSIGN(lane, store().GetLane("meeting:1"));
+  ASSERT_OK_AND_ASSIGN(lane, store().GetLane(TenantId(), "meeting:1"));
   EXPECT_EQ(lane.head, ExecutionId()) << "every member is done";
   EXPECT_FALSE(lane.blocked);
   EXPECT_EQ(lane.queued, 0);
@@ -103,7 +103,7 @@ TEST_P(StoreConformance, O1_LaneOrderIsByIdNeverByTime) {
   // The head backs off after a retryable failure: it keeps its place.
   ASSERT_OK(store().Fail(Ref(lease), FailureClass::kRetryable, "503"));
   EXPECT_TRUE(ClaimN("default", 10).empty()) << "the head is backing off";
-  ASSERT_OK_AND_ASSIGN(LaneStatus lane, store().GetLane("account:9"));
+  ASSERT_OK_AND_ASSIGN(LaneStatus lane, store().GetLane(TenantId(), "account:9"));
   EXPECT_EQ(lane.head, first);
   EXPECT_EQ(lane.head_status, ExecutionStatus::kQueued);
   EXPECT_FALSE(lane.blocked);
@@ -172,18 +172,18 @@ TEST_P(StoreConformance, O1_AFailedOrQuarantinedHeadBlocksOnlyItsLane) {
   Advance(3'600'000);
   EXPECT_TRUE(ClaimN("default", 10).empty()) << "blocked lanes stay blocked";
 
-  ASSERT_OK_AND_ASSIGN(LaneStatus q, store().GetLane("lane-q"));
+  ASSERT_OK_AND_ASSIGN(LaneStatus q, store().GetLane(TenantId(), "lane-q"));
   EXPECT_EQ(q.head, q1);
   EXPECT_EQ(q.head_status, ExecutionStatus::kQuarantined);
   EXPECT_TRUE(q.blocked);
   EXPECT_EQ(q.queued, 2);
   EXPECT_EQ(q.running, 0);
-  ASSERT_OK_AND_ASSIGN(LaneStatus f, store().GetLane("lane-f"));
+  ASSERT_OK_AND_ASSIGN(LaneStatus f, store().GetLane(TenantId(), "lane-f"));
   EXPECT_EQ(f.head, f1);
   EXPECT_EQ(f.head_status, ExecutionStatus::kFailed);
   EXPECT_TRUE(f.blocked);
   EXPECT_EQ(f.queued, 1);
-  ASSERT_OK_AND_ASSIGN(LaneStatus ok, store().GetLane("lane-ok"));
+  ASSERT_OK_AND_ASSIGN(LaneStatus ok, store().GetLane(TenantId(), "lane-ok"));
   EXPECT_EQ(ok.head, k2);
   EXPECT_EQ(ok.head_status, ExecutionStatus::kRunning);
   EXPECT_FALSE(ok.blocked);
@@ -197,7 +197,7 @@ TEST_P(StoreConformance, O1_ReplayingTheHeadUnblocksItsLane) {
   EXPECT_TRUE(ClaimN("default", 10).empty());
 
   ASSERT_OK(store().Replay(ReplayRequest{head, By("alice", "fixed")}));
-  ASSERT_OK_AND_ASSIGN(LaneStatus lane, store().GetLane("lane-r"));
+  ASSERT_OK_AND_ASSIGN(LaneStatus lane, store().GetLane(TenantId(), "lane-r"));
   EXPECT_EQ(lane.head, head);
   EXPECT_FALSE(lane.blocked);
   std::vector<Lease> leases = ClaimN("default", 10);
@@ -259,7 +259,7 @@ TEST_P(StoreConformance, O1_TheSweeperMovesLaneHeadsLikeAWorkerWould) {
   EXPECT_EQ(report.quarantined, 1);
   EXPECT_EQ(IdsOf(ClaimN("default", 10)), (std::set<std::int64_t>{after_c.value}))
       << "a head canceled at expiry frees its lane; a head quarantined at expiry blocks it";
-  ASSERT_OK_AND_ASSIGN(LaneStatus p, store().GetLane("lane-p"));
+  ASSERT_OK_AND_ASSIGN(LaneStatus p, store().GetLane(TenantId(), "lane-p"));
   EXPECT_EQ(p.head, poison);
   EXPECT_TRUE(p.blocked);
 }
@@ -275,7 +275,7 @@ TEST_P(StoreConformance, O1_CancelingAMemberBehindTheHeadReleasesNothing) {
   ASSERT_OK_AND_ASSIGN(ExecutionStatus status, store().RequestCancel(b, By("alice")));
   EXPECT_EQ(status, ExecutionStatus::kCanceled);
   EXPECT_TRUE(ClaimN("default", 10).empty()) << "the head is still open";
-  ASSERT_OK_AND_ASSIGN(LaneStatus lane, store().GetLane("lane-m"));
+  ASSERT_OK_AND_ASSIGN(LaneStatus lane, store().GetLane(TenantId(), "lane-m"));
   EXPECT_EQ(lane.head, a);
   EXPECT_EQ(lane.queued, 1);
   EXPECT_EQ(lane.running, 1);
@@ -313,7 +313,7 @@ TEST_P(StoreConformance, O1_ListLanesPutsBlockedLanesFirst) {
     }
   }
 
-  ASSERT_OK_AND_ASSIGN(std::vector<LaneStatus> all, store().ListLanes(10));
+  ASSERT_OK_AND_ASSIGN(std::vector<LaneStatus> all, store().ListLanes({.limit = 10}));
   ASSERT_EQ(all.size(), 4u) << "a lane whose work is all done is not listed";
   std::set<std::string> first_two{all[0].lane, all[1].lane};
   EXPECT_EQ(first_two, (std::set<std::string>{"y-blocked", "z-blocked"}));
@@ -333,11 +333,11 @@ TEST_P(StoreConformance, O1_ListLanesPutsBlockedLanesFirst) {
     }
   }
 
-  ASSERT_OK_AND_ASSIGN(std::vector<LaneStatus> two, store().ListLanes(2));
+  ASSERT_OK_AND_ASSIGN(std::vector<LaneStatus> two, store().ListLanes({.limit = 2}));
   ASSERT_EQ(two.size(), 2u);
   EXPECT_TRUE(two[0].blocked) << two[0].lane;
   EXPECT_TRUE(two[1].blocked) << two[1].lane << ": the limit keeps the blocked lanes";
-  ASSERT_OK_AND_ASSIGN(std::vector<LaneStatus> one, store().ListLanes(1));
+  ASSERT_OK_AND_ASSIGN(std::vector<LaneStatus> one, store().ListLanes({.limit = 1}));
   ASSERT_EQ(one.size(), 1u);
   EXPECT_TRUE(one[0].blocked) << one[0].lane;
 }
@@ -345,7 +345,7 @@ TEST_P(StoreConformance, O1_ListLanesPutsBlockedLanesFirst) {
 TEST_P(StoreConformance, O1_UnknownLaneHasNoHead) {
   DefineJob("sync");
   AdmitOne(InLane(MakeRequest("sync", 1), "known"));
-  ASSERT_OK_AND_ASSIGN(LaneStatus lane, store().GetLane("unknown"));
+  ASSERT_OK_AND_ASSIGN(LaneStatus lane, store().GetLane(TenantId(), "unknown"));
   EXPECT_EQ(lane.head, ExecutionId());
   EXPECT_FALSE(lane.blocked);
   EXPECT_EQ(lane.queued, 0);
@@ -363,6 +363,78 @@ TEST_P(StoreConformance, O1_AdmittingIntoADrainedLaneIsClaimableAtOnce) {
   const std::vector<Lease> leases = ClaimN("default", 10);
   ASSERT_EQ(leases.size(), 1u) << "succeeded and canceled members do not hold the lane";
   EXPECT_EQ(leases[0].id, next);
+}
+
+// O1: a lane is (tenant, lane key). One tenant's blocked or delayed head
+// never holds another tenant's lane of the same key.
+TEST_P(StoreConformance, O1_LanesArePerTenant_AFailedHeadBlocksOnlyItsTenantsLane) {
+  JobDefinition job = MakeJob("sync");
+  job.scope = JobScope::kPerTenant;
+  job.retry.max_attempts = 1;
+  DefineJob(job);
+  const ExecutionId a1 = AdmitOne(InLane(MakeRequest("sync", 1, "a"), "orders"));
+  const ExecutionId a2 = AdmitOne(InLane(MakeRequest("sync", 2, "a"), "orders"));
+  Lease head = ClaimOne();
+  ASSERT_EQ(head.id, a1);
+  ASSERT_OK(store().Fail(Ref(head), FailureClass::kPermanent, "bad input"));
+
+  const ExecutionId b1 = AdmitOne(InLane(MakeRequest("sync", 3, "b"), "orders"));
+  const ExecutionId b2 = AdmitOne(InLane(MakeRequest("sync", 4, "b"), "orders"));
+  std::vector<Lease> leases = ClaimN("default", 10);
+  EXPECT_EQ(IdsOf(leases), (std::set<std::int64_t>{b1.value}))
+      << "b's head runs; a's second waits behind a's quarantined head";
+  ASSERT_EQ(leases.size(), 1u);
+  ASSERT_OK(store().Complete(Ref(leases[0]), "{}"));
+  leases = ClaimN("default", 10);
+  ASSERT_EQ(leases.size(), 1u);
+  EXPECT_EQ(leases[0].id, b2);
+  EXPECT_EQ(leases[0].tenant, TenantId("b"));
+
+  ASSERT_OK_AND_ASSIGN(LaneStatus of_a, store().GetLane(TenantId("a"), "orders"));
+  EXPECT_EQ(of_a.tenant, TenantId("a"));
+  EXPECT_EQ(of_a.head, a1);
+  EXPECT_TRUE(of_a.blocked);
+  EXPECT_EQ(of_a.queued, 1);
+  ASSERT_OK_AND_ASSIGN(LaneStatus of_b, store().GetLane(TenantId("b"), "orders"));
+  EXPECT_EQ(of_b.head, b2);
+  EXPECT_FALSE(of_b.blocked);
+  EXPECT_EQ(of_b.running, 1);
+  EXPECT_EQ(of_b.queued, 0);
+  ASSERT_OK_AND_ASSIGN(LaneStatus global, store().GetLane(TenantId(), "orders"));
+  EXPECT_EQ(global.head, ExecutionId()) << "no global job uses the key";
+
+  ASSERT_OK_AND_ASSIGN(std::vector<LaneStatus> all, store().ListLanes({.limit = 10}));
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].tenant, TenantId("a")) << "blocked first";
+  EXPECT_TRUE(all[0].blocked);
+  EXPECT_EQ(all[1].tenant, TenantId("b"));
+  ASSERT_OK_AND_ASSIGN(std::vector<LaneStatus> only_b,
+                       store().ListLanes({.tenant = TenantId("b"), .limit = 10}));
+  ASSERT_EQ(only_b.size(), 1u);
+  EXPECT_EQ(only_b[0].tenant, TenantId("b"));
+  EXPECT_EQ(only_b[0].lane, "orders");
+  ASSERT_OK_AND_ASSIGN(std::vector<LaneStatus> none,
+                       store().ListLanes({.tenant = TenantId("c"), .limit = 10}));
+  EXPECT_TRUE(none.empty());
+
+  // The operator unblocks a's lane; its next member follows in order.
+  ASSERT_OK(store().RequestCancel(a1, By("alice")));
+  leases = ClaimN("default", 10);
+  ASSERT_EQ(leases.size(), 1u);
+  EXPECT_EQ(leases[0].id, a2);
+}
+
+TEST_P(StoreConformance, O1_LanesArePerTenant_ADelayedHeadDelaysOnlyItsTenantsLane) {
+  JobDefinition job = MakeJob("sync");
+  job.scope = JobScope::kPerTenant;
+  DefineJob(job);
+  AdmitRequest delayed = InLane(MakeRequest("sync", 1, "a"), "orders");
+  delayed.run_at = Now() + 3'600'000;
+  AdmitOne(delayed);
+  const ExecutionId b1 = AdmitOne(InLane(MakeRequest("sync", 2, "b"), "orders"));
+  const std::vector<Lease> leases = ClaimN("default", 10);
+  ASSERT_EQ(leases.size(), 1u);
+  EXPECT_EQ(leases[0].id, b1);
 }
 
 }  // namespace taskengine
