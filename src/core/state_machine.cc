@@ -148,6 +148,9 @@ Result<Transition> Decide(const ExecutionState& s, const Event& e) {
 
     case EventKind::kSucceed:
       if (s.status != ExecutionStatus::kRunning) return Illegal(s, e.kind);
+      // C1: a handler that finishes after the cancel was requested never
+      // hides it; the effects that went out are listed as escaped.
+      if (s.cancel_requested) return EndCanceled(t, e);
       t.consecutive_lease_expiries = 0;
       t.failure_class = FailureClass::kNone;
       return End(t, ExecutionStatus::kSucceeded);

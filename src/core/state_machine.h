@@ -9,8 +9,8 @@
 //     |                 |  \--fail(permanent|ambiguous, class bound reached),
 //     |                 |     N lease expiries in a row --> quarantined
 //     |                 |  \--release --> queued (attempt given back)
-//     |                 \--cancel ack / release or expiry while cancel requested
-//     |                          --> canceled | partially_canceled
+//     |                 \--cancel ack / any finish (success included) or expiry
+//     |                    while cancel requested --> canceled | partially_canceled
 //     +---replay--- failed | quarantined
 //   queued | failed | quarantined --cancel--> canceled | partially_canceled
 //   running --cancel--> running with cancel_requested

@@ -193,11 +193,19 @@ TEST(StateMachine, SucceedFinishes) {
   EXPECT_EQ(t.failure_class, FailureClass::kNone);
 }
 
-TEST(StateMachine, SucceedWinsOverAPendingCancel) {
+// C1: a handler that finishes after the cancel was requested never hides it.
+TEST(StateMachine, SucceedAfterACancelRequestEndsCanceledOrPartiallyCanceled) {
   ExecutionState s = Running(1);
   s.cancel_requested = true;
-  ASSERT_OK_AND_ASSIGN(Transition t, Decide(s, Ev(EventKind::kSucceed)));
-  EXPECT_EQ(t.to, ExecutionStatus::kSucceeded);
+  ASSERT_OK_AND_ASSIGN(Transition none, Decide(s, Ev(EventKind::kSucceed)));
+  EXPECT_EQ(none.to, ExecutionStatus::kCanceled);
+  EXPECT_TRUE(none.finished);
+  EXPECT_TRUE(none.clear_lease);
+  Event escaped = Ev(EventKind::kSucceed);
+  escaped.has_committed_effects = true;
+  ASSERT_OK_AND_ASSIGN(Transition partial, Decide(s, escaped));
+  EXPECT_EQ(partial.to, ExecutionStatus::kPartiallyCanceled);
+  EXPECT_TRUE(partial.finished);
 }
 
 // ---------------------------------------------------------------------------

@@ -25,6 +25,10 @@ Result<ExecutionStatus> DoReplay(ActionTx& tx, const StateRow& row, Millis now,
 
 Status NoExecution(ExecutionId id) { return NotFound("no execution " + std::to_string(id.value)); }
 
+constexpr std::string_view kFinishedAfterCancel =
+    "the handler finished after the cancel was requested; any effect it committed is listed "
+    "as escaped";
+
 }  // namespace
 
 Result<EffectReply> ReserveEffectIn(ActionTx& tx, const LeaseRef& lease, std::string_view name,
@@ -80,6 +84,12 @@ Result<FinishDecision> DecideFinish(ActionTx& tx, const std::optional<StateRow>&
     return d;
   }
   d.transition = *t;
+  if (e.kind == EventKind::kSucceed && t->to != ExecutionStatus::kSucceeded) {
+    // C1: the handler finished after the cancel was requested. The cancel
+    // stands (the escaped effects are listed); no result is published.
+    d.plan.result = std::nullopt;
+    d.plan.error = kFinishedAfterCancel;
+  }
   return d;
 }
 
