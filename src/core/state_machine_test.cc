@@ -361,6 +361,27 @@ TEST(StateMachine, LeaseExpiryOnTheLastAttemptFails) {
   EXPECT_TRUE(t.clear_lease);
 }
 
+// L4: prefetched work of a node that died: the handler never started, so the
+// expiry burns no attempt and counts toward no poison limit.
+TEST(StateMachine, LeaseExpiryOfAHandlerThatNeverStartedIsAFreeRequeue) {
+  ExecutionState s = Running(5);  // the last attempt, and two expiries in a row
+  s.consecutive_lease_expiries = 2;
+  s.failure_class = FailureClass::kRetryable;
+  s.handler_started = false;
+  ASSERT_OK_AND_ASSIGN(Transition t, Decide(s, Ev(EventKind::kLeaseExpired)));
+  EXPECT_EQ(t.to, ExecutionStatus::kQueued);
+  EXPECT_EQ(t.run_at, kNow) << "due at once: no backoff";
+  EXPECT_EQ(t.attempt, 4) << "the attempt is given back";
+  EXPECT_EQ(t.consecutive_lease_expiries, 2) << "no expiry counted";
+  EXPECT_EQ(t.failure_class, FailureClass::kRetryable) << "the last real failure is kept";
+  EXPECT_TRUE(t.clear_lease);
+  EXPECT_FALSE(t.finished);
+
+  s.cancel_requested = true;  // C1 still holds: the sweeper finishes the cancel
+  ASSERT_OK_AND_ASSIGN(Transition canceled, Decide(s, Ev(EventKind::kLeaseExpired)));
+  EXPECT_EQ(canceled.to, ExecutionStatus::kCanceled);
+}
+
 TEST(StateMachine, ThreeLeaseExpiriesInARowQuarantine) {
   ExecutionState s = State(ExecutionStatus::kQueued);
   s.retry.max_attempts = 10;

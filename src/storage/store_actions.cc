@@ -171,7 +171,9 @@ Result<SweepReport> RecoverExpired(ActionTx& tx, const std::vector<StateRow>& ex
     }
     auto t = Decide(row.state, e);
     if (!t.ok()) continue;
-    const std::string error = LeaseExpiredError(row.state.attempt);
+    const std::string error = row.state.handler_started
+                                  ? LeaseExpiredError(row.state.attempt)
+                                  : UnstartedLeaseExpiredError(row.state.attempt);
     TE_RETURN_IF_ERROR(tx.Apply(row, *t, now, std::nullopt, error, std::nullopt));
     CountRecovered(report, t->to);
   }

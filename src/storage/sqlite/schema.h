@@ -266,6 +266,13 @@ INSERT INTO hourly_outcomes (hour, status, count)
   SELECT finished_at / 3600000, status, COUNT(*) FROM executions
   WHERE finished_at > 0 AND status IN (2, 3, 4, 5, 6) GROUP BY 1, 2;
 )sql",
+    // Version 8: L4, whether the handler of the current claim started. A claim
+    // that prefetches writes 0 and the pool marks the lease when a handler
+    // takes it; the sweeper requeues an expired lease still at 0 for free.
+    // Leases of older binaries count as started.
+    R"sql(
+ALTER TABLE executions ADD COLUMN handler_started INTEGER NOT NULL DEFAULT 1;
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
