@@ -194,7 +194,7 @@ Status Worker::Run() {
       std::lock_guard<std::mutex> lock(mu_);
       for (Lease& lease : *leases) {
         auto context = std::make_shared<LeaseContext>(client_, std::move(lease));
-        held_[context->id()] = context;
+        held_[{context->id(), context->claim_version()}] = context;
         queue_.push_back(std::move(context));
         ++stats_.leased;
       }
@@ -288,7 +288,7 @@ void Worker::Report(const std::shared_ptr<LeaseContext>& context, const Outcome&
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    held_.erase(context->id());
+    held_.erase({context->id(), context->claim_version()});
     if (lost) {
       ++stats_.lost;
     } else if (outcome.kind == Outcome::Kind::kComplete) {
@@ -313,7 +313,7 @@ void Worker::HeartbeatLoop() {
       while (true) {
         if (heartbeat_done_) return;
         milliseconds interval = options_.idle_heartbeat;
-        for (const auto& [id, context] : held_) {
+        for (const auto& [key, context] : held_) {
           if (context->lease().lease_ms > 0) {
             interval = std::min(interval, milliseconds(context->lease().lease_ms / 3));
           }
@@ -324,7 +324,7 @@ void Worker::HeartbeatLoop() {
         if (Clock::now() >= due) break;
         cv_.wait_until(lock, due, [&] { return heartbeat_done_ || new_lease_; });
       }
-      for (const auto& [id, context] : held_) held.push_back(context);
+      for (const auto& [key, context] : held_) held.push_back(context);
       processed = stats_.completed + stats_.failed;
       failed = stats_.failed;
     }
@@ -340,6 +340,12 @@ void Worker::HeartbeatLoop() {
       continue;
     }
     reported_down = false;
+    if (reply->size() == held.size()) {
+      // Answers come in request order: each applies to its own lease (two
+      // leases of one execution, a stale one and its successor, differ).
+      for (std::size_t i = 0; i < held.size(); ++i) held[i]->Apply((*reply)[i]);
+      continue;
+    }
     for (const HeartbeatResult& result : *reply) {
       for (const auto& context : held) {
         if (context->id() == result.id) context->Apply(result);

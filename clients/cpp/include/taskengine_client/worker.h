@@ -32,6 +32,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "taskengine_client/client.h"
@@ -207,7 +208,9 @@ class Worker {
   std::condition_variable cv_;  // work queued, slot freed, stopping
   // Protected by mu_:
   std::deque<std::shared_ptr<LeaseContext>> queue_;           // leased, not started
-  std::map<std::string, std::shared_ptr<LeaseContext>> held_;  // leased, not yet reported
+  // Leased, not yet reported, by (execution id, claim version): after a stall
+  // the same execution may be leased again while its stale lease still runs.
+  std::map<std::pair<std::string, std::int64_t>, std::shared_ptr<LeaseContext>> held_;
   bool leasing_done_ = false;  // Run's lease loop ended: handler threads exit when idle
   bool heartbeat_done_ = false;
   bool new_lease_ = false;  // wakes the heartbeat thread to recompute its interval
