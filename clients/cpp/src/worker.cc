@@ -162,6 +162,7 @@ Status Worker::Run() {
     request.pid = static_cast<int>(getpid());
     request.version = options_.version;
     request.concurrency = options_.concurrency;
+    request.confirm_start = true;
     auto leases = client_->LeaseExecutions(request, &abort_poll_);
     if (!leases.ok()) {
       if (stopping_) break;
@@ -190,6 +191,7 @@ Status Worker::Run() {
     reported_down = false;
     backoff = options_.reconnect_min;
     if (leases->empty()) continue;
+    ConfirmStarts(&*leases);
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (Lease& lease : *leases) {
@@ -216,6 +218,40 @@ Status Worker::Run() {
   cv_.notify_all();
   heartbeats.join();
   return fatal;
+}
+
+void Worker::ConfirmStarts(std::vector<Lease>* leases) {
+  std::vector<HeartbeatItem> items;
+  for (const Lease& lease : *leases) {
+    HeartbeatItem item{lease.id, lease.claim_version, std::nullopt};
+    item.started = true;
+    items.push_back(std::move(item));
+  }
+  std::int64_t processed = 0, failed = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    processed = stats_.completed + stats_.failed;
+    failed = stats_.failed;
+  }
+  auto reply = client_->HeartbeatBatch(options_.worker_id, items, processed, failed);
+  std::vector<Lease> confirmed;
+  if (!reply.ok() || reply->size() != leases->size()) {
+    // Not confirmed: run none of them. Their leases lapse and, never marked
+    // started, are requeued without costing an attempt.
+    Log("could not confirm the start of " + std::to_string(leases->size()) + " lease(s): " +
+        (reply.ok() ? std::string("unexpected answer") : reply.status().ToString()));
+  } else {
+    for (std::size_t i = 0; i < leases->size(); ++i) {
+      if ((*reply)[i].status.ok()) confirmed.push_back(std::move((*leases)[i]));
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto dropped = static_cast<std::int64_t>(leases->size() - confirmed.size());
+    stats_.leased += dropped;
+    stats_.lost += dropped;
+  }
+  leases->swap(confirmed);
 }
 
 void Worker::HandlerLoop() {
