@@ -274,10 +274,12 @@ struct WorkerProtocol {
     (void)ctx.store->ReportWorker(*row);
   }
 
-  // Counts a recorded outcome of a remote worker (I5 metrics).
-  void CountOutcome(const FinishRequest& finish) {
+  // Counts a recorded outcome of a remote worker (I5 metrics); `reply` is
+  // what the store recorded.
+  void CountOutcome(const FinishRequest& finish, const FinishReply& reply) {
     if (finish.kind == FinishRequest::Kind::kComplete) {
-      ++metrics->completions;
+      // C1: a success reported after a cancel request ended canceled.
+      if (reply.status == ExecutionStatus::kSucceeded) ++metrics->completions;
     } else if (finish.kind == FinishRequest::Kind::kFail) {
       if (finish.unsupported_schema) {
         ++metrics->failed_unsupported_schema;
@@ -737,7 +739,7 @@ HttpResponse FinishRoute(WorkerProtocol& wp, const RouteRequest& req, FinishRequ
   finish.lease = LeaseRef{*id, *version};
   Result<FinishReply> reply = wp.finishes.Call(finish);
   if (!reply.ok()) return LeaseError(reply.status(), finish.lease);
-  wp.CountOutcome(finish);
+  wp.CountOutcome(finish, *reply);
   wp.workers.OnFinished({*id});
   Json out = {{"status", std::string(ToString(reply->status))}};
   if (kind == FinishRequest::Kind::kFail) {
@@ -793,7 +795,7 @@ HttpResponse FinishBatchRoute(WorkerProtocol& wp, const RouteRequest& req) {
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const std::string id = IdText(requests[i].lease.id);
     if (replies[i].ok()) {
-      wp.CountOutcome(requests[i]);
+      wp.CountOutcome(requests[i], *replies[i]);
       finished.push_back(requests[i].lease.id);
       out.push_back(
           Json{{"id", id}, {"ok", true}, {"status", std::string(ToString(replies[i]->status))}});

@@ -252,6 +252,7 @@ EngineStats WorkerPool::stats() const {
   s.stale = stale_.load();
   s.released = released_.load();
   s.published = published_.load();
+  s.completed = completed_.load();
   s.failed_retryable = failed_retryable_.load();
   s.failed_permanent = failed_permanent_.load();
   s.failed_ambiguous = failed_ambiguous_.load();
@@ -633,6 +634,7 @@ void WorkerPool::CompleteLoop() {
       for (std::size_t i = 0; i < replies.size(); ++i) {
         if (replies[i].ok()) {
           ++published_;
+          if (replies[i]->status == ExecutionStatus::kSucceeded) ++completed_;
           if (options_.on_published) options_.on_published(batch[i].lease.id, replies[i]->status);
           continue;
         }

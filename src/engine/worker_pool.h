@@ -173,7 +173,7 @@ class WorkerPool {
   std::unordered_map<std::string, std::shared_ptr<const JobDefinition>> defs_;  // by job name
 
   std::atomic<std::int64_t> claimed_{0}, succeeded_{0}, failed_{0}, stale_{0}, released_{0},
-      published_{0};
+      published_{0}, completed_{0};
   // Of failed_, by class; reservations answered already_done (EngineStats).
   std::atomic<std::int64_t> failed_retryable_{0}, failed_permanent_{0}, failed_ambiguous_{0},
       failed_unsupported_schema_{0}, effect_duplicates_{0};
