@@ -149,6 +149,9 @@ struct EngineStats {
   std::int64_t released = 0;   // leases given back (shutdown)
   std::int64_t stale = 0;      // outcomes or heartbeats rejected because the claim was stale
   std::int64_t published = 0;  // outcomes durably recorded by the store
+  // Of `published`, successes the store recorded as succeeded (a success
+  // reported after a cancel request ends canceled instead, C1).
+  std::int64_t completed = 0;
   // Effect reservations of in-process handlers answered already_done (E1):
   // a side effect that was not done twice.
   std::int64_t effect_duplicates = 0;

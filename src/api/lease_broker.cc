@@ -43,7 +43,7 @@ std::size_t LeaseBroker::parked() const {
 
 LeaseBroker::Claimed LeaseBroker::ClaimFor(const WorkerId& worker,
                                            const std::vector<std::string>& queues, int max,
-                                           std::set<std::string>* drained) {
+                                           bool mark_started, std::set<std::string>* drained) {
   Claimed out;
   for (const std::string& queue : queues) {
     const int wanted = max - static_cast<int>(out.leases.size());
@@ -52,6 +52,7 @@ LeaseBroker::Claimed LeaseBroker::ClaimFor(const WorkerId& worker,
     ClaimRequest request;
     request.worker = worker;
     request.slots.push_back(QueueSlot{queue, wanted});
+    request.mark_started = mark_started;
     Result<std::vector<Lease>> got = store_->Claim(request);
     if (!got.ok()) {
       out.status = got.status();
@@ -77,7 +78,7 @@ Status LeaseBroker::Submit(LeasePoll poll) {
     return Status::Ok();
   }
   std::set<std::string> drained;
-  Claimed claimed = ClaimFor(poll.worker, poll.queues, poll.max, &drained);
+  Claimed claimed = ClaimFor(poll.worker, poll.queues, poll.max, poll.mark_started, &drained);
   if (!claimed.status.ok() && claimed.leases.empty()) return claimed.status;
   if (!claimed.leases.empty() || poll.wait.count() <= 0) {
     poll.deliver(std::move(claimed.leases));
@@ -113,7 +114,7 @@ std::vector<LeaseBroker::Parked> LeaseBroker::ServeRound(std::vector<Parked> bat
   std::map<std::string, std::size_t> group_of;
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const LeasePoll& p = batch[i].poll;
-    std::string key = p.worker.value;
+    std::string key = p.worker.value + (p.mark_started ? "\1" : "\2");
     for (const std::string& q : p.queues) key += '\0' + q;
     auto [it, inserted] = group_of.emplace(std::move(key), groups.size());
     if (inserted) groups.emplace_back();
@@ -128,7 +129,7 @@ std::vector<LeaseBroker::Parked> LeaseBroker::ServeRound(std::vector<Parked> bat
     bool all_drained = true;
     for (const std::string& q : first.queues) all_drained = all_drained && drained.count(q) > 0;
     if (all_drained) continue;
-    Claimed claimed = ClaimFor(first.worker, first.queues, g.wanted, &drained);
+    Claimed claimed = ClaimFor(first.worker, first.queues, g.wanted, first.mark_started, &drained);
     if (!claimed.status.ok()) {
       spdlog::warn("lease broker: claim for worker {} failed: {}", first.worker.value,
                    claimed.status.ToString());

@@ -9,11 +9,11 @@
 //     replay, sweep or published outcome may have made work due),
 //   - the bounded poll interval passes (other processes may admit), or
 //   - a poll's deadline passes (it is answered with an empty list).
-// Concurrent polls of the same worker for the same queues are merged into
-// one store Claim. Stop() answers every parked poll with an empty list.
-// The HTTP layer does not tell when a waiting client went away: its poll is
-// still served, and leases handed to it lapse and are recovered by the
-// sweeper like those of a crashed worker (L4).
+// Concurrent polls of the same worker for the same queues (and the same
+// LeasePoll::mark_started) are merged into one store Claim. Stop() answers every parked poll with
+// an empty list. The HTTP layer does not tell when a waiting client went away: its poll is still
+// served, and leases handed to it lapse and are recovered by the sweeper like those of a crashed
+// worker (L4).
 //
 // CallBatcher: callers that arrive while a store batch call runs are handed
 // to the next batch together (leader/follower group commit), so N concurrent
@@ -58,6 +58,11 @@ struct LeasePoll {
   std::vector<std::string> queues;  // 1..n queue names, in priority order
   int max = 1;                      // 1..max_claim executions at most
   std::chrono::milliseconds wait{0};  // how long it may be parked; 0 = answer at once
+  // L4: whether the leases count as started when claimed (true), or only
+  // once the worker confirms it started their handlers (Store::MarkStarted,
+  // through the batch heartbeat): then the leases of a worker that went away
+  // before it received them expire as free requeues.
+  bool mark_started = true;
   // Receives the leases (possibly none) exactly once: on the submitting
   // thread or on the broker thread. Must not block for long (it renders and
   // sends a response). REQUIRES: set.
@@ -115,7 +120,7 @@ class LeaseBroker {
   // per queue until `max` is reached. Skips queues in `*drained` and adds the
   // ones a claim found drained.
   Claimed ClaimFor(const WorkerId& worker, const std::vector<std::string>& queues, int max,
-                   std::set<std::string>* drained);
+                   bool mark_started, std::set<std::string>* drained);
   // Serves `batch` (FIFO); returns the polls that got nothing, in order.
   std::vector<Parked> ServeRound(std::vector<Parked> batch);
   void Loop();

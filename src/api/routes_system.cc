@@ -81,9 +81,10 @@ HttpResponse Metrics(ApiContext& ctx, const RouteRequest& req) {
   w.Single("taskengine_handler_failures_total", "counter",
            "In-process handler runs that returned a failure of any class.", d(s.failed));
   w.Family("taskengine_completions_total", "counter",
-           "Successful outcomes, by source: in_process (this node's handlers, when reported) or "
-           "remote (complete calls of remote workers recorded by this node's API).");
-  w.Sample("taskengine_completions_total", "{source=\"in_process\"}", d(s.succeeded));
+           "Successful outcomes, by source: in_process (this node's handlers, when recorded) or "
+           "remote (complete calls of remote workers recorded by this node's API); a success "
+           "reported after a cancel request ends canceled and is not counted.");
+  w.Sample("taskengine_completions_total", "{source=\"in_process\"}", d(s.completed));
   w.Sample("taskengine_completions_total", "{source=\"remote\"}", d(remote.completions.load()));
   w.Family("taskengine_failures_total", "counter",
            "Failed attempts by class and source: retryable, permanent, ambiguous and "

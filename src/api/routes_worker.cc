@@ -274,10 +274,12 @@ struct WorkerProtocol {
     (void)ctx.store->ReportWorker(*row);
   }
 
-  // Counts a recorded outcome of a remote worker (I5 metrics).
-  void CountOutcome(const FinishRequest& finish) {
+  // Counts a recorded outcome of a remote worker (I5 metrics); `reply` is
+  // what the store recorded.
+  void CountOutcome(const FinishRequest& finish, const FinishReply& reply) {
     if (finish.kind == FinishRequest::Kind::kComplete) {
-      ++metrics->completions;
+      // C1: a success reported after a cancel request ended canceled.
+      if (reply.status == ExecutionStatus::kSucceeded) ++metrics->completions;
     } else if (finish.kind == FinishRequest::Kind::kFail) {
       if (finish.unsupported_schema) {
         ++metrics->failed_unsupported_schema;
@@ -417,10 +419,16 @@ std::optional<FinishRequest::Kind> ParseKind(std::string_view kind) {
 
 // POST /api/v1/worker/lease
 //   {"worker_id": "host-1:123", "queues": ["default"], "max": 1..100 (1),
-//    "wait_ms": 0..30000 (0), "name", "host", "pid", "version", "concurrency"}
+//    "wait_ms": 0..30000 (0), "confirm_start": false, "name", "host", "pid",
+//    "version", "concurrency"}
 // -> 200 {"leases": [Lease...]}: as soon as at least one execution is leased,
 //    else an empty list once wait_ms has passed (or the server stops).
 //    503 when too many polls are parked.
+// L4: with "confirm_start": true the leases count as started only once the
+// worker says so (a /worker/heartbeats item with "started": true) before it
+// runs their handlers, so leases a worker never received (it went away while
+// its poll was parked) expire as free requeues. Without it, they count as
+// started when leased.
 void LeaseRoute(const ProtocolPtr& wp, const RouteRequest& req, const Responder& respond) {
   if (auto forbidden = RequireGlobalWorker(req)) {
     respond.Send(*forbidden);
@@ -438,6 +446,7 @@ void LeaseRoute(const ProtocolPtr& wp, const RouteRequest& req, const Responder&
   const nlohmann::json* queues = in.Value("queues");
   std::optional<std::int64_t> max = in.Int("max", 1, kMaxLeaseBatch);
   std::optional<std::int64_t> wait_ms = in.Int("wait_ms", 0, kMaxWaitMs);
+  std::optional<bool> confirm_start = in.Bool("confirm_start");
   WorkerRegistry::Registration reg;
   reg.name = in.String("name", kMaxLabel);
   reg.host = in.String("host", kMaxLabel);
@@ -477,6 +486,7 @@ void LeaseRoute(const ProtocolPtr& wp, const RouteRequest& req, const Responder&
   poll.queues = reg.queues;
   poll.max = static_cast<int>(max.value_or(1));
   poll.wait = std::chrono::milliseconds(wait_ms.value_or(0));
+  poll.mark_started = !confirm_start.value_or(false);
   poll.deliver = [wp, respond, worker = reg.id](std::vector<Lease> leases) {
     wp->workers.OnLeased(worker, leases);
     wp->metrics->claims += static_cast<std::int64_t>(leases.size());
@@ -519,12 +529,14 @@ HttpResponse HeartbeatRoute(WorkerProtocol& wp, const RouteRequest& req) {
 }
 
 // POST /api/v1/worker/heartbeats
-//   {"worker_id": "...", "items": [{"id": "42", "claim_version": 3, "progress": 10}],
-//    "processed": N, "failed": M}
+//   {"worker_id": "...", "items": [{"id": "42", "claim_version": 3, "progress": 10,
+//    "started": true}], "processed": N, "failed": M}
 // -> 200 {"items": [{"id", "ok": true, "cancel_requested", "lease_expires_at_ms"} |
 //                   {"id", "ok": false, "error": {"code", "message"}}]}
-// One store transaction; also refreshes the worker's registration (items may
-// be empty: a worker heartbeat only).
+// One store transaction (two when an item says "started": its lease, leased
+// with confirm_start, is then marked started unless the heartbeat found it
+// stale; a worker runs its handler only after an ok answer); also refreshes
+// the worker's registration (items may be empty: a worker heartbeat only).
 HttpResponse HeartbeatsRoute(WorkerProtocol& wp, const RouteRequest& req) {
   if (auto forbidden = RequireGlobalWorker(req)) return *forbidden;
   auto body = ParseJsonBody(req.http, /*allow_empty=*/false);
@@ -540,6 +552,7 @@ HttpResponse HeartbeatsRoute(WorkerProtocol& wp, const RouteRequest& req) {
     in.Fail("worker_id", "must be 1..200 visible ASCII characters");
   }
   std::vector<HeartbeatRequest> requests;
+  std::vector<std::size_t> starting;  // indexes of the items that say "started"
   if (in.ok() && items != nullptr && !items->is_null()) {
     if (!items->is_array() || items->size() > kMaxBatchItems) {
       in.Fail("items", "must be an array of at most 1000 items");
@@ -549,7 +562,9 @@ HttpResponse HeartbeatsRoute(WorkerProtocol& wp, const RouteRequest& req) {
         std::optional<ExecutionId> id = ReadId(item, "id");
         std::optional<ClaimVersion> version = ReadClaimVersion(item);
         std::optional<std::int64_t> progress = item.Int("progress", 0, 100);
+        std::optional<bool> started = item.Bool("started");
         if (Status s = item.Finish(); !s.ok()) return StatusResponse(s);
+        if (started.value_or(false)) starting.push_back(requests.size());
         HeartbeatRequest h;
         h.lease = LeaseRef{*id, *version};
         if (progress) h.progress = static_cast<int>(*progress);
@@ -561,6 +576,21 @@ HttpResponse HeartbeatsRoute(WorkerProtocol& wp, const RouteRequest& req) {
 
   std::vector<Result<HeartbeatReply>> replies;
   if (!requests.empty()) replies = wp.ctx.store->HeartbeatBatch(requests);
+  if (!starting.empty()) {
+    // After the heartbeats: a lease the heartbeat found stale is not marked.
+    std::vector<LeaseRef> refs;
+    std::vector<std::size_t> marked;
+    for (std::size_t i : starting) {
+      if (!replies[i].ok()) continue;
+      refs.push_back(requests[i].lease);
+      marked.push_back(i);
+    }
+    std::vector<Status> started =
+        refs.empty() ? std::vector<Status>{} : wp.ctx.store->MarkStarted(refs);
+    for (std::size_t k = 0; k < started.size(); ++k) {
+      if (!started[k].ok()) replies[marked[k]] = started[k];
+    }
+  }
   std::vector<ExecutionId> in_hand;
   Json out = Json::array();
   for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -709,7 +739,7 @@ HttpResponse FinishRoute(WorkerProtocol& wp, const RouteRequest& req, FinishRequ
   finish.lease = LeaseRef{*id, *version};
   Result<FinishReply> reply = wp.finishes.Call(finish);
   if (!reply.ok()) return LeaseError(reply.status(), finish.lease);
-  wp.CountOutcome(finish);
+  wp.CountOutcome(finish, *reply);
   wp.workers.OnFinished({*id});
   Json out = {{"status", std::string(ToString(reply->status))}};
   if (kind == FinishRequest::Kind::kFail) {
@@ -765,7 +795,7 @@ HttpResponse FinishBatchRoute(WorkerProtocol& wp, const RouteRequest& req) {
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const std::string id = IdText(requests[i].lease.id);
     if (replies[i].ok()) {
-      wp.CountOutcome(requests[i]);
+      wp.CountOutcome(requests[i], *replies[i]);
       finished.push_back(requests[i].lease.id);
       out.push_back(
           Json{{"id", id}, {"ok", true}, {"status", std::string(ToString(replies[i]->status))}});

@@ -50,6 +50,15 @@ Transition Requeue(Transition t, const ExecutionState& s, const Event& e) {
   return t;
 }
 
+// The execution goes back to the queue unrun: due at once, attempt given back.
+Transition GiveBack(Transition t, const ExecutionState& s, const Event& e) {
+  t.to = ExecutionStatus::kQueued;
+  t.attempt = std::max(0, s.attempt - 1);
+  t.run_at = e.now;
+  t.clear_lease = true;
+  return t;
+}
+
 Transition End(Transition t, ExecutionStatus to) {
   t.to = to;
   t.clear_lease = true;
@@ -148,6 +157,9 @@ Result<Transition> Decide(const ExecutionState& s, const Event& e) {
 
     case EventKind::kSucceed:
       if (s.status != ExecutionStatus::kRunning) return Illegal(s, e.kind);
+      // C1: a handler that finishes after the cancel was requested never
+      // hides it; the effects that went out are listed as escaped.
+      if (s.cancel_requested) return EndCanceled(t, e);
       t.consecutive_lease_expiries = 0;
       t.failure_class = FailureClass::kNone;
       return End(t, ExecutionStatus::kSucceeded);
@@ -160,15 +172,14 @@ Result<Transition> Decide(const ExecutionState& s, const Event& e) {
     case EventKind::kRelease:
       if (s.status != ExecutionStatus::kRunning) return Illegal(s, e.kind);
       if (s.cancel_requested) return EndCanceled(t, e);
-      t.to = ExecutionStatus::kQueued;
-      t.attempt = std::max(0, s.attempt - 1);
-      t.run_at = e.now;
-      t.clear_lease = true;
-      return t;
+      return GiveBack(t, s, e);
 
     case EventKind::kLeaseExpired:
       if (s.status != ExecutionStatus::kRunning) return Illegal(s, e.kind);
       if (s.cancel_requested) return EndCanceled(t, e);
+      // L4: a lease whose handler never started (prefetched work of a node
+      // that died) burns no attempt and counts toward no poison limit.
+      if (!s.handler_started) return GiveBack(t, s, e);
       t.consecutive_lease_expiries = s.consecutive_lease_expiries + 1;
       t.failure_class = FailureClass::kLeaseExpired;
       if (t.consecutive_lease_expiries >= s.retry.max_consecutive_lease_expiries) {

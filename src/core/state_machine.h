@@ -8,9 +8,10 @@
 //     |                 |  \--fail(retryable, exhausted) / lease expired, exhausted --> failed
 //     |                 |  \--fail(permanent|ambiguous, class bound reached),
 //     |                 |     N lease expiries in a row --> quarantined
-//     |                 |  \--release --> queued (attempt given back)
-//     |                 \--cancel ack / release or expiry while cancel requested
-//     |                          --> canceled | partially_canceled
+//     |                 |  \--release / lease expired, handler never started
+//     |                 |     --> queued at once (attempt given back, no expiry counted)
+//     |                 \--cancel ack / any finish (success included) or expiry
+//     |                    while cancel requested --> canceled | partially_canceled
 //     +---replay--- failed | quarantined
 //   queued | failed | quarantined --cancel--> canceled | partially_canceled
 //   running --cancel--> running with cancel_requested
@@ -75,6 +76,9 @@ struct ExecutionState {
   int permanent_failures = 0;
   int ambiguous_failures = 0;
   bool cancel_requested = false;
+  // L4: the handler of the current claim started (false for a lease a pool
+  // prefetched and never handed to a handler). Only kLeaseExpired reads it.
+  bool handler_started = true;
   FailureClass failure_class = FailureClass::kNone;
   RetryPolicy retry;
 

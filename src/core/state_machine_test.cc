@@ -193,11 +193,19 @@ TEST(StateMachine, SucceedFinishes) {
   EXPECT_EQ(t.failure_class, FailureClass::kNone);
 }
 
-TEST(StateMachine, SucceedWinsOverAPendingCancel) {
+// C1: a handler that finishes after the cancel was requested never hides it.
+TEST(StateMachine, SucceedAfterACancelRequestEndsCanceledOrPartiallyCanceled) {
   ExecutionState s = Running(1);
   s.cancel_requested = true;
-  ASSERT_OK_AND_ASSIGN(Transition t, Decide(s, Ev(EventKind::kSucceed)));
-  EXPECT_EQ(t.to, ExecutionStatus::kSucceeded);
+  ASSERT_OK_AND_ASSIGN(Transition none, Decide(s, Ev(EventKind::kSucceed)));
+  EXPECT_EQ(none.to, ExecutionStatus::kCanceled);
+  EXPECT_TRUE(none.finished);
+  EXPECT_TRUE(none.clear_lease);
+  Event escaped = Ev(EventKind::kSucceed);
+  escaped.has_committed_effects = true;
+  ASSERT_OK_AND_ASSIGN(Transition partial, Decide(s, escaped));
+  EXPECT_EQ(partial.to, ExecutionStatus::kPartiallyCanceled);
+  EXPECT_TRUE(partial.finished);
 }
 
 // ---------------------------------------------------------------------------
@@ -351,6 +359,27 @@ TEST(StateMachine, LeaseExpiryOnTheLastAttemptFails) {
   EXPECT_EQ(t.failure_class, FailureClass::kLeaseExpired);
   EXPECT_TRUE(t.finished);
   EXPECT_TRUE(t.clear_lease);
+}
+
+// L4: prefetched work of a node that died: the handler never started, so the
+// expiry burns no attempt and counts toward no poison limit.
+TEST(StateMachine, LeaseExpiryOfAHandlerThatNeverStartedIsAFreeRequeue) {
+  ExecutionState s = Running(5);  // the last attempt, and two expiries in a row
+  s.consecutive_lease_expiries = 2;
+  s.failure_class = FailureClass::kRetryable;
+  s.handler_started = false;
+  ASSERT_OK_AND_ASSIGN(Transition t, Decide(s, Ev(EventKind::kLeaseExpired)));
+  EXPECT_EQ(t.to, ExecutionStatus::kQueued);
+  EXPECT_EQ(t.run_at, kNow) << "due at once: no backoff";
+  EXPECT_EQ(t.attempt, 4) << "the attempt is given back";
+  EXPECT_EQ(t.consecutive_lease_expiries, 2) << "no expiry counted";
+  EXPECT_EQ(t.failure_class, FailureClass::kRetryable) << "the last real failure is kept";
+  EXPECT_TRUE(t.clear_lease);
+  EXPECT_FALSE(t.finished);
+
+  s.cancel_requested = true;  // C1 still holds: the sweeper finishes the cancel
+  ASSERT_OK_AND_ASSIGN(Transition canceled, Decide(s, Ev(EventKind::kLeaseExpired)));
+  EXPECT_EQ(canceled.to, ExecutionStatus::kCanceled);
 }
 
 TEST(StateMachine, ThreeLeaseExpiriesInARowQuarantine) {

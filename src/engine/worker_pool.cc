@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <exception>
 
 namespace taskengine {
@@ -128,7 +129,9 @@ struct WorkerPool::Task {
   int queue = 0;
   std::shared_ptr<Context> context;  // set when the handler starts
   // Protected by the pool's mu_.
-  bool started = false;
+  bool started = false;  // handed to a worker (its handler runs or is about to)
+  bool marked = false;   // the store knows its handler starts (MarkStarted)
+  bool lost = false;     // found stale before its context existed
   bool finished = false;
   Millis started_at = 0;
   Millis next_heartbeat_at = 0;
@@ -208,10 +211,37 @@ void WorkerPool::Wake() {
 
 void WorkerPool::NotifyCancel(ExecutionId id) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = in_hand_.find(id.value);
-  if (it == in_hand_.end()) return;
-  it->second->cancel_requested = true;
-  if (it->second->context) it->second->context->MarkCancelRequested();
+  auto [begin, end] = in_hand_.equal_range(id.value);
+  for (auto it = begin; it != end; ++it) {
+    it->second->cancel_requested = true;
+    if (it->second->context) it->second->context->MarkCancelRequested();
+  }
+}
+
+void WorkerPool::EraseInHand(const std::shared_ptr<Task>& task) {
+  auto [begin, end] = in_hand_.equal_range(task->lease.id.value);
+  for (auto it = begin; it != end; ++it) {
+    if (it->second == task) {
+      in_hand_.erase(it);
+      return;
+    }
+  }
+}
+
+void WorkerPool::DropUnstarted(const std::shared_ptr<Task>& task) {
+  if (task->finished) return;
+  task->finished = true;
+  QueueState& q = queues_[task->queue];
+  auto it = std::find(q.ready.begin(), q.ready.end(), task);
+  if (it != q.ready.end()) {
+    if (task->marked) --q.marked_ready;
+    q.ready.erase(it);
+  }
+  --q.in_hand;
+  EraseInHand(task);
+  ++stale_;
+  wake_ = true;
+  claim_cv_.notify_one();
 }
 
 EngineStats WorkerPool::stats() const {
@@ -222,6 +252,7 @@ EngineStats WorkerPool::stats() const {
   s.stale = stale_.load();
   s.released = released_.load();
   s.published = published_.load();
+  s.completed = completed_.load();
   s.failed_retryable = failed_retryable_.load();
   s.failed_permanent = failed_permanent_.load();
   s.failed_ambiguous = failed_ambiguous_.load();
@@ -244,17 +275,32 @@ void WorkerPool::SampleRates() {
     const double observed = first ? 0 : static_cast<double>(q.done - q.done_at_sample) / elapsed;
     q.done_at_sample = q.done;
     q.rate = 0.5 * q.rate + 0.5 * observed;
+    if (!first) q.rate_known = true;
   }
 }
 
 int WorkerPool::TargetInHand(const QueueState& q) const {
-  int prefetch = std::max(0, options_.prefetch);
-  if (options_.max_prefetch > prefetch) {
-    const double grown = q.rate * kPrefetchHorizonSeconds;
-    prefetch = static_cast<int>(
-        std::min<double>(options_.max_prefetch, std::max<double>(prefetch, grown)));
-  }
-  return q.limit + prefetch;
+  const int fixed = std::max(0, options_.prefetch);
+  if (options_.max_prefetch <= 0) return q.limit + fixed;
+  // Until the rate is known, the configured prefetch: a queue's first claim
+  // takes what is due in priority order (O2) instead of one lease at a time.
+  if (!q.rate_known) return q.limit + fixed;
+  const double wanted = std::ceil(q.rate * kPrefetchHorizonSeconds);
+  const int most = std::max(fixed, options_.max_prefetch);
+  return q.limit + static_cast<int>(std::clamp<double>(wanted, 1, most));
+}
+
+// A queue keeps about this much work (at its completion rate) marked started
+// ahead of its workers, refilled in one store call when half of it is used:
+// the workers of a fast queue never wait for a mark, and should the node die,
+// at most this much work was marked started without its handler having run.
+// A queue slower than two jobs in this time is marked one lease at a time,
+// as each handler starts.
+constexpr double kMarkAheadSeconds = 0.005;
+constexpr int kMaxMarkBatch = 1024;
+
+int WorkerPool::MarkBatch(const QueueState& q) const {
+  return static_cast<int>(std::clamp<double>(q.rate * kMarkAheadSeconds, 1, kMaxMarkBatch));
 }
 
 void WorkerPool::ClaimLoop() {
@@ -283,6 +329,7 @@ void WorkerPool::ClaimLoop() {
     }
     wake_ = false;
     lock.unlock();
+    request.mark_started = false;  // L4: marked when a handler takes each lease
     auto leases = store_->Claim(request);
     lock.lock();
     if (!leases.ok()) {
@@ -298,6 +345,20 @@ void WorkerPool::ClaimLoop() {
       task->queue = it == queue_index_.end() ? 0 : it->second;
       task->next_heartbeat_at = clock_->NowMillis() + std::max<Millis>(1, lease.lease_ms / 3);
       task->lease = std::move(lease);
+      // An older lease of the same execution is stale now (the store hands
+      // out a new claim only once the old one is gone, e.g. recovered while
+      // this process stalled): drop it, or tell its handler the claim is lost.
+      std::vector<std::shared_ptr<Task>> older;
+      auto [begin, end] = in_hand_.equal_range(task->lease.id.value);
+      for (auto it = begin; it != end; ++it) older.push_back(it->second);
+      for (auto& old : older) {
+        if (!old->started) {
+          DropUnstarted(old);
+        } else {
+          old->lost = true;
+          if (old->context) old->context->MarkLost();
+        }
+      }
       QueueState& q = queues_[task->queue];
       ++q.in_hand;
       q.ready.push_back(task);
@@ -318,6 +379,7 @@ std::shared_ptr<WorkerPool::Task> WorkerPool::NextReady() {
     if (q.ready.empty() || q.running >= q.limit) continue;
     auto task = q.ready.front();
     q.ready.pop_front();
+    if (task->marked) --q.marked_ready;
     return task;
   }
   return nullptr;
@@ -329,22 +391,116 @@ void WorkerPool::WorkLoop() {
     std::shared_ptr<Task> task;
     work_cv_.wait(lock, [&] { return stop_workers_ || (task = NextReady()) != nullptr; });
     if (!task) return;
-    ++queues_[task->queue].running;
+    QueueState& q = queues_[task->queue];
+    ++q.running;
     task->started = true;
+    if (!task->marked) {
+      // L4: the store learns the handler starts before it runs (with the
+      // next leases of a fast queue, which its workers run within moments).
+      std::vector<std::shared_ptr<Task>> batch{task};
+      TakeUnmarked(q, MarkBatch(q) - 1, &batch);
+      if (MarkStarted(batch, /*first_is_mine=*/true, lock) == nullptr) {
+        // Stale, or given back: this worker runs nothing of it.
+        --q.running;
+        idle_cv_.notify_all();
+        continue;
+      }
+    }
+    RefillMarked(q, lock);
     task->started_at = clock_->NowMillis();
     lock.unlock();
     RunTask(task);
     lock.lock();
-    QueueState& q = queues_[task->queue];
     --q.running;
     --q.in_hand;
     ++q.done;
-    in_hand_.erase(task->lease.id.value);
+    EraseInHand(task);
     wake_ = true;
     claim_cv_.notify_one();
     idle_cv_.notify_all();
     if (!q.ready.empty()) work_cv_.notify_one();
   }
+}
+
+void WorkerPool::TakeUnmarked(QueueState& q, int n, std::vector<std::shared_ptr<Task>>* out) {
+  const auto first = q.ready.begin() + static_cast<std::ptrdiff_t>(q.marked_ready);
+  const auto count = std::min<std::ptrdiff_t>(std::max(0, n), q.ready.end() - first);
+  out->insert(out->end(), first, first + count);
+  q.ready.erase(first, first + count);
+}
+
+void WorkerPool::RefillMarked(QueueState& q, std::unique_lock<std::mutex>& lock) {
+  const int n = MarkBatch(q);
+  if (n < 2 || q.refilling || q.marked_ready >= static_cast<std::size_t>(n / 2) || stop_claiming_) {
+    return;
+  }
+  std::vector<std::shared_ptr<Task>> batch;
+  TakeUnmarked(q, n, &batch);
+  if (batch.empty()) return;
+  q.refilling = true;
+  MarkStarted(batch, /*first_is_mine=*/false, lock);
+  q.refilling = false;
+}
+
+std::shared_ptr<WorkerPool::Task> WorkerPool::MarkStarted(
+    const std::vector<std::shared_ptr<Task>>& batch, bool first_is_mine,
+    std::unique_lock<std::mutex>& lock) {
+  std::vector<LeaseRef> refs;
+  refs.reserve(batch.size());
+  for (const auto& t : batch) refs.push_back(LeaseRef{t->lease.id, t->lease.version});
+  lock.unlock();
+  std::vector<Status> replies = store_->MarkStarted(refs);
+  lock.lock();
+  std::shared_ptr<Task> mine;
+  std::vector<std::shared_ptr<Task>> followers;
+  std::vector<std::shared_ptr<Task>> give_back;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const std::shared_ptr<Task>& t = batch[i];
+    const Status& st = replies[i];
+    if (t->finished) continue;  // dropped meanwhile: a newer lease of it came
+    if (st.code() == ErrorCode::kStale || st.code() == ErrorCode::kNotFound || t->lost) {
+      DropUnstarted(t);
+      continue;
+    }
+    if (!st.ok()) {
+      spdlog::warn("execution {}: cannot mark its handler started ({}); lease given back",
+                   t->lease.id.value, st.ToString());
+      give_back.push_back(t);
+      continue;
+    }
+    t->marked = true;
+    if (i == 0 && first_is_mine) {
+      mine = t;
+    } else if (stop_claiming_) {
+      give_back.push_back(t);  // stopping: unstarted leases go back (L6)
+    } else {
+      followers.push_back(t);
+    }
+  }
+  // The followers wait, marked, after the marked leases of their queue, in order.
+  if (!followers.empty()) {
+    QueueState& q = queues_[followers.front()->queue];
+    q.ready.insert(q.ready.begin() + static_cast<std::ptrdiff_t>(q.marked_ready), followers.begin(),
+                   followers.end());
+    q.marked_ready += followers.size();
+    work_cv_.notify_all();
+  }
+  for (const auto& t : give_back) {
+    QueueState& q = queues_[t->queue];
+    --q.in_hand;
+    EraseInHand(t);
+    FinishRequest r;
+    r.lease = LeaseRef{t->lease.id, t->lease.version};
+    r.kind = FinishRequest::Kind::kRelease;
+    lock.unlock();
+    Finish(t, std::move(r));
+    lock.lock();
+  }
+  if (!give_back.empty()) {
+    wake_ = true;
+    claim_cv_.notify_one();
+  }
+  return mine;
 }
 
 Result<std::shared_ptr<const JobDefinition>> WorkerPool::Definition(const JobName& job) {
@@ -393,6 +549,7 @@ void WorkerPool::RunTask(const std::shared_ptr<Task>& task) {
     std::lock_guard<std::mutex> lock(mu_);
     task->context = context;
     if (task->cancel_requested) context->MarkCancelRequested();
+    if (task->lost) context->MarkLost();
   }
   HandlerResult result;
   try {
@@ -479,6 +636,7 @@ void WorkerPool::CompleteLoop() {
       for (std::size_t i = 0; i < replies.size(); ++i) {
         if (replies[i].ok()) {
           ++published_;
+          if (replies[i]->status == ExecutionStatus::kSucceeded) ++completed_;
           if (options_.on_published) options_.on_published(batch[i].lease.id, replies[i]->status);
           continue;
         }
@@ -538,15 +696,22 @@ void WorkerPool::KeepLoop() {
     if (!requests.empty()) {
       auto replies = store_->HeartbeatBatch(requests);
       for (std::size_t i = 0; i < replies.size(); ++i) {
+        const ErrorCode code = replies[i].status().code();
+        const bool lost = code == ErrorCode::kStale || code == ErrorCode::kNotFound;
         std::shared_ptr<Context> ctx;
         {
           std::lock_guard<std::mutex> lock(mu_);
           ctx = due[i]->context;
+          if (lost && !due[i]->started) {
+            // Recovered elsewhere before its handler started: drop it now,
+            // so it neither runs nor holds room the claimer could use.
+            DropUnstarted(due[i]);
+            continue;
+          }
+          if (lost) due[i]->lost = true;
         }
         if (ctx) ctx->Observe(replies[i]);
-        if (!replies[i].ok() && replies[i].status().code() != ErrorCode::kUnavailable) {
-          ++stale_;
-        }
+        if (lost) ++stale_;
       }
     }
     keep_lock.lock();
@@ -570,8 +735,9 @@ void WorkerPool::Stop() {
       for (auto& task : q.ready) unstarted.push_back(task);
       q.in_hand -= static_cast<int>(q.ready.size());
       q.ready.clear();
+      q.marked_ready = 0;
     }
-    for (auto& task : unstarted) in_hand_.erase(task->lease.id.value);
+    for (auto& task : unstarted) EraseInHand(task);
   }
   for (auto& task : unstarted) {
     FinishRequest r;

@@ -4,12 +4,21 @@
 //  - a claimer that claims batches per queue (priority order, per-queue
 //    concurrency plus a bounded prefetch), woken in-process on admission and
 //    polling at `poll_interval_ms` otherwise (A3);
-//  - `worker_threads` workers that run handlers;
+//  - `worker_threads` workers that run handlers. A lease is marked started
+//    in the store (Store::MarkStarted) before its handler runs: by the worker
+//    that takes it, one at a time, for slow jobs; for a fast queue about 5 ms
+//    of its work is kept marked ahead of the workers (one store call for many
+//    short jobs, which never wait for it). The expiry of a prefetched lease
+//    whose handler never started is a free requeue (L4);
 //  - a completer that publishes outcomes in batches (one transaction per
 //    batch, so completions group-commit);
 //  - a lease keeper that heartbeats every lease in hand at a third of its
 //    duration, learns about cancellation, and stops heartbeating a handler
 //    past its timeout (its lease then expires and the sweeper recovers it).
+// Leases are tracked by (execution, claim version): a lease found stale (a
+// heartbeat or mark answered kStale, or the same execution claimed again
+// after a stall) is dropped at once, unstarted, or its handler learns the
+// claim is lost.
 #pragma once
 
 #include <atomic>
@@ -37,11 +46,13 @@ struct WorkerPoolOptions {
   std::vector<QueueConfig> queues;  // at least one
   int claim_batch = 256;
   // Leases a queue may hold beyond its concurrency, waiting for a free
-  // worker. Their leases are heartbeated like running ones. Default: 64.
+  // worker, until its completion rate is known (at most its concurrency).
+  // Their leases are heartbeated like running ones. Default: 64.
   int prefetch = 64;
-  // A queue whose jobs finish quickly holds up to ~100 ms of work (its
-  // observed completion rate x 100 ms) beyond its concurrency, if that is
-  // more than `prefetch`, but never more than this. 0 = prefetch is fixed.
+  // Once its completion rate is known, a queue holds about 100 ms of work
+  // (rate x 100 ms) beyond its concurrency: at least one lease, at most
+  // max(prefetch, max_prefetch). Prefetched leases of slow jobs are thus few
+  // and held briefly. 0 = the prefetch is fixed at `prefetch`. Default: 2,048.
   int max_prefetch = 2048;
   Millis poll_interval_ms = 1000;
   Millis shutdown_grace_ms = 10'000;
@@ -76,18 +87,44 @@ class WorkerPool {
     QueueConfig config;
     int limit = 0;     // concurrency
     int in_hand = 0;   // leased by this pool, not yet finished
-    int running = 0;   // handlers running now
+    int running = 0;   // handlers running now (or being marked started)
+    // Leases waiting for a worker; those marked started (MarkStarted) first.
     std::deque<std::shared_ptr<Task>> ready;
+    std::size_t marked_ready = 0;  // how many at the front of `ready` are marked
+    bool refilling = false;        // a worker is marking more of them
     // Completion rate (per second, smoothed), measured by the claimer.
     std::int64_t done = 0;
     std::int64_t done_at_sample = 0;
     double rate = 0;
+    bool rate_known = false;
   };
   // How many leases queue `q` may hold now (concurrency + prefetch, the
-  // prefetch grown with the queue's completion rate). Under mu_.
+  // prefetch sized by the queue's completion rate). Under mu_.
   int TargetInHand(const QueueState& q) const;
+  // How many leases of `q` are marked started at once (>= 1). Under mu_.
+  int MarkBatch(const QueueState& q) const;
+  // Moves up to `n` unmarked leases (those after the marked ones) out of
+  // `q`'s ready list to the end of `out`. REQUIRES: mu_ held.
+  void TakeUnmarked(QueueState& q, int n, std::vector<std::shared_ptr<Task>>* out);
+  // For a fast queue: marks the next leases of `q` started when fewer than
+  // half a batch wait marked, so its workers do not wait for marks.
+  // REQUIRES: mu_ held by `lock`, released during the store call.
+  void RefillMarked(QueueState& q, std::unique_lock<std::mutex>& lock);
   // Updates each queue's completion rate. Under mu_.
   void SampleRates();
+  // Forgets `task`, a lease found stale before its handler started: out of
+  // its queue's ready list and of in_hand_. REQUIRES: mu_ held.
+  void DropUnstarted(const std::shared_ptr<Task>& task);
+  // Removes `task` (this very lease) from in_hand_. REQUIRES: mu_ held.
+  void EraseInHand(const std::shared_ptr<Task>& task);
+  // Marks `batch` (taken out of one queue's ready list) started in the store.
+  // With `first_is_mine` the first is the calling worker's own task; the
+  // others go back to the ready list after its marked leases, marked. Drops
+  // stale leases; gives back (releases) leases the store could not mark, and
+  // the others when stopping. Returns the worker's task when it may run,
+  // else nullptr. REQUIRES: mu_ held by `lock`, released during the store call.
+  std::shared_ptr<Task> MarkStarted(const std::vector<std::shared_ptr<Task>>& batch,
+                                    bool first_is_mine, std::unique_lock<std::mutex>& lock);
 
   void ClaimLoop();
   void WorkLoop();
@@ -111,7 +148,9 @@ class WorkerPool {
   // Protected by mu_.
   std::vector<QueueState> queues_;  // by priority, highest first
   std::unordered_map<std::string, int> queue_index_;
-  std::unordered_map<std::int64_t, std::shared_ptr<Task>> in_hand_;
+  // Every lease in hand by execution id; one execution may briefly have two
+  // (a stale lease and its successor), told apart by claim version.
+  std::unordered_multimap<std::int64_t, std::shared_ptr<Task>> in_hand_;
   std::chrono::steady_clock::time_point rate_sampled_at_{};
   bool wake_ = false;
   bool stop_claiming_ = false;
@@ -134,7 +173,7 @@ class WorkerPool {
   std::unordered_map<std::string, std::shared_ptr<const JobDefinition>> defs_;  // by job name
 
   std::atomic<std::int64_t> claimed_{0}, succeeded_{0}, failed_{0}, stale_{0}, released_{0},
-      published_{0};
+      published_{0}, completed_{0};
   // Of failed_, by class; reservations answered already_done (EngineStats).
   std::atomic<std::int64_t> failed_retryable_{0}, failed_permanent_{0}, failed_ambiguous_{0},
       failed_unsupported_schema_{0}, effect_duplicates_{0};

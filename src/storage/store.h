@@ -66,6 +66,11 @@ struct ClaimRequest {
   WorkerId worker;
   // Queues in priority order: the first is drained before the next is looked at.
   std::vector<QueueSlot> slots;
+  // L4: whether the leases' handlers start at once (a remote worker leases
+  // only what it runs now). A claimer that prefetches passes false and calls
+  // MarkStarted when it hands a lease to a handler: the expiry of a lease
+  // whose handler never started is a free requeue. Default: true.
+  bool mark_started = true;
 };
 
 // A claimed execution: everything a worker needs to run it.
@@ -274,6 +279,13 @@ class Store {
   // failed head blocks; another tenant's lane of the same key never does). Each gets attempt+1 and
   // a new claim version. Returns an empty vector when nothing is due.
   virtual Result<std::vector<Lease>> Claim(const ClaimRequest& request) = 0;
+  // L4: the handlers of these leases start now (claimed with mark_started =
+  // false). One reply per lease, in request order, each independent: ok, or
+  // kStale when the lease is not current (its handler must not start: the
+  // execution was recovered or claimed again), kNotFound for a missing
+  // execution. Durable against a process crash (not necessarily power loss)
+  // before it returns, like Claim.
+  virtual std::vector<Status> MarkStarted(const std::vector<LeaseRef>& leases) = 0;
   // Extends the lease by its duration, optionally records progress (0..100),
   // and reports whether cancellation was requested (L3).
   Result<HeartbeatReply> Heartbeat(const LeaseRef& lease, std::optional<int> progress);
@@ -299,7 +311,10 @@ class Store {
   virtual std::vector<Result<FinishReply>> FinishBatch(const std::vector<FinishRequest>& requests) = 0;
 
   // Recovers up to `max_batch` executions whose lease expired strictly before
-  // now (the staleness gate: never an in-flight one). Safe to call
+  // now (the staleness gate: never an in-flight one), deciding each with the
+  // state machine: requeued with backoff, failed or quarantined (L4) — or,
+  // when the lease's handler never started (MarkStarted), requeued at once
+  // with its attempt given back and no expiry counted. Safe to call
   // concurrently from several threads or nodes.
   virtual Result<SweepReport> SweepExpired(int max_batch) = 0;
 

@@ -25,6 +25,10 @@ Result<ExecutionStatus> DoReplay(ActionTx& tx, const StateRow& row, Millis now,
 
 Status NoExecution(ExecutionId id) { return NotFound("no execution " + std::to_string(id.value)); }
 
+constexpr std::string_view kFinishedAfterCancel =
+    "the handler finished after the cancel was requested; any effect it committed is listed "
+    "as escaped";
+
 }  // namespace
 
 Result<EffectReply> ReserveEffectIn(ActionTx& tx, const LeaseRef& lease, std::string_view name,
@@ -80,6 +84,12 @@ Result<FinishDecision> DecideFinish(ActionTx& tx, const std::optional<StateRow>&
     return d;
   }
   d.transition = *t;
+  if (e.kind == EventKind::kSucceed && t->to != ExecutionStatus::kSucceeded) {
+    // C1: the handler finished after the cancel was requested. The cancel
+    // stands (the escaped effects are listed); no result is published.
+    d.plan.result = std::nullopt;
+    d.plan.error = kFinishedAfterCancel;
+  }
   return d;
 }
 
@@ -161,7 +171,9 @@ Result<SweepReport> RecoverExpired(ActionTx& tx, const std::vector<StateRow>& ex
     }
     auto t = Decide(row.state, e);
     if (!t.ok()) continue;
-    const std::string error = LeaseExpiredError(row.state.attempt);
+    const std::string error = row.state.handler_started
+                                  ? LeaseExpiredError(row.state.attempt)
+                                  : UnstartedLeaseExpiredError(row.state.attempt);
     TE_RETURN_IF_ERROR(tx.Apply(row, *t, now, std::nullopt, error, std::nullopt));
     CountRecovered(report, t->to);
   }

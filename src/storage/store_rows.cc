@@ -32,6 +32,7 @@ StateRow ReadStateRow(const Row& s) {
   r.tenant = s.Text(21);
   r.worker = s.Text(23);
   r.queue = s.Text(24);
+  r.state.handler_started = s.Int(25) != 0;
   return r;
 }
 

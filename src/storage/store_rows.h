@@ -33,8 +33,8 @@ class Row {
 // max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts,
 // max_ambiguous_attempts, max_consecutive_lease_expiries, lease_ms, run_at,
 // started_at, finished_at, max_unsupported_schema_attempts, lane_key, tenant,
-// status, worker, queue.
-constexpr int kStateColumnCount = 25;
+// status, worker, queue, handler_started.
+constexpr int kStateColumnCount = 26;
 StateRow ReadStateRow(const Row& r);
 // The state columns, then job, payload, idempotency key ("" for NULL).
 ClaimRow ReadClaimRow(const Row& r);

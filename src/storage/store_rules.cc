@@ -285,6 +285,11 @@ std::string LeaseExpiredError(int attempt) {
   return "lease expired (attempt " + std::to_string(attempt) + ")";
 }
 
+std::string UnstartedLeaseExpiredError(int attempt) {
+  return "lease expired before its handler started (attempt " + std::to_string(attempt) +
+         " given back)";
+}
+
 void CountRecovered(SweepReport& report, ExecutionStatus to) {
   ++report.recovered;
   switch (to) {

@@ -120,6 +120,8 @@ FinishPlan PlanFinish(const FinishRequest& request, Millis now, double jitter01)
 
 // The error recorded when a lease of `attempt` expires.
 std::string LeaseExpiredError(int attempt);
+// L4: the error recorded when a lease whose handler never started expires.
+std::string UnstartedLeaseExpiredError(int attempt);
 // Counts one execution recovered by a sweep that moved it to `to`.
 void CountRecovered(SweepReport& report, ExecutionStatus to);
 

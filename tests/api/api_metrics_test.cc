@@ -389,6 +389,20 @@ TEST_F(ApiMetricsTest, RemoteClaimsOutcomesStaleCallsAndDuplicateEffectsCount) {
   json l2 = LeaseOne("remote");
   ASSERT_EQ(client_->Post(W(l2, "complete"), kWorker, CV(l2, {{"result", 1}})).status, 200);
   EXPECT_EQ(Value("taskengine_completions_total{source=\"remote\"}"), 1);
+
+  // C1: a complete reported after a cancel request ends canceled: no completion.
+  const std::int64_t late = Dispatch("remote");
+  json l3 = LeaseOne("remote");
+  ASSERT_EQ(l3["id"], std::to_string(late));
+  ASSERT_EQ(client_
+                ->Post("/api/v1/executions/" + std::to_string(late) + "/cancel", kOperator,
+                       {{"reason", "late"}})
+                .status,
+            200);
+  ClientResponse done = client_->Post(W(l3, "complete"), kWorker, CV(l3, {{"result", 2}}));
+  ASSERT_EQ(done.status, 200) << done.body;
+  EXPECT_EQ(done.json()["status"], "canceled") << done.body;
+  EXPECT_EQ(Value("taskengine_completions_total{source=\"remote\"}"), 1);
 }
 
 TEST_F(ApiMetricsTest, TheSweeperRecoveringAnExpiredLeaseCounts) {

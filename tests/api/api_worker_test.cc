@@ -659,6 +659,50 @@ TEST_F(ApiWorkerTest, ExpiredLeaseMakesTheOldWorkersCallsStale) {
   EXPECT_EQ(result.json()["result"], "new");
 }
 
+// L4 over the worker protocol: leased with confirm_start, a lease counts as
+// started only once the worker confirms it (a batch heartbeat item with
+// "started": true). A lease the worker never confirmed (it went away before
+// it received it) expires as a free requeue; a confirmed one counts.
+TEST_F(ApiWorkerTest, L4_OnlyLeasesConfirmedStartedCountTheirExpiry) {
+  const std::int64_t a = Dispatch("short", R"({"n":1})");
+  const std::int64_t b = Dispatch("short", R"({"n":2})");
+  json body = {{"worker_id", "w-confirm"},
+               {"queues", {"short"}},
+               {"max", 2},
+               {"wait_ms", 5000},
+               {"confirm_start", true}};
+  ClientResponse leased = client_->Post("/api/v1/worker/lease", kWorker, body);
+  ASSERT_EQ(leased.status, 200) << leased.body;
+  json leases = leased.json()["leases"];
+  ASSERT_EQ(leases.size(), 2u) << leased.body;
+  const json& la = leases[0]["id"] == std::to_string(a) ? leases[0] : leases[1];
+  // The worker confirms the start of `a` only; a stale confirmation is refused.
+  json items = {{{"id", la["id"]}, {"claim_version", la["claim_version"]}, {"started", true}},
+                {{"id", la["id"]},
+                 {"claim_version", la["claim_version"].get<std::int64_t>() + 7},
+                 {"started", true}}};
+  ClientResponse confirmed = client_->Post("/api/v1/worker/heartbeats", kWorker,
+                                           {{"worker_id", "w-confirm"}, {"items", items}});
+  ASSERT_EQ(confirmed.status, 200) << confirmed.body;
+  EXPECT_EQ(confirmed.json()["items"][0]["ok"], true) << confirmed.body;
+  EXPECT_EQ(confirmed.json()["items"][1]["ok"], false) << confirmed.body;
+  EXPECT_EQ(confirmed.json()["items"][1]["error"]["code"], "stale") << confirmed.body;
+  // Both leases lapse (300 ms); the sweeper recovers them.
+  auto detail = [&](std::int64_t id) {
+    return client_->Get("/api/v1/executions/" + std::to_string(id), kAdmin).json();
+  };
+  ASSERT_TRUE(
+      WaitUntil([&] { return detail(a)["status"] == "queued" && detail(b)["status"] == "queued"; },
+                std::chrono::seconds(15)));
+  const json da = detail(a);
+  EXPECT_EQ(da["attempt"], 1) << da.dump();
+  EXPECT_EQ(da["consecutive_lease_expiries"], 1) << da.dump();
+  EXPECT_EQ(da["failure_class"], "lease_expired") << da.dump();
+  const json db = detail(b);
+  EXPECT_EQ(db["attempt"], 0) << "never started: no attempt burnt: " << db.dump();
+  EXPECT_EQ(db["consecutive_lease_expiries"], 0) << db.dump();
+}
+
 TEST_F(ApiWorkerTest, OversizedBodiesAre413) {
   std::string huge = R"({"items":[{"id":"1","claim_version":1,"kind":"complete","result":")" +
                      std::string(1100 * 1024, 'x') + R"("}]})";

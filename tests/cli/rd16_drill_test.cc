@@ -5,6 +5,12 @@
 // sweeper quarantines the poison (max_consecutive_lease_expiries = 3) and the
 // crashes stop, while the `steady` jobs dispatched alongside (before the first
 // start, and while the server is down) all complete with one effect each.
+//
+// The second case (L4; issue 12) puts the poison AHEAD of 20 ordinary jobs on
+// a node with one worker thread: the pool holds ordinary leases it prefetched
+// when the poison kills the node. Their handlers never started, so their
+// expiries are free requeues: no ordinary job loses an attempt or ends
+// quarantined, only the poison does.
 #include "drill_support.h"
 
 namespace taskengine::testing {
@@ -14,12 +20,16 @@ constexpr int kSteadyBefore = 8;
 constexpr int kSteadyWhileDown = 8;
 constexpr int kExpiryBound = 3;
 
+// Short leases and backoff; quarantine after kExpiryBound expiries in a row.
+std::string JobKeys() {
+  return "lease_ms = 1000\ntimeout_ms = 30000\nmax_attempts = 10\n"
+         "backoff_base_ms = 50\nbackoff_cap_ms = 100\n"
+         "max_consecutive_lease_expiries = " +
+         std::to_string(kExpiryBound) + "\n";
+}
+
 std::string DrillConfig(const DrillFiles& f) {
-  const std::string keys =
-      "lease_ms = 1000\ntimeout_ms = 30000\nmax_attempts = 10\n"
-      "backoff_base_ms = 50\nbackoff_cap_ms = 100\n"
-      "max_consecutive_lease_expiries = " +
-      std::to_string(kExpiryBound) + "\n";
+  const std::string keys = JobKeys();
   return EngineSection(2) +
          ShellJob("poison", StartLine(f) + "sleep 2\nkill -9 $PPID\nexit 0\n", keys) +
          ShellJob("steady", StartLine(f) + CountableEffect(f, "notice") + "exit 0\n", keys);
@@ -101,6 +111,73 @@ TEST(Rd16Drill, WorkerKillingHandlerIsQuarantinedAfterThreeExpiriesAndOthersComp
       "[ measure ] RD16: %d crashes, poison quarantined and %zu steady jobs done %lld ms after "
       "the first start\n",
       crashes, steady.size(), elapsed_ms);
+  StopServe(&serve);
+}
+
+constexpr int kOrdinary = 20;
+
+std::string PrefetchConfig(const DrillFiles& f) {
+  const std::string keys = JobKeys();
+  return EngineSection(1) + ShellJob("poison", StartLine(f) + "kill -9 $PPID\nexit 0\n", keys) +
+         ShellJob("steady", StartLine(f) + CountableEffect(f, "notice") + "exit 0\n", keys);
+}
+
+TEST(Rd16Drill, PoisonAheadOfPrefetchedJobsOnOneThreadQuarantinesOnlyThePoison) {
+  DrillFiles files;
+  TaskengineInstall te(PrefetchConfig(files));
+  ASSERT_EQ(te.Run({"migrate"}).exit_code, 0);
+  const std::int64_t poison = DispatchJob(te, "poison");
+  ASSERT_GT(poison, 0);
+  std::vector<std::int64_t> steady;
+  for (int i = 0; i < kOrdinary; ++i) steady.push_back(DispatchJob(te, "steady"));
+
+  ChildProcess serve;
+  ASSERT_NO_FATAL_FAILURE(te.StartServe(&serve));
+  int crashes = 0;
+  std::map<std::int64_t, nlohmann::json> all;
+  auto done = [&] {
+    all = ListAll(te);
+    if (!IsTerminalStatus(all[poison]["status"].get<std::string>())) return false;
+    for (std::int64_t id : steady) {
+      if (!IsTerminalStatus(all[id]["status"].get<std::string>())) return false;
+    }
+    return true;
+  };
+  const bool finished = WaitUntil(
+      milliseconds(90'000),
+      [&] {
+        if (serve.Wait(milliseconds(0)).has_value()) {
+          ++crashes;
+          te.StartServe(&serve);  // the supervisor's restart
+        }
+        return done();
+      },
+      milliseconds(100));
+  ASSERT_TRUE(finished) << "after " << crashes << " crashes: " << DescribeStatuses(all)
+                        << "\nserve log:\n"
+                        << ReadFile(te.serve_log());
+  std::vector<std::int64_t> ids = steady;
+  ids.push_back(poison);
+  std::map<std::int64_t, int> expected;
+  for (std::int64_t id : steady) expected[id] = 1;
+  expected[poison] = 0;
+  std::map<std::int64_t, nlohmann::json> shown = ExpectInvariants(te, files, ids, expected);
+  for (std::int64_t id : steady) {
+    SCOPED_TRACE("ordinary execution " + std::to_string(id));
+    EXPECT_EQ(shown[id]["status"], "succeeded") << shown[id].dump();
+    EXPECT_EQ(shown[id]["attempt"], 1) << "a lease that lapsed unstarted burns no attempt";
+    for (const auto& a : shown[id]["attempts"]) {
+      EXPECT_NE(a["failure_class"], "lease_expired") << a.dump();
+    }
+  }
+  EXPECT_EQ(shown[poison]["status"], "quarantined") << shown[poison].dump();
+  EXPECT_EQ(shown[poison]["failure_class"], "lease_expired");
+  EXPECT_EQ(shown[poison]["attempt"], kExpiryBound);
+  EXPECT_EQ(crashes, kExpiryBound);
+  int succeeded = 0;
+  for (std::int64_t id : steady) succeeded += shown[id]["status"] == "succeeded" ? 1 : 0;
+  std::printf("[ measure ] RD16 prefetch: %d crashes, %d of %zu ordinary jobs succeeded\n", crashes,
+              succeeded, steady.size());
   StopServe(&serve);
 }
 

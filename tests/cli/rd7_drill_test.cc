@@ -12,6 +12,22 @@ namespace {
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 
+// Shell: reserves countable effect `name` (exit 75 unless `proceed`), waits
+// for the test's go, then performs and commits it.
+std::string ReserveThenCommitAfterGo(const DrillFiles& f, const std::string& name) {
+  return R"(answer=$("$TASKENGINE_BIN" effect:reserve )" + name + R"(); rc=$?
+echo ")" +
+         name +
+         R"( $TASKENGINE_EXECUTION_ID $TASKENGINE_CLAIM_VERSION ${answer:-error} $rc" >> ')" +
+         f.answers() + "'\n[ $rc -eq 0 ] || exit 75\n" + WaitForGo(f) +
+         "echo \"$TASKENGINE_EXECUTION_ID\" >> '" + f.Effects(name) + R"('
+"$TASKENGINE_BIN" effect:commit )" +
+         name + R"( --detail "$TASKENGINE_EXECUTION_ID-)" + name +
+         R"(" > /dev/null || exit 75
+exit 0
+)";
+}
+
 std::string DrillConfig(const DrillFiles& f) {
   // Short leases (heartbeat every 500 ms) so a running script learns of the
   // cancellation quickly; the "at-reserve" job heartbeats only every 20 s, so
@@ -28,6 +44,13 @@ std::string DrillConfig(const DrillFiles& f) {
                   keys + "lease_ms = 1500\n") +
          ShellJob("at-reserve",
                   StartLine(f) + WaitForGo(f) + CountableEffect(f, "notice") + "exit 0\n",
+                  keys + "lease_ms = 60000\n") +
+         // Reserves its notice, waits, then sends and commits it and exits 0
+         // before its next heartbeat (20 s away): it never hears of a cancel
+         // that came while it waited.
+         ShellJob("commit-after-cancel", StartLine(f) + ReserveThenCommitAfterGo(f, "notice"),
+                  keys + "lease_ms = 60000\n") +
+         ShellJob("succeed-after-cancel", StartLine(f) + WaitForGo(f) + "exit 0\n",
                   keys + "lease_ms = 60000\n");
 }
 
@@ -140,6 +163,47 @@ TEST_F(Rd7Drill, CancelBeforeTheReservationIsAnsweredCanceled) {
   EXPECT_EQ(j["status"], "canceled") << j.dump();
   EXPECT_EQ(Answers(files_, "notice", id),
             (std::vector<std::pair<std::int64_t, std::string>>{{1, "canceled"}}));
+  ExpectInvariants(te_, files_, {id}, {{id, 0}});
+}
+
+// C1: the cancel comes while the script holds its reserved notice; the script
+// never checks again, sends and commits the notice and exits 0. The success
+// does not hide the cancel: partially_canceled, the notice listed as escaped.
+TEST_F(Rd7Drill, HandlerThatCommitsAndSucceedsAfterTheCancelEndsPartiallyCanceled) {
+  const std::int64_t id = DispatchJob(te_, "commit-after-cancel");
+  ASSERT_GT(id, 0);
+  ASSERT_TRUE(WaitUntil(milliseconds(15'000), [&] {
+    return !Answers(files_, "notice", id).empty();
+  })) << ReadFile(te_.serve_log());
+  ASSERT_EQ(Answers(files_, "notice", id),
+            (std::vector<std::pair<std::int64_t, std::string>>{{1, "proceed"}}));
+  ProcessResult cancel = te_.Run({"execution:cancel", std::to_string(id)});
+  ASSERT_EQ(cancel.exit_code, 0) << cancel.Describe();
+  EXPECT_THAT(cancel.out, HasSubstr("cancel requested (running)"));
+  files_.Go(id);
+  nlohmann::json j = WaitTerminal(id);
+  EXPECT_EQ(j["status"], "partially_canceled") << j.dump();
+  EXPECT_EQ(j["cancel_requested"], true) << j.dump();
+  ASSERT_EQ(j["escaped_effects"].size(), 1u) << j.dump();
+  EXPECT_EQ(j["escaped_effects"][0]["key"], std::to_string(id) + ":notice");
+  EXPECT_EQ(j["escaped_effects"][0]["detail"], std::to_string(id) + "-notice");
+  ExpectInvariants(te_, files_, {id}, {{id, 1}});
+  ProcessResult show = te_.Run({"execution:show", std::to_string(id)});
+  EXPECT_THAT(show.out, ContainsRegex("status +partially_canceled"));
+  EXPECT_THAT(show.out, HasSubstr("escaped effects (1)"));
+}
+
+// C1: a handler with no effect that exits 0 after the cancel was requested
+// ends canceled, not succeeded.
+TEST_F(Rd7Drill, HandlerThatSucceedsAfterTheCancelWithoutEffectsEndsCanceled) {
+  const std::int64_t id = DispatchJob(te_, "succeed-after-cancel");
+  ASSERT_GT(id, 0);
+  ASSERT_TRUE(WaitStarted(id)) << ReadFile(te_.serve_log());
+  ASSERT_EQ(te_.Run({"execution:cancel", std::to_string(id)}).exit_code, 0);
+  files_.Go(id);
+  nlohmann::json j = WaitTerminal(id);
+  EXPECT_EQ(j["status"], "canceled") << j.dump();
+  EXPECT_TRUE(j["escaped_effects"].empty()) << j.dump();
   ExpectInvariants(te_, files_, {id}, {{id, 0}});
 }
 

@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <regex>
+#include <thread>
 
 #include "drill_support.h"
 
@@ -225,6 +226,65 @@ TEST_F(WorkerCliTest, SigtermLetsRunningCommandsFinish) {
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << Log();
   EXPECT_EQ(StatusOf(ids[0]), "succeeded");
   EXPECT_EQ(StatusOf(ids[1]), "succeeded");
+}
+
+// L4 for remote workers: a worker killed while its lease poll is parked
+// never receives the leases the server then hands to that poll. worker:start
+// confirms the start of its leases before running them, so these unconfirmed
+// leases expire as free requeues: the executions run later on another worker
+// at attempt 1, with no lease expiry counted.
+TEST_F(WorkerCliTest, LeasesOfAWorkerThatDiedWhileItsPollWasParkedCostNoAttempt) {
+  ASSERT_NO_FATAL_FAILURE(Setup(RemoteJob(files_)));
+  ChildProcess gone;
+  {
+    SpawnOptions o;
+    o.env = ChildEnvironment({"TASKENGINE_TOKEN=" + token_});
+    o.cwd = te_->dir().path().string();
+    o.stdout_path = te_->dir().File("gone.log");
+    o.stderr_path = te_->dir().File("gone.log");
+    std::string error;
+    ASSERT_TRUE(gone.Start({TASKENGINE_BIN, "worker:start", "--server=" + url_, "--queues=remote",
+                            "--poll-ms=30000", "--concurrency=3"},
+                           o, &error))
+        << error;
+  }
+  ASSERT_TRUE(WaitUntil(milliseconds(20'000), [&] {
+    return Log("gone.log").find("leasing") != std::string::npos;
+  })) << Log("gone.log");
+  std::this_thread::sleep_for(milliseconds(1000));  // its first poll is parked now
+  gone.Kill();
+  const std::vector<std::int64_t> ids = DispatchMany(3);
+  // The server serves the dead worker's parked poll: the executions run on
+  // nobody until their leases lapse and the sweeper requeues them.
+  ASSERT_TRUE(WaitUntil(milliseconds(20'000), [&] {
+    for (std::int64_t id : ids) {
+      if (ShowJson(*te_, id)["claim_version"] != 1) return false;
+    }
+    return true;
+  })) << "the dead worker's poll was not served";
+  ASSERT_TRUE(WaitUntil(milliseconds(20'000), [&] {
+    for (std::int64_t id : ids) {
+      if (StatusOf(id) != "queued") return false;
+    }
+    return true;
+  })) << ReadFile(te_->serve_log());
+  ChildProcess worker;
+  ASSERT_NO_FATAL_FAILURE(StartWorker(&worker, "worker:start", {"--concurrency=3"}));
+  std::map<std::int64_t, nlohmann::json> all;
+  ASSERT_TRUE(WaitAllTerminal(*te_, ids, milliseconds(60'000), &all))
+      << DescribeStatuses(all) << "\nworker log:\n"
+      << Log();
+  std::map<std::int64_t, int> once;
+  for (std::int64_t id : ids) once[id] = 1;
+  auto shown = ExpectInvariants(*te_, files_, ids, once);
+  for (std::int64_t id : ids) {
+    const nlohmann::json& j = shown[id];
+    EXPECT_EQ(j.value("status", ""), "succeeded") << j.dump();
+    EXPECT_EQ(j["attempt"], 1) << "a lease never received burns no attempt: " << j.dump();
+    for (const auto& a : j["attempts"]) {
+      EXPECT_NE(a["failure_class"], "lease_expired") << a.dump();
+    }
+  }
 }
 
 TEST_F(WorkerCliTest, BadFlagsAndARefusedTokenExit1) {

@@ -237,6 +237,7 @@ Result<std::vector<Lease>> Client::LeaseExecutions(const LeaseRequest& request,
   if (!request.version.empty()) body["version"] = request.version;
   if (request.pid > 0) body["pid"] = request.pid;
   if (request.concurrency > 0) body["concurrency"] = request.concurrency;
+  if (request.confirm_start) body["confirm_start"] = true;
   auto timeout = options_.timeout + std::chrono::milliseconds(request.wait_ms);
   auto doc = Call("POST", "/api/v1/worker/lease", body, {}, timeout, abort);
   if (!doc.ok()) return doc.status();
@@ -285,6 +286,7 @@ Result<std::vector<HeartbeatResult>> Client::HeartbeatBatch(const std::string& w
   for (const HeartbeatItem& item : items) {
     Json entry = {{"id", item.id}, {"claim_version", item.claim_version}};
     if (item.progress) entry["progress"] = *item.progress;
+    if (item.started) entry["started"] = true;
     list.push_back(std::move(entry));
   }
   auto doc = Call("POST", "/api/v1/worker/heartbeats",

@@ -162,6 +162,7 @@ Status Worker::Run() {
     request.pid = static_cast<int>(getpid());
     request.version = options_.version;
     request.concurrency = options_.concurrency;
+    request.confirm_start = true;
     auto leases = client_->LeaseExecutions(request, &abort_poll_);
     if (!leases.ok()) {
       if (stopping_) break;
@@ -190,11 +191,12 @@ Status Worker::Run() {
     reported_down = false;
     backoff = options_.reconnect_min;
     if (leases->empty()) continue;
+    ConfirmStarts(&*leases);
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (Lease& lease : *leases) {
         auto context = std::make_shared<LeaseContext>(client_, std::move(lease));
-        held_[context->id()] = context;
+        held_[{context->id(), context->claim_version()}] = context;
         queue_.push_back(std::move(context));
         ++stats_.leased;
       }
@@ -216,6 +218,40 @@ Status Worker::Run() {
   cv_.notify_all();
   heartbeats.join();
   return fatal;
+}
+
+void Worker::ConfirmStarts(std::vector<Lease>* leases) {
+  std::vector<HeartbeatItem> items;
+  for (const Lease& lease : *leases) {
+    HeartbeatItem item{lease.id, lease.claim_version, std::nullopt};
+    item.started = true;
+    items.push_back(std::move(item));
+  }
+  std::int64_t processed = 0, failed = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    processed = stats_.completed + stats_.failed;
+    failed = stats_.failed;
+  }
+  auto reply = client_->HeartbeatBatch(options_.worker_id, items, processed, failed);
+  std::vector<Lease> confirmed;
+  if (!reply.ok() || reply->size() != leases->size()) {
+    // Not confirmed: run none of them. Their leases lapse and, never marked
+    // started, are requeued without costing an attempt.
+    Log("could not confirm the start of " + std::to_string(leases->size()) + " lease(s): " +
+        (reply.ok() ? std::string("unexpected answer") : reply.status().ToString()));
+  } else {
+    for (std::size_t i = 0; i < leases->size(); ++i) {
+      if ((*reply)[i].status.ok()) confirmed.push_back(std::move((*leases)[i]));
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto dropped = static_cast<std::int64_t>(leases->size() - confirmed.size());
+    stats_.leased += dropped;
+    stats_.lost += dropped;
+  }
+  leases->swap(confirmed);
 }
 
 void Worker::HandlerLoop() {
@@ -288,7 +324,7 @@ void Worker::Report(const std::shared_ptr<LeaseContext>& context, const Outcome&
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    held_.erase(context->id());
+    held_.erase({context->id(), context->claim_version()});
     if (lost) {
       ++stats_.lost;
     } else if (outcome.kind == Outcome::Kind::kComplete) {
@@ -313,7 +349,7 @@ void Worker::HeartbeatLoop() {
       while (true) {
         if (heartbeat_done_) return;
         milliseconds interval = options_.idle_heartbeat;
-        for (const auto& [id, context] : held_) {
+        for (const auto& [key, context] : held_) {
           if (context->lease().lease_ms > 0) {
             interval = std::min(interval, milliseconds(context->lease().lease_ms / 3));
           }
@@ -324,7 +360,7 @@ void Worker::HeartbeatLoop() {
         if (Clock::now() >= due) break;
         cv_.wait_until(lock, due, [&] { return heartbeat_done_ || new_lease_; });
       }
-      for (const auto& [id, context] : held_) held.push_back(context);
+      for (const auto& [key, context] : held_) held.push_back(context);
       processed = stats_.completed + stats_.failed;
       failed = stats_.failed;
     }
@@ -340,6 +376,12 @@ void Worker::HeartbeatLoop() {
       continue;
     }
     reported_down = false;
+    if (reply->size() == held.size()) {
+      // Answers come in request order: each applies to its own lease (two
+      // leases of one execution, a stale one and its successor, differ).
+      for (std::size_t i = 0; i < held.size(); ++i) held[i]->Apply((*reply)[i]);
+      continue;
+    }
     for (const HeartbeatResult& result : *reply) {
       for (const auto& context : held) {
         if (context->id() == result.id) context->Apply(result);

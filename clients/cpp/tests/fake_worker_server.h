@@ -82,6 +82,15 @@ class FakeWorkerServer {
     std::lock_guard<std::mutex> lock(mu_);
     executions_[id].claim_version += 1000;
   }
+  // Recovers the execution as a sweeper would after its lease expired, and
+  // queues it again: the old claim is stale, the next lease is a new claim.
+  void Requeue(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    executions_[id].claim_version += 1000;
+    executions_[id].state = "queued";
+    queue_.push_back(id);
+    cv_.notify_all();
+  }
   Execution Get(const std::string& id) {
     std::lock_guard<std::mutex> lock(mu_);
     return executions_[id];

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
 #include <thread>
 
 #include "fake_worker_server.h"
@@ -169,6 +170,46 @@ TEST(WorkerTest, ALostClaimPublishesNothing) {
   EXPECT_EQ(seen_state.load(), static_cast<int>(LeaseState::kLost));
   EXPECT_EQ(server.Get(id).state, "running");  // the complete was not sent
   EXPECT_EQ(running.worker().stats().completed, 0);
+}
+
+// A worker that stalled past its lease leases the same execution again while
+// the stale lease's handler still runs: the two leases are kept apart by
+// claim version. The stale one's answers do not touch the new one, its end
+// does not forget the new one, and the new one is heartbeated and completes.
+TEST(WorkerTest, TheSameExecutionLeasedAgainIsKeptApartFromItsStaleLease) {
+  FakeWorkerServer server(0, /*lease_ms=*/300);  // heartbeat every 100 ms
+  ASSERT_TRUE(server.Start().ok());
+  Client client({server.url(), ""});
+  const std::string id = server.Enqueue();
+  std::atomic<int> runs{0};
+  std::atomic<bool> first_may_end{false};
+  std::atomic<int> second_state{-1};
+  std::atomic<int> heartbeats_after_first{-1};
+  std::unique_ptr<RunningWorker> running;
+  running = std::make_unique<RunningWorker>(&client, FastOptions(2), [&](LeaseContext& ctx) {
+    if (++runs == 1) {
+      WaitFor([&] { return first_may_end.load(); });
+      return Outcome::Complete();  // stale by now: published nowhere
+    }
+    // The new lease: outlive the stale one by several heartbeat periods.
+    WaitFor([&] { return running->worker().stats().lost == 1; });
+    const int before = server.Get(id).heartbeats;
+    std::this_thread::sleep_for(milliseconds(500));
+    heartbeats_after_first = server.Get(id).heartbeats - before;
+    second_state = static_cast<int>(ctx.Checkpoint());
+    return Outcome::Complete(Json{{"run", 2}});
+  });
+  ASSERT_TRUE(WaitFor([&] { return runs.load() == 1; }));
+  server.Requeue(id);
+  ASSERT_TRUE(WaitFor([&] { return runs.load() == 2; })) << "leased again into the free slot";
+  first_may_end = true;
+  ASSERT_TRUE(WaitFor([&] { return server.Get(id).state == "succeeded"; }))
+      << "the new lease was lost with the stale one: " << server.Get(id).state;
+  EXPECT_EQ(second_state.load(), static_cast<int>(LeaseState::kActive));
+  EXPECT_GE(heartbeats_after_first.load(), 2) << "the new lease is still heartbeated";
+  EXPECT_EQ(running->worker().stats().completed, 1);
+  EXPECT_EQ(running->worker().stats().lost, 1);
+  running.reset();
 }
 
 TEST(WorkerTest, GracefulStopWaitsForRunningHandlers) {

@@ -52,7 +52,7 @@ using pg::PgResult;
   "ambiguous_failures, cancel_requested, failure_class, max_attempts, backoff_base_ms, " \
   "backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, "                     \
   "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at, "          \
-  "max_unsupported_schema_attempts, lane_key, tenant, status, worker, queue"
+  "max_unsupported_schema_attempts, lane_key, tenant, status, worker, queue, handler_started"
 
 // Every call about an execution locks its row first: concurrent calls about
 // one execution (on any node) are serialized by it.
@@ -85,9 +85,16 @@ constexpr const char* kClaimDue =
 // version, lease expiry).
 constexpr const char* kClaimUpdate =
     "UPDATE executions AS e SET status = v.status, attempt = v.attempt, claim_version = v.version,"
-    " worker = $6, started_at = $7, lease_expires_at = v.expires, finished_at = 0"
+    " worker = $6, started_at = $7, lease_expires_at = v.expires, finished_at = 0,"
+    " handler_started = $8"
     " FROM unnest($1::bigint[], $2::int[], $3::int[], $4::bigint[], $5::bigint[])"
     " AS v(id, status, attempt, version, expires) WHERE e.id = v.id";
+// L4: the current claims' handlers start (parallel arrays: id, claim version).
+// REQUIRES: the rows are locked in id order first (LockInOrder).
+constexpr const char* kMarkStarted =
+    "UPDATE executions AS e SET handler_started = 1"
+    " FROM unnest($1::bigint[], $2::bigint[]) AS v(id, version)"
+    " WHERE e.id = v.id AND e.claim_version = v.version AND e.status = 1";
 
 // Many successes at once (FinishBatch): parallel arrays, one element per
 // execution; the columns as kApplyTransition writes them for a success.
@@ -593,11 +600,38 @@ class PostgresStore final : public ActionStore {
         if (ids.empty()) continue;
         Params u;
         u.AddArray(ids).AddArray(statuses).AddArray(attempts).AddArray(versions).AddArray(expiries);
-        u.Add(request.worker.value).Add(now);
+        u.Add(request.worker.value).Add(now).Add(request.mark_started ? 1 : 0);
         TE_RETURN_IF_ERROR(tx.Q(kClaimUpdate, u).status());
       }
       return out;
     });
+  }
+
+  std::vector<Status> MarkStarted(const std::vector<LeaseRef>& leases) override {
+    using Replies = std::vector<Status>;
+    auto r = Write<Replies>([&](Tx& tx) -> Result<Replies> {
+      std::vector<std::int64_t> ids;
+      for (const LeaseRef& lease : leases) ids.push_back(lease.id.value);
+      TE_ASSIGN_OR_RETURN(LockedRows rows, LockInOrder(tx, ids));
+      Replies out;
+      out.reserve(leases.size());
+      std::vector<std::int64_t> mark_ids, mark_versions;
+      for (const LeaseRef& lease : leases) {
+        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, rows.Get(tx, lease.id));
+        out.push_back(CheckLease(row, lease));
+        if (out.back().ok()) {
+          mark_ids.push_back(lease.id.value);
+          mark_versions.push_back(lease.version.value);
+        }
+      }
+      if (!mark_ids.empty()) {
+        TE_RETURN_IF_ERROR(
+            tx.Q(kMarkStarted, Params().AddArray(mark_ids).AddArray(mark_versions)).status());
+      }
+      return out;
+    });
+    if (!r.ok()) return Replies(leases.size(), r.status());
+    return std::move(r).value();
   }
 
   std::vector<Result<HeartbeatReply>> HeartbeatBatch(

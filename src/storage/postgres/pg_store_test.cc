@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "storage/postgres/pg_conn.h"
+#include "storage/postgres/pg_schema.h"
 #include "testing_support/test_util.h"
 
 namespace taskengine {
@@ -486,15 +487,17 @@ TEST(PgStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
   ASSERT_OK_AND_ASSIGN(AdmitResult b1, store->Admit(in_lane(3, "b")));
   pg::PgConn admin;
   ASSERT_OK(admin.Connect(cluster.url(), "te_o1m"));
-  // Back to version 5: one lane per key, so b's member waited behind a's.
+  // Back to version 5: one lane per key, so b's member waited behind a's
+  // (and no handler_started column, which version 7 adds).
   ASSERT_OK(
-      admin.Exec("DROP INDEX executions_lane_open; CREATE INDEX executions_lane_open ON executions"
+      admin.Exec("ALTER TABLE executions DROP COLUMN handler_started;"
+                 " DROP INDEX executions_lane_open; CREATE INDEX executions_lane_open ON executions"
                  " (lane_key, id) WHERE lane_key <> '' AND status IN (0, 1, 3, 4);"
                  " UPDATE executions SET lane_parked = 1 WHERE id = " +
                  std::to_string(b1.id.value) + "; UPDATE schema_version SET version = 5"));
   ASSERT_OK(store->Migrate());
   ASSERT_OK_AND_ASSIGN(int version, store->SchemaVersion());
-  EXPECT_EQ(version, 6);
+  EXPECT_EQ(version, pg::kSchemaVersion);
   ClaimRequest claim;
   claim.worker = WorkerId("w1");
   claim.slots.push_back(QueueSlot{"default", 10});

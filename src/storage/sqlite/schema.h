@@ -279,6 +279,13 @@ UPDATE executions SET lane_parked = 0
               WHERE o.tenant = executions.tenant AND o.lane_key = executions.lane_key
                 AND o.status IN (0, 1, 3, 4));
 )sql",
+    // Version 9: L4, whether the handler of the current claim started. A claim
+    // that prefetches writes 0 and the pool marks the lease when a handler
+    // takes it; the sweeper requeues an expired lease still at 0 for free.
+    // Leases of older binaries count as started.
+    R"sql(
+ALTER TABLE executions ADD COLUMN handler_started INTEGER NOT NULL DEFAULT 1;
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

@@ -48,7 +48,7 @@ using sqlite::Stmt;
   "ambiguous_failures, cancel_requested, failure_class, max_attempts, backoff_base_ms, " \
   "backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, "                     \
   "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at, "          \
-  "max_unsupported_schema_attempts, lane_key, tenant, status, worker, queue"
+  "max_unsupported_schema_attempts, lane_key, tenant, status, worker, queue, handler_started"
 
 constexpr const char* kSelectState = "SELECT " TE_STATE_COLUMNS " FROM executions WHERE id = ?1";
 constexpr const char* kSelectExecution =
@@ -69,7 +69,12 @@ constexpr const char* kClaimDue =
     " ORDER BY run_at, id LIMIT ?3";
 constexpr const char* kClaimUpdate =
     "UPDATE executions SET status = ?2, attempt = ?3, claim_version = ?4,"
-    " worker = ?5, started_at = ?6, lease_expires_at = ?7, finished_at = 0 WHERE id = ?1";
+    " worker = ?5, started_at = ?6, lease_expires_at = ?7, finished_at = 0,"
+    " handler_started = ?8 WHERE id = ?1";
+// L4: the current claim's handler starts.
+constexpr const char* kMarkStarted =
+    "UPDATE executions SET handler_started = 1 WHERE id = ?1 AND claim_version = ?2"
+    " AND status = 1";
 
 constexpr const char* kHeartbeat =
     "UPDATE executions SET lease_expires_at = ?2, progress = COALESCE(?3, progress)"
@@ -488,7 +493,7 @@ class SqliteStore final : public ActionStore {
           TE_ASSIGN_OR_RETURN(Stmt u, c.Prepare(kClaimUpdate));
           u.Bind(1, row.id.value).Bind(2, static_cast<int>(t->to)).Bind(3, t->attempt);
           u.Bind(4, lease.version.value).Bind(5, request.worker.value).Bind(6, now);
-          u.Bind(7, lease.lease_expires_at);
+          u.Bind(7, lease.lease_expires_at).Bind(8, request.mark_started ? 1 : 0);
           TE_RETURN_IF_ERROR(u.Run());
           op_counters_.CountTransition(row.queue, row.state.status, t->to, now);
           out.push_back(std::move(lease));
@@ -496,6 +501,33 @@ class SqliteStore final : public ActionStore {
       }
       return out;
     }, Durability::kRelaxed);
+  }
+
+  std::vector<Status> MarkStarted(const std::vector<LeaseRef>& leases) override {
+    using Replies = std::vector<Status>;
+    auto r = Write<Replies>(
+        [&](Connection& c) -> Result<Replies> {
+          Replies out;
+          out.reserve(leases.size());
+          for (const LeaseRef& lease : leases) {
+            {
+              TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kMarkStarted));
+              s.Bind(1, lease.id.value).Bind(2, lease.version.value);
+              TE_RETURN_IF_ERROR(s.Run());
+            }
+            if (c.changes() == 1) {
+              out.push_back(Status::Ok());
+              continue;
+            }
+            TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, lease.id));
+            Status check = CheckLease(row, lease);
+            out.push_back(check.ok() ? Internal("lease not marked started") : check);
+          }
+          return out;
+        },
+        Durability::kRelaxed);
+    if (!r.ok()) return Replies(leases.size(), r.status());
+    return std::move(r).value();
   }
 
   std::vector<Result<HeartbeatReply>> HeartbeatBatch(

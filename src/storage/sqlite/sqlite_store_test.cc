@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/canonical_json.h"
+#include "storage/sqlite/schema.h"
 #include "testing_support/test_util.h"
 
 namespace taskengine {
@@ -120,10 +121,12 @@ TEST(SqliteStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
     a1 = r1.id, a2 = r2.id, b1 = r3.id;
   }
   {
-    // Back to version 7: one lane per key, so b's member waited behind a's.
+    // Back to version 7: one lane per key, so b's member waited behind a's
+    // (and no handler_started column, which version 9 adds).
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(o.path.c_str(), &db), SQLITE_OK);
     const std::string downgrade =
+        "ALTER TABLE executions DROP COLUMN handler_started;"
         "DROP INDEX executions_lane_open;"
         "CREATE INDEX executions_lane_open ON executions(lane_key, id)"
         "  WHERE lane_key <> '' AND status IN (0, 1, 3, 4);"
@@ -136,7 +139,7 @@ TEST(SqliteStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
   ASSERT_OK_AND_ASSIGN(auto store, OpenSqliteStore(o));
   ASSERT_OK(store->Migrate());
   ASSERT_OK_AND_ASSIGN(int version, store->SchemaVersion());
-  EXPECT_EQ(version, 8);
+  EXPECT_EQ(version, sqlite::kSchemaVersion);
   ClaimRequest claim;
   claim.worker = WorkerId("w1");
   claim.slots = {{"default", 10}};

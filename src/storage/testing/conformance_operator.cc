@@ -207,6 +207,50 @@ TEST_P(StoreConformance, RD7_CancelAfterTheNoticeEndsPartiallyCanceledListingIt)
   EXPECT_EQ(committed[0].committed_at, committed_at);
 }
 
+// C1: a handler that finishes after the cancel was requested never hides it.
+// The script had reserved its notice, the cancel came, the script committed
+// the notice and reported success before any heartbeat: the execution ends
+// partially_canceled and the notice is listed as escaped; a success without
+// any effect ends canceled. Neither publishes a result.
+TEST_P(StoreConformance, C1_CompleteAfterTheCancelRequestEndsPartiallyCanceledOrCanceled) {
+  DefineJob(WorkJob());
+  const ExecutionId with_effect = AdmitOne(MakeRequest("work", 1));
+  const ExecutionId without = AdmitOne(MakeRequest("work", 2));
+  const std::vector<Lease> leases = ClaimN("default", 2);
+  ASSERT_EQ(leases.size(), 2u);
+  const Lease& le = leases[0].id == with_effect ? leases[0] : leases[1];
+  const Lease& ln = leases[0].id == with_effect ? leases[1] : leases[0];
+  ASSERT_EQ(Reserve(le, "notice").answer, EffectAnswer::kProceed);
+  Advance(kSecond);
+  ASSERT_OK_AND_ASSIGN(ExecutionStatus status, store().RequestCancel(with_effect, By("alice")));
+  ASSERT_EQ(status, ExecutionStatus::kRunning);
+  ASSERT_OK(store().RequestCancel(without, By("alice")));
+  Advance(kSecond);
+  ASSERT_OK(store().CommitEffect(Ref(le), "notice", "msg-3").status());
+  const Millis committed_at = Now();
+  Advance(kSecond);
+
+  ASSERT_OK_AND_ASSIGN(FinishReply r1, store().Complete(Ref(le), R"({"sent":true})"));
+  EXPECT_EQ(r1.status, ExecutionStatus::kPartiallyCanceled);
+  ASSERT_OK_AND_ASSIGN(FinishReply r2, store().Complete(Ref(ln), R"({"sent":false})"));
+  EXPECT_EQ(r2.status, ExecutionStatus::kCanceled);
+
+  const Execution e = Get(with_effect);
+  EXPECT_EQ(e.status, ExecutionStatus::kPartiallyCanceled);
+  EXPECT_TRUE(e.cancel_requested);
+  EXPECT_EQ(e.finished_at, Now());
+  EXPECT_TRUE(e.result_json.empty()) << "a canceled execution publishes no result";
+  EXPECT_NE(e.error.find("after the cancel was requested"), std::string::npos) << e.error;
+  const std::vector<EffectRecord> effects = Effects(with_effect);
+  ASSERT_EQ(effects.size(), 1u);
+  EXPECT_TRUE(effects[0].committed);
+  EXPECT_EQ(effects[0].committed_at, committed_at);
+  EXPECT_EQ(Get(without).status, ExecutionStatus::kCanceled);
+  EXPECT_TRUE(Get(without).result_json.empty());
+  // The finish was the current claim's last word: a second one is stale.
+  EXPECT_EQ(store().Complete(Ref(le), "{}").status().code(), ErrorCode::kStale);
+}
+
 TEST_P(StoreConformance, C1_CancelOfQueuedAfterAnEscapedEffectIsPartiallyCanceled) {
   DefineJob(WorkJob());
   const ExecutionId id = AdmitOne(MakeRequest("work", 1));

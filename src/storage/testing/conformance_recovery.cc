@@ -134,6 +134,125 @@ TEST_P(StoreConformance, L4_RepeatedExpiriesQuarantine) {
   EXPECT_EQ(e.finished_at, Now());
 }
 
+// --- L4: leases whose handler never started ---
+
+namespace {
+
+// Claims up to `max` from the default queue as a prefetching pool does: the
+// handlers start later (MarkStarted).
+std::vector<Lease> ClaimUnstarted(Store& store, int max) {
+  ClaimRequest request;
+  request.worker = WorkerId("pool");
+  request.slots.push_back(QueueSlot{"default", max});
+  request.mark_started = false;
+  auto leases = store.Claim(request);
+  EXPECT_TRUE(leases.ok()) << leases.status().ToString();
+  return leases.ok() ? *leases : std::vector<Lease>{};
+}
+
+}  // namespace
+
+// Prefetched work of a node that died: the expiry of a lease whose handler
+// never started burns no attempt and counts toward no poison limit, even on
+// the last attempt with one expiry left before quarantine.
+TEST_P(StoreConformance, L4_ExpiryOfANeverStartedLeaseIsAFreeRequeue) {
+  JobDefinition job = LeaseJob("report", 1'000);
+  job.retry.max_attempts = 1;
+  job.retry.max_consecutive_lease_expiries = 1;
+  DefineJob(job);
+  const ExecutionId id = AdmitOne(MakeRequest("report", 1));
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const std::vector<Lease> leases = ClaimUnstarted(store(), 10);
+    ASSERT_EQ(leases.size(), 1u);
+    EXPECT_EQ(leases[0].attempt, 1);
+    Advance(1'001);
+    ASSERT_OK_AND_ASSIGN(SweepReport report, store().SweepExpired(100));
+    EXPECT_EQ(report.recovered, 1);
+    EXPECT_EQ(report.requeued, 1);
+    EXPECT_EQ(report.quarantined + report.failed, 0);
+    const Execution e = Get(id);
+    EXPECT_EQ(e.status, ExecutionStatus::kQueued);
+    EXPECT_EQ(e.attempt, 0) << "the attempt is given back";
+    EXPECT_EQ(e.consecutive_lease_expiries, 0) << "no expiry counted";
+    EXPECT_EQ(e.failure_class, FailureClass::kNone);
+    EXPECT_EQ(e.run_at, Now()) << "due at once";
+    EXPECT_TRUE(e.worker.empty());
+    EXPECT_EQ(e.lease_expires_at, 0);
+  }
+  ASSERT_OK_AND_ASSIGN(std::vector<AttemptRecord> attempts, store().GetAttempts(id));
+  ASSERT_EQ(attempts.size(), 3u) << "each lease that lapsed unstarted is in the history";
+  for (const AttemptRecord& a : attempts) {
+    EXPECT_TRUE(a.released) << "not counted";
+    EXPECT_NE(a.error.find("before its handler started"), std::string::npos) << a.error;
+  }
+
+  // Once its handler starts, the same expiry counts: quarantined (bound 1).
+  const std::vector<Lease> leases = ClaimUnstarted(store(), 10);
+  ASSERT_EQ(leases.size(), 1u);
+  const std::vector<Status> marked = store().MarkStarted({Ref(leases[0])});
+  ASSERT_EQ(marked.size(), 1u);
+  ASSERT_OK(marked[0]);
+  Advance(1'001);
+  ASSERT_OK_AND_ASSIGN(SweepReport report, store().SweepExpired(100));
+  EXPECT_EQ(report.quarantined, 1);
+  const Execution e = Get(id);
+  EXPECT_EQ(e.status, ExecutionStatus::kQuarantined);
+  EXPECT_EQ(e.attempt, 1);
+  EXPECT_EQ(e.consecutive_lease_expiries, 1);
+  EXPECT_EQ(e.failure_class, FailureClass::kLeaseExpired);
+}
+
+// A claim that does not prefetch (a remote worker leases only what it runs)
+// marks its leases started: their expiries count as before.
+TEST_P(StoreConformance, L4_ALeaseClaimedToStartAtOnceCountsItsExpiry) {
+  JobDefinition job = LeaseJob("report", 1'000);
+  job.retry.max_consecutive_lease_expiries = 1;
+  DefineJob(job);
+  const ExecutionId id = AdmitOne(MakeRequest("report", 1));
+  ClaimOne();
+  Advance(1'001);
+  ASSERT_OK_AND_ASSIGN(SweepReport report, store().SweepExpired(100));
+  EXPECT_EQ(report.quarantined, 1);
+  EXPECT_EQ(Get(id).status, ExecutionStatus::kQuarantined);
+}
+
+// MarkStarted answers each lease alone: a lease that is not current must not
+// start its handler (kStale), a missing execution is kNotFound, and neither
+// changes anything.
+TEST_P(StoreConformance, L4_MarkStartedOfAStaleOrMissingLeaseChangesNothing) {
+  DefineJob(LeaseJob("report", 1'000));
+  const ExecutionId a = AdmitOne(MakeRequest("report", 1));
+  const ExecutionId b = AdmitOne(MakeRequest("report", 2));
+  std::vector<Lease> first = ClaimUnstarted(store(), 10);
+  ASSERT_EQ(first.size(), 2u);
+  Advance(1'001);
+  ASSERT_OK_AND_ASSIGN(SweepReport report, store().SweepExpired(100));
+  ASSERT_EQ(report.requeued, 2);
+  std::vector<Lease> second = ClaimUnstarted(store(), 10);
+  ASSERT_EQ(second.size(), 2u);
+  const std::string before = Snapshot();
+  const std::vector<Status> replies = store().MarkStarted(
+      {Ref(first[0]), LeaseRef{ExecutionId(999'999), ClaimVersion(1)}, Ref(first[1])});
+  ASSERT_EQ(replies.size(), 3u);
+  EXPECT_EQ(replies[0].code(), ErrorCode::kStale) << replies[0].ToString();
+  EXPECT_EQ(replies[1].code(), ErrorCode::kNotFound) << replies[1].ToString();
+  EXPECT_EQ(replies[2].code(), ErrorCode::kStale) << replies[2].ToString();
+  EXPECT_EQ(Snapshot(), before);
+  // The current leases are marked, in one call.
+  const std::vector<Status> current = store().MarkStarted({Ref(second[0]), Ref(second[1])});
+  ASSERT_EQ(current.size(), 2u);
+  EXPECT_OK(current[0]);
+  EXPECT_OK(current[1]);
+  Advance(1'001);
+  ASSERT_OK_AND_ASSIGN(SweepReport counted, store().SweepExpired(100));
+  EXPECT_EQ(counted.requeued, 2);
+  for (ExecutionId id : {a, b}) {
+    EXPECT_EQ(Get(id).attempt, 1) << "started: the expired attempt counts";
+    EXPECT_EQ(Get(id).consecutive_lease_expiries, 1);
+  }
+}
+
 TEST_P(StoreConformance, L4_AReportedFailureResetsTheExpiryCount) {
   JobDefinition job = LeaseJob("report", 1'000);
   job.retry.max_attempts = 10;

@@ -98,6 +98,10 @@ struct LeaseRequest {
   std::string name{}, host{}, version{};  // optional registration details
   int pid = 0;
   int concurrency = 0;
+  // L4: the leases count as started only once a batch heartbeat item says
+  // so (HeartbeatItem::started): leases this worker never received expire
+  // as free requeues on the server.
+  bool confirm_start = false;
 };
 
 // One leased execution, as the server handed it out. Immutable.
@@ -121,6 +125,8 @@ struct HeartbeatItem {
   std::string id{};
   std::int64_t claim_version = 0;
   std::optional<int> progress{};
+  // A lease leased with confirm_start whose handler starts now (batch only).
+  bool started = false;
 };
 
 // One answer of a (batch) heartbeat.

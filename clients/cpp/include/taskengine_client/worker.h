@@ -1,5 +1,7 @@
 // taskengine_client::Worker: a remote worker over the HTTP worker protocol
-// (/api/v1/worker). It long-polls for leases, runs a handler for each on a
+// (/api/v1/worker). It long-polls for leases, confirms to the server that
+// their handlers start (L4: leases it never received then cost no attempt),
+// runs a handler for each on a
 // pool of `concurrency` threads, heartbeats every running lease in one batch
 // every lease/3 (which also learns cancel requests and lost claims), and
 // reports the outcome (complete, fail with a class, or release).
@@ -32,6 +34,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "taskengine_client/client.h"
@@ -190,6 +193,9 @@ class Worker {
  private:
   void HandlerLoop();
   void HeartbeatLoop();
+  // L4: tells the server the handlers of `leases` (leased with confirm_start)
+  // start now; keeps only those it confirmed (the others are counted lost).
+  void ConfirmStarts(std::vector<Lease>* leases);
   void RunOne(const std::shared_ptr<LeaseContext>& context);
   void Report(const std::shared_ptr<LeaseContext>& context, const Outcome& outcome);
   void Log(const std::string& line);
@@ -207,7 +213,9 @@ class Worker {
   std::condition_variable cv_;  // work queued, slot freed, stopping
   // Protected by mu_:
   std::deque<std::shared_ptr<LeaseContext>> queue_;           // leased, not started
-  std::map<std::string, std::shared_ptr<LeaseContext>> held_;  // leased, not yet reported
+  // Leased, not yet reported, by (execution id, claim version): after a stall
+  // the same execution may be leased again while its stale lease still runs.
+  std::map<std::pair<std::string, std::int64_t>, std::shared_ptr<LeaseContext>> held_;
   bool leasing_done_ = false;  // Run's lease loop ended: handler threads exit when idle
   bool heartbeat_done_ = false;
   bool new_lease_ = false;  // wakes the heartbeat thread to recompute its interval
