@@ -120,12 +120,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     TE_CHECK(*n >= -1000);
   }
 
-  auto when = ParseTime(text, "run_at");
+  auto when = taskengine::ParseTime(text, "run_at");
   if (!when.ok()) {
     CheckError(when.status());
   } else if (*when >= 0 && *when <= kLastMillisOf9999) {
     // An offset may carry an accepted local time out of the formattable range.
-    auto back = ParseTime(FormatTime(*when), "run_at");
+    auto back = taskengine::ParseTime(taskengine::FormatTime(*when), "run_at");
     TE_CHECK(back.ok() && *back == *when);
   }
   return 0;
