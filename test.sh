@@ -5,6 +5,9 @@
 #   3. TSan build (clang): the concurrency suites (engine, both backends'
 #      conformance, the PostgreSQL store).
 #   4. libFuzzer targets (clang), each for a short run.
+#   After step 1 the .deb is built and checked (tests/install/deb_test.sh); at
+#   the end every build tree is audited against scripts/deps.sh
+#   (scripts/dep_audit.sh).
 # Steps 1-3 run against a throwaway PostgreSQL 15 cluster (scripts/pg_cluster.sh)
 # that is started here and stopped on exit.
 # Usage: ./test.sh [--quick]   (--quick: step 1 only)

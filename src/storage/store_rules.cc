@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/canonical_json.h"
+#include "storage/execution_detail.h"
 #include "storage/list_codec.h"
 
 namespace taskengine::storage_internal {
@@ -360,7 +361,7 @@ AuditRecord ExecutionAudit(Millis at, const std::string& actor, const std::strin
   a.actor = actor;
   a.tenant = tenant;
   a.action = std::move(action);
-  a.target = "execution:" + std::to_string(id.value);
+  a.target = ExecutionAuditTarget(id);
   a.before_json = StatusJson(before);
   if (after) a.after_json = StatusJson(*after);
   a.reason = reason;

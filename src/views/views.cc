@@ -215,9 +215,6 @@ std::vector<QueueView> QueueViews(std::vector<QueueDepth> depths,
     return a.priority != b.priority ? a.priority > b.priority : a.name < b.name;
   });
   for (const QueueConfig& q : sorted) {
-    if (std::any_of(views.begin(), views.end(),
-                    [&](const QueueView& v) { return v.queue == q.name; }))
-      continue;  // declared twice: the first (highest priority) wins
     QueueView view;
     view.queue = q.name;
     view.configured = true;

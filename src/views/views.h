@@ -89,7 +89,8 @@ struct QueueView {
   Millis oldest_age_ms = 0;     // now - oldest_queued_at; 0 = nothing queued
 };
 
-// Every configured queue (by priority, highest first, then name), then every
+// Every configured queue (names are unique: the configuration refuses a
+// repeated one) by priority, highest first, then name; then every
 // other queue that has work in the database (by name).
 std::vector<QueueView> QueueViews(std::vector<QueueDepth> depths,
                                   const std::vector<QueueConfig>& configured, Millis now);
