@@ -76,7 +76,7 @@
 #include <vector>
 
 #include "core/schedule.h"
-#include "core/time_text.h"
+#include "engine/job_schedules.h"
 #include "storage/store.h"
 #include "taskengine/clock.h"
 #include "taskengine/status.h"
@@ -297,20 +297,5 @@ class Scheduler {
   bool started_ = false;   // protected by loop_mu_
   std::thread loop_;
 };
-
-// The schedule state of one job definition as operators see it (job:list,
-// GET /api/v1/jobs).
-struct JobScheduleInfo {
-  std::optional<Millis> next_fire;  // none: no schedule, disabled, never fires, or invalid
-  Millis last_fire_at = 0;          // 0 = never
-  std::int64_t skipped_fires = 0;
-  Millis last_skipped_at = 0;  // 0 = none
-  std::string error;           // the schedule or zone does not parse
-};
-
-// By job name, for every job in `jobs`, at `now`.
-Result<std::map<std::string, JobScheduleInfo>> JobSchedules(Store& store,
-                                                            const std::vector<JobDefinition>& jobs,
-                                                            Millis now);
 
 }  // namespace taskengine

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/scheduler.h"  // JobScheduleInfo
+#include "engine/job_schedules.h"
 #include "storage/execution_detail.h"
 #include "storage/store.h"
 #include "taskengine/engine.h"
