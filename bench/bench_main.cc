@@ -148,16 +148,17 @@ class Bench {
       disp.push_back(r[0]);
       drain.push_back(r[1]);
       e2e.push_back(r[2]);
-      std::printf("  run %d: dispatch %.0f/s, drain %.0f jobs/s, dispatch+drain %.0f jobs/s\n", i + 1,
-                  r[0], r[1], r[2]);
+      std::printf("  run %d: dispatch %.0f/s, drain %.0f jobs/s, dispatch+drain %.0f jobs/s\n",
+                  i + 1, r[0], r[1], r[2]);
     }
-    std::printf("P1 SQLite end-to-end: bulk-dispatch %ld no-op jobs (batches of 1000), then drain\n"
-                "   with the in-process pool (%d worker threads, prefetch %d, claim batch 512);\n"
-                "   WAL, synchronous=FULL. Medians of %d runs:\n"
-                "   dispatch %.0f jobs/s | drain %.0f jobs/s | dispatch+drain %.0f jobs/s"
-                "  (target >= 40000)\n\n",
-                args_.jobs, args_.workers, args_.prefetch, args_.runs, Median(disp), Median(drain),
-                Median(e2e));
+    std::printf(
+        "P1 SQLite end-to-end: bulk-dispatch %ld no-op jobs (batches of 1000), then drain\n"
+        "   with the in-process pool (%d worker threads, prefetch %d, claim batch 512);\n"
+        "   WAL, synchronous=FULL. Medians of %d runs:\n"
+        "   dispatch %.0f jobs/s | drain %.0f jobs/s | dispatch+drain %.0f jobs/s"
+        "  (target >= 40000)\n\n",
+        args_.jobs, args_.workers, args_.prefetch, args_.runs, Median(disp), Median(drain),
+        Median(e2e));
   }
 
   // Bulk admission alone (a profiling aid).
@@ -212,13 +213,15 @@ class Bench {
       std::sort(v.begin(), v.end());
       return v[std::min(v.size() - 1, static_cast<std::size_t>(p * v.size()))];
     };
-    std::printf("P2 SQLite pickup latency: idle in-process worker (1 thread); single dispatch;\n"
-                "   %d samples. dispatch acknowledged (committed) -> handler start:\n"
-                "   p50 %.3f ms, p99 %.3f ms  (target p50 <= 0.5, p99 <= 2);\n"
-                "   in %d samples the handler had started before the caller heard the ack (counted 0)\n"
-                "   dispatch call (incl. its durable commit) -> handler start: p50 %.3f ms, p99 %.3f ms\n\n",
-                samples, pct(from_ack, 0.5), pct(from_ack, 0.99), before_ack, pct(from_call, 0.5),
-                pct(from_call, 0.99));
+    std::printf(
+        "P2 SQLite pickup latency: idle in-process worker (1 thread); single dispatch;\n"
+        "   %d samples. dispatch acknowledged (committed) -> handler start:\n"
+        "   p50 %.3f ms, p99 %.3f ms  (target p50 <= 0.5, p99 <= 2);\n"
+        "   in %d samples the handler had started before the caller heard the ack (counted 0)\n"
+        "   dispatch call (incl. its durable commit) -> handler start: p50 %.3f ms, p99 %.3f "
+        "ms\n\n",
+        samples, pct(from_ack, 0.5), pct(from_ack, 0.99), before_ack, pct(from_call, 0.5),
+        pct(from_call, 0.99));
   }
 
   void P6() {
@@ -229,10 +232,11 @@ class Bench {
       std::printf("  run %d: drain with 1k queued %.0f jobs/s, with 1M queued %.0f jobs/s\n", i + 1,
                   shallow.back(), deep.back());
     }
-    std::printf("P6 depth independence: drain of %ld jobs with 1,000 vs 1,000,000 other executions\n"
-                "   queued (in a queue no worker serves; same table and indexes). Medians:\n"
-                "   %.0f vs %.0f jobs/s, ratio %.2f  (target >= 0.8)\n\n",
-                args_.jobs, Median(shallow), Median(deep), Median(deep) / Median(shallow));
+    std::printf(
+        "P6 depth independence: drain of %ld jobs with 1,000 vs 1,000,000 other executions\n"
+        "   queued (in a queue no worker serves; same table and indexes). Medians:\n"
+        "   %.0f vs %.0f jobs/s, ratio %.2f  (target >= 0.8)\n\n",
+        args_.jobs, Median(shallow), Median(deep), Median(deep) / Median(shallow));
   }
 
   void P9() {
@@ -248,10 +252,11 @@ class Bench {
     double secs = Drain(*e2, n);
     long peak = ReadStatusKb("VmHWM:");
     e2->Stop();
-    std::printf("P9 memory: RSS idle (engine open, %d workers, sweeper, idle 2 s): %.1f MB (target < 30)\n"
-                "   peak RSS (VmHWM) while bulk-dispatching then draining %ld jobs: %.1f MB"
-                " (target < 150); drain took %.1f s (%.0f jobs/s)\n\n",
-                args_.workers, idle / 1024.0, n, peak / 1024.0, secs, n / secs);
+    std::printf(
+        "P9 memory: RSS idle (engine open, %d workers, sweeper, idle 2 s): %.1f MB (target < 30)\n"
+        "   peak RSS (VmHWM) while bulk-dispatching then draining %ld jobs: %.1f MB"
+        " (target < 150); drain took %.1f s (%.0f jobs/s)\n\n",
+        args_.workers, idle / 1024.0, n, peak / 1024.0, secs, n / secs);
   }
 
  private:
@@ -266,16 +271,23 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (s == "--jobs") a.jobs = std::stol(next());
-    else if (s == "--workers") a.workers = std::stoi(next());
-    else if (s == "--prefetch") a.prefetch = std::stoi(next());
-    else if (s == "--runs") a.runs = std::stoi(next());
-    else if (s == "--dir") a.dir = next();
+    if (s == "--jobs")
+      a.jobs = std::stol(next());
+    else if (s == "--workers")
+      a.workers = std::stoi(next());
+    else if (s == "--prefetch")
+      a.prefetch = std::stoi(next());
+    else if (s == "--runs")
+      a.runs = std::stoi(next());
+    else if (s == "--dir")
+      a.dir = next();
     else if (s == "-h" || s == "--help") {
-      std::printf("usage: taskengine-bench [p1|p2|p6|p9|all] [--jobs N] [--workers N] "
-                  "[--prefetch N] [--runs N] [--dir PATH]\n");
+      std::printf(
+          "usage: taskengine-bench [p1|p2|p6|p9|all] [--jobs N] [--workers N] "
+          "[--prefetch N] [--runs N] [--dir PATH]\n");
       return 0;
-    } else a.which = s;
+    } else
+      a.which = s;
   }
   if (a.dir.empty()) a.dir = (std::filesystem::temp_directory_path() / "taskengine-bench").string();
   spdlog::set_level(spdlog::level::warn);

@@ -45,10 +45,10 @@ constexpr const char* kReadToken = "bench-read";
 struct Args {
   std::string which = "all";
   int runs = 3;
-  long requests = 30'000;  // P3 requests per run
-  int clients = 32;        // P3 connections
-  long jobs = 100'000;     // P4 executions per run
-  int workers = 4;         // P4 remote workers
+  long requests = 30'000;       // P3 requests per run
+  int clients = 32;             // P3 connections
+  long jobs = 100'000;          // P4 executions per run
+  int workers = 4;              // P4 remote workers
   long executions = 5'000'000;  // P8 executions stored
   std::string dir;
 };
@@ -97,7 +97,8 @@ class Server {
       j.lease_ms = 60'000;
       Check(engine_->DefineJob(j), "define");
     }
-    Check(engine_->RegisterHandler("noop", [](te::JobContext&) { return te::HandlerResult::Success(); }),
+    Check(engine_->RegisterHandler("noop",
+                                   [](te::JobContext&) { return te::HandlerResult::Success(); }),
           "register");
     for (const char* principal : {"bench-dispatcher", "bench-worker", "bench-reader"}) {
       Check(engine_->store().Grant(principal, "*"), "grant");
@@ -105,7 +106,8 @@ class Server {
     Check(engine_->Start(), "start");
     auth_.Add(kDispatchToken,
               te::api::Principal::Make("bench-dispatcher", {te::api::Scope::kDispatch}, true));
-    auth_.Add(kWorkerToken, te::api::Principal::Make("bench-worker", {te::api::Scope::kWorker}, true));
+    auth_.Add(kWorkerToken,
+              te::api::Principal::Make("bench-worker", {te::api::Scope::kWorker}, true));
     auth_.Add(kReadToken, te::api::Principal::Make("bench-reader", {te::api::Scope::kRead}, true));
     api_ = std::make_unique<te::api::Api>(engine_.get(), &auth_, te::api::ApiOptions{});
     http_ = std::make_unique<te::api::HttpServer>(te::api::HttpServerOptions{}, api_->handler());
@@ -168,10 +170,11 @@ void RunP3(const Args& args) {
     std::printf("  P3 run %d: %ld dispatches in %.2f s = %.0f req/s\n", run + 1, args.requests,
                 seconds, rates.back());
   }
-  std::printf("P3 HTTP dispatch: median %.0f req/s (target >= 15,000). %d keep-alive connections "
-              "driven by 1 client thread (epoll), one request in flight each; server 2 I/O + 32 "
-              "handler threads; every 202 after its commit (WAL, synchronous=FULL)\n",
-              Median(rates), args.clients);
+  std::printf(
+      "P3 HTTP dispatch: median %.0f req/s (target >= 15,000). %d keep-alive connections "
+      "driven by 1 client thread (epoll), one request in flight each; server 2 I/O + 32 "
+      "handler threads; every 202 after its commit (WAL, synchronous=FULL)\n",
+      Median(rates), args.clients);
 }
 
 // One remote worker: lease up to 100, complete them (one batch call or one
@@ -183,7 +186,8 @@ void RemoteWorker(int port, int index, bool batch_finish, std::atomic<long>& rem
   const std::string lease_body =
       json{{"worker_id", worker_id}, {"queues", {"remote"}}, {"max", 100}, {"wait_ms", 200}}.dump();
   while (remaining.load() > 0 && !failed) {
-    te::bench::HttpReply lease = conn.Request("POST", "/api/v1/worker/lease", kWorkerToken, lease_body);
+    te::bench::HttpReply lease =
+        conn.Request("POST", "/api/v1/worker/lease", kWorkerToken, lease_body);
     if (lease.status != 200) {
       std::fprintf(stderr, "lease: %d %s\n", lease.status, lease.body.c_str());
       failed = true;
@@ -194,7 +198,8 @@ void RemoteWorker(int port, int index, bool batch_finish, std::atomic<long>& rem
     if (batch_finish) {
       json items = json::array();
       for (const json& l : leases) {
-        items.push_back({{"id", l["id"]}, {"claim_version", l["claim_version"]}, {"kind", "complete"}});
+        items.push_back(
+            {{"id", l["id"]}, {"claim_version", l["claim_version"]}, {"kind", "complete"}});
       }
       te::bench::HttpReply fin = conn.Request("POST", "/api/v1/worker/finish", kWorkerToken,
                                               json{{"items", items}}.dump());
@@ -246,11 +251,12 @@ void RunP4(const Args& args) {
                   batch_finish ? "batch finish" : "complete each", run + 1, args.jobs, seconds,
                   rates.back());
     }
-    std::printf("P4 remote workers, %s: median %.0f jobs/s (target >= 20,000). %d worker threads, "
-                "one keep-alive connection each, leases of up to 100; server 2 I/O + 32 handler "
-                "threads\n",
-                batch_finish ? "one finish call per leased batch" : "one complete call per execution",
-                Median(rates), args.workers);
+    std::printf(
+        "P4 remote workers, %s: median %.0f jobs/s (target >= 20,000). %d worker threads, "
+        "one keep-alive connection each, leases of up to 100; server 2 I/O + 32 handler "
+        "threads\n",
+        batch_finish ? "one finish call per leased batch" : "one complete call per execution",
+        Median(rates), args.workers);
   }
 }
 
@@ -287,12 +293,13 @@ void RunP8(const Args& args) {
                 std::chrono::duration<double>(SteadyClock::now() - t0).count());
     large = StatsLatencies(server.port(), kSamples);
   }
-  std::printf("P8 GET /api/v1/stats, %d samples over one keep-alive connection: with %ld "
-              "executions p50 %.3f ms, p99 %.3f ms (target p99 < 50 ms); with 1,000 executions "
-              "p50 %.3f ms, p99 %.3f ms; ratio of p99s %.2f\n",
-              kSamples, args.executions, Percentile(large, 0.5), Percentile(large, 0.99),
-              Percentile(small, 0.5), Percentile(small, 0.99),
-              Percentile(large, 0.99) / std::max(1e-9, Percentile(small, 0.99)));
+  std::printf(
+      "P8 GET /api/v1/stats, %d samples over one keep-alive connection: with %ld "
+      "executions p50 %.3f ms, p99 %.3f ms (target p99 < 50 ms); with 1,000 executions "
+      "p50 %.3f ms, p99 %.3f ms; ratio of p99s %.2f\n",
+      kSamples, args.executions, Percentile(large, 0.5), Percentile(large, 0.99),
+      Percentile(small, 0.5), Percentile(small, 0.99),
+      Percentile(large, 0.99) / std::max(1e-9, Percentile(small, 0.99)));
 }
 
 Args Parse(int argc, char** argv) {
@@ -329,7 +336,8 @@ Args Parse(int argc, char** argv) {
       std::exit(2);
     }
   }
-  if (a.dir.empty()) a.dir = (std::filesystem::temp_directory_path() / "taskengine-http-bench").string();
+  if (a.dir.empty())
+    a.dir = (std::filesystem::temp_directory_path() / "taskengine-http-bench").string();
   return a;
 }
 

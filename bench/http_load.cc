@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,7 +13,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <strings.h>
 
 namespace taskengine::bench {
 namespace {
@@ -62,7 +62,8 @@ std::string RawRequest(const std::string& method, const std::string& target,
   std::string r = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
   if (!token.empty()) r += "Authorization: Bearer " + token + "\r\n";
   if (!body.empty() || method == "POST") {
-    r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+    r +=
+        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   }
   r += "\r\n";
   r += body;
@@ -193,8 +194,7 @@ double RunClosedLoop(int port, int connections, std::int64_t total,
       }
     }
   }
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (Conn& conn : conns) ::close(conn.fd);
   ::close(ep);
   return failed ? -1 : seconds;

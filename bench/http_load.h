@@ -23,8 +23,8 @@ class BlockingConnection {
   BlockingConnection(const BlockingConnection&) = delete;
   BlockingConnection& operator=(const BlockingConnection&) = delete;
 
-  HttpReply Request(const std::string& method, const std::string& target,
-                    const std::string& token, const std::string& body = "");
+  HttpReply Request(const std::string& method, const std::string& target, const std::string& token,
+                    const std::string& body = "");
 
  private:
   bool Connect();

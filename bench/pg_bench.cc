@@ -12,6 +12,7 @@
 // P1 (same run): the same N with one engine of 2x the workers, on PostgreSQL
 // and on SQLite (WAL, synchronous=FULL). Prints medians and the ratios. The
 // client threads share the machine's cores with the server.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -21,7 +22,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-#include <algorithm>
 
 #include "taskengine/engine.h"
 
@@ -73,10 +73,12 @@ class Run {
       Check(e.status(), "open");
       auto engine = std::move(e).value();
       Check(engine->DefineJob(NoopJob()), "define");
-      Check(engine->RegisterHandler("noop", [this](te::JobContext&) {
-        done_.fetch_add(1, std::memory_order_relaxed);
-        return te::HandlerResult::Success();
-      }), "register");
+      Check(engine->RegisterHandler("noop",
+                                    [this](te::JobContext&) {
+                                      done_.fetch_add(1, std::memory_order_relaxed);
+                                      return te::HandlerResult::Success();
+                                    }),
+            "register");
       engines_.push_back(std::move(engine));
     }
   }
@@ -134,11 +136,16 @@ int main(int argc, char** argv) {
     auto value = [&](const std::string& flag) -> const char* {
       return s.rfind(flag + "=", 0) == 0 ? argv[i] + flag.size() + 1 : nullptr;
     };
-    if (const char* v = value("--database-url")) a.url = v;
-    else if (const char* v = value("--jobs")) a.jobs = std::atol(v);
-    else if (const char* v = value("--workers")) a.workers = std::atoi(v);
-    else if (const char* v = value("--runs")) a.runs = std::atoi(v);
-    else if (const char* v = value("--dir")) a.dir = v;
+    if (const char* v = value("--database-url"))
+      a.url = v;
+    else if (const char* v = value("--jobs"))
+      a.jobs = std::atol(v);
+    else if (const char* v = value("--workers"))
+      a.workers = std::atoi(v);
+    else if (const char* v = value("--runs"))
+      a.runs = std::atoi(v);
+    else if (const char* v = value("--dir"))
+      a.dir = v;
     else {
       std::fprintf(stderr,
                    "usage: taskengine-pg-bench --database-url=postgres://... [--jobs=N] "
@@ -147,7 +154,8 @@ int main(int argc, char** argv) {
     }
   }
   if (a.url.empty()) {
-    std::fprintf(stderr, "--database-url is required (scripts/pg_cluster.sh start DIR prints one)\n");
+    std::fprintf(stderr,
+                 "--database-url is required (scripts/pg_cluster.sh start DIR prints one)\n");
     return 2;
   }
   std::vector<double> pg, pg_one, sqlite;

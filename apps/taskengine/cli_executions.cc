@@ -381,7 +381,8 @@ void AddExecutionVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb
   CLI::App* cancel = AddVerb(
       app, "execution:cancel",
       "Cancel an execution (C1), audited as cli:<unix user>. A queued, failed or quarantined "
-      "one ends canceled at once (partially_canceled when an effect committed or may have escaped); a running "
+      "one ends canceled at once (partially_canceled when an effect committed or may have "
+      "escaped); a running "
       "one gets cancel-requested and ends when its worker stops. Prints the status after. "
       "Exit 4 when its status does not allow it (e.g. succeeded).");
   cancel->add_option("id", cf->id, "Execution id")->required();

@@ -43,16 +43,17 @@ int RunJobList(const GlobalFlags& flags, bool show_secrets) {
         << std::endl;
     return kExitOk;
   }
-  Table table(
-      {"NAME", "HANDLER", "QUEUE", "SCOPE", "SCHEDULE", "ENABLED", "MAX ATTEMPTS", "TIMEOUT",
-       "NEXT FIRE", "LAST FIRE", "SKIPPED FIRES"});
+  Table table({"NAME", "HANDLER", "QUEUE", "SCOPE", "SCHEDULE", "ENABLED", "MAX ATTEMPTS",
+               "TIMEOUT", "NEXT FIRE", "LAST FIRE", "SKIPPED FIRES"});
   for (const JobDefinition& j : *jobs) {
     const JobScheduleInfo& s = (*schedules)[j.name.value];
     table.Add({j.name.value, j.handler, j.queue, std::string(ToString(j.scope)),
                j.schedule.empty() ? "-" : j.schedule + " (" + j.timezone + ")",
                j.enabled ? "yes" : "no", std::to_string(j.retry.max_attempts),
                FormatDuration(j.timeout_ms),
-               !s.error.empty() ? "invalid schedule" : s.next_fire ? ShortTime(*s.next_fire) : "-",
+               !s.error.empty() ? "invalid schedule"
+               : s.next_fire    ? ShortTime(*s.next_fire)
+                                : "-",
                ShortTime(s.last_fire_at), std::to_string(s.skipped_fires)});
   }
   table.Print(std::cout);

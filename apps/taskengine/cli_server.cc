@@ -124,13 +124,15 @@ int RunQueueStatus(const GlobalFlags& flags) {
 void AddServerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs) {
   CLI::App* serve = AddVerb(
       app, "serve",
-      "Run the engine: worker pool, lease sweeper and cron scheduler. Logs to stderr. Stops gracefully on "
+      "Run the engine: worker pool, lease sweeper and cron scheduler. Logs to stderr. Stops "
+      "gracefully on "
       "SIGTERM or SIGINT (running jobs get shutdown_grace_ms to finish; a second signal exits "
       "at once).");
   auto log_format = std::make_shared<std::string>();
-  serve->add_option("--log-format", *log_format,
-                    "text or json (one JSON object per line, with an access log of HTTP requests); "
-                    "overrides [log] format and TASKENGINE_LOG_FORMAT")
+  serve
+      ->add_option("--log-format", *log_format,
+                   "text or json (one JSON object per line, with an access log of HTTP requests); "
+                   "overrides [log] format and TASKENGINE_LOG_FORMAT")
       ->check(CLI::IsMember({"text", "json"}));
   verbs->push_back({serve, [&flags, log_format] { return RunServe(flags, *log_format); }});
 

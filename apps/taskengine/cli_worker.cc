@@ -89,15 +89,17 @@ int Resolve(WorkerFlags* f) {
   if (f->server.empty()) f->server = EnvOr("TASKENGINE_SERVER", "");
   if (f->token.empty()) f->token = EnvOr("TASKENGINE_TOKEN", "");
   if (f->server.empty()) {
-    return Fail(InvalidArgument("--server (or TASKENGINE_SERVER) is required, e.g. "
-                                "--server=http://127.0.0.1:8080"));
+    return Fail(
+        InvalidArgument("--server (or TASKENGINE_SERVER) is required, e.g. "
+                        "--server=http://127.0.0.1:8080"));
   }
   if (f->server.rfind("http://", 0) != 0 && f->server.rfind("https://", 0) != 0) {
     return Fail(InvalidArgument("--server must start with http:// or https://"));
   }
   if (f->token.empty()) {
-    return Fail(InvalidArgument("--token (or TASKENGINE_TOKEN) is required: a token with "
-                                "scope worker (taskengine token:create)"));
+    return Fail(
+        InvalidArgument("--token (or TASKENGINE_TOKEN) is required: a token with "
+                        "scope worker (taskengine token:create)"));
   }
   const auto queues = SplitQueues(f->queues);
   if (queues.empty() || queues.size() > 32) {
@@ -162,14 +164,13 @@ int RunWorkerStart(const GlobalFlags& flags, WorkerFlags f) {
       int sig = sigtimedwait(&stop_signals, nullptr, &tick);
       if (sig == SIGTERM || sig == SIGINT) {
         std::cerr << "taskengine: worker " << worker.worker_id()
-                  << ": stopping (releasing unstarted leases, finishing running ones)"
-                  << std::endl;
+                  << ": stopping (releasing unstarted leases, finishing running ones)" << std::endl;
         worker.Stop();
       }
     }
   });
-  std::cerr << "taskengine: worker " << worker.worker_id() << " leasing " << f.queues
-            << " from " << f.server << " with concurrency " << f.concurrency << std::endl;
+  std::cerr << "taskengine: worker " << worker.worker_id() << " leasing " << f.queues << " from "
+            << f.server << " with concurrency " << f.concurrency << std::endl;
   taskengine_client::Status status = worker.Run();
   done = true;
   watcher.join();
@@ -344,7 +345,8 @@ int RunWorkerManager(const GlobalFlags& flags, WorkerFlags f) {
       }
     }
     if (stopping) {
-      bool any = std::any_of(children.begin(), children.end(), [](const Child& c) { return c.pid > 0; });
+      bool any =
+          std::any_of(children.begin(), children.end(), [](const Child& c) { return c.pid > 0; });
       if (!any) break;
       if (SteadyClock::now() >= kill_at) {
         for (Child& c : children) {
@@ -443,7 +445,8 @@ void AddConnectionFlags(CLI::App* verb, WorkerFlags* f) {
                    "Server base URL, e.g. http://127.0.0.1:8080. Default: TASKENGINE_SERVER");
   verb->add_option("--token", f->token,
                    "Bearer token with scope worker for all tenants. Default: TASKENGINE_TOKEN");
-  verb->add_option("--queues", f->queues, "Comma-separated queues, in priority order. Default: default");
+  verb->add_option("--queues", f->queues,
+                   "Comma-separated queues, in priority order. Default: default");
   verb->add_option("--concurrency", f->concurrency,
                    "Executions run at once per worker process. Default: 4");
   verb->add_option("--max-jobs", f->max_jobs,

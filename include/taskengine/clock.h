@@ -31,7 +31,9 @@ class FakeClock final : public Clock {
  public:
   explicit FakeClock(Millis start = 1'767'225'600'000) : now_(start) {}  // 2026-01-01T00:00Z
   Millis NowMillis() const override { return now_.load(std::memory_order_acquire); }
-  void Advance(std::chrono::milliseconds d) { now_.fetch_add(d.count(), std::memory_order_acq_rel); }
+  void Advance(std::chrono::milliseconds d) {
+    now_.fetch_add(d.count(), std::memory_order_acq_rel);
+  }
   void Set(Millis t) { now_.store(t, std::memory_order_release); }
 
  private:

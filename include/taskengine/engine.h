@@ -113,14 +113,14 @@ struct ReplayResult {
 struct DispatchRequest {
   JobName job;
   TenantId tenant;                  // required for per-tenant jobs, refused for global ones
-  std::string payload_json = "{}"; // a JSON object, at most max_payload_bytes
+  std::string payload_json = "{}";  // a JSON object, at most max_payload_bytes
   std::string idempotency_key;      // empty = none
   std::string requester;            // who asked; part of the fingerprint
   Trigger trigger = Trigger::kApi;
-  Millis delay_ms = 0;              // start no earlier than now + delay
-  Millis run_at = 0;                // or at this time (wins over delay when set)
-  std::string lane_key;             // O1: with the tenant, the lane; <= 200 bytes, no control
-                                    // characters (also when rendered from the lane template)
+  Millis delay_ms = 0;   // start no earlier than now + delay
+  Millis run_at = 0;     // or at this time (wins over delay when set)
+  std::string lane_key;  // O1: with the tenant, the lane; <= 200 bytes, no control
+                         // characters (also when rendered from the lane template)
   ExecutionId parent;
 };
 

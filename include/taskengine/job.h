@@ -27,8 +27,7 @@ struct EffectResult {
   Status error;        // perform failed, or the ledger could not be reached: nothing committed
   // The effect happened exactly once (now or earlier): go on.
   bool done() const {
-    return error.ok() &&
-           (answer == EffectAnswer::kProceed || answer == EffectAnswer::kAlreadyDone);
+    return error.ok() && (answer == EffectAnswer::kProceed || answer == EffectAnswer::kAlreadyDone);
   }
   // What a handler returns when !done(): ambiguous -> HandlerResult::Ambiguous,
   // canceled -> Canceled, stale -> Retryable (publishes nothing anyway),

@@ -58,7 +58,7 @@ inline Status Internal(std::string m) { return {ErrorCode::kInternal, std::move(
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     if (std::get<Status>(v_).ok()) v_ = Status(ErrorCode::kInternal, "ok status without value");
   }
@@ -83,12 +83,12 @@ class [[nodiscard]] Result {
 }  // namespace taskengine
 
 // Programmer-error checks. TE_CHECK is always on; TE_DCHECK only in debug builds.
-#define TE_CHECK(cond)                                                                  \
-  do {                                                                                  \
-    if (!(cond)) {                                                                      \
+#define TE_CHECK(cond)                                                                 \
+  do {                                                                                 \
+    if (!(cond)) {                                                                     \
       std::fprintf(stderr, "%s:%d: TE_CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                     \
-    }                                                                                   \
+      std::abort();                                                                    \
+    }                                                                                  \
   } while (0)
 #ifdef NDEBUG
 #define TE_DCHECK(cond) \
@@ -101,10 +101,10 @@ class [[nodiscard]] Result {
 #define TE_CONCAT_INNER(a, b) a##b
 #define TE_CONCAT(a, b) TE_CONCAT_INNER(a, b)
 // Returns the Status from the enclosing function when `expr` is not ok.
-#define TE_RETURN_IF_ERROR(expr)             \
-  do {                                       \
-    ::taskengine::Status te_s_ = (expr);     \
-    if (!te_s_.ok()) return te_s_;           \
+#define TE_RETURN_IF_ERROR(expr)         \
+  do {                                   \
+    ::taskengine::Status te_s_ = (expr); \
+    if (!te_s_.ok()) return te_s_;       \
   } while (0)
 #define TE_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                             \

@@ -97,15 +97,15 @@ bool IsValidIdempotencyKey(std::string_view key);
 
 // Retry policy of a job (L5, Q1). Defaults as the spec says.
 struct RetryPolicy {
-  int max_attempts = 5;                // retryable failures exhaust into kFailed
-  Millis backoff_base_ms = 5'000;      // min(cap, base * 2^(attempt-1)) + up to 10% jitter
+  int max_attempts = 5;            // retryable failures exhaust into kFailed
+  Millis backoff_base_ms = 5'000;  // min(cap, base * 2^(attempt-1)) + up to 10% jitter
   Millis backoff_cap_ms = 3'600'000;
-  int max_permanent_attempts = 1;      // permanent failures -> kQuarantined after this many
+  int max_permanent_attempts = 1;  // permanent failures -> kQuarantined after this many
   // Permanent failures because the payload's schema version is not accepted:
   // -> kQuarantined after this many (a rolling deploy may bring a worker that
   // accepts it).
   int max_unsupported_schema_attempts = 3;
-  int max_ambiguous_attempts = 1;      // ambiguous failures -> kQuarantined after this many
+  int max_ambiguous_attempts = 1;          // ambiguous failures -> kQuarantined after this many
   int max_consecutive_lease_expiries = 3;  // poison: -> kQuarantined
 };
 
@@ -169,7 +169,7 @@ struct Execution {
   int consecutive_lease_expiries = 0;  // lease expiries in a row (poison detection, L4)
   int permanent_failures = 0;          // failures of class kPermanent so far (Q1)
   int ambiguous_failures = 0;          // failures of class kAmbiguous so far (Q1)
-  RetryPolicy retry;  // the job's policy, frozen at admission
+  RetryPolicy retry;                   // the job's policy, frozen at admission
   Millis lease_ms = 30'000;
 
   Millis DurationMillis() const {
@@ -191,10 +191,10 @@ std::string_view ToString(EffectAnswer a);
 struct EffectRecord {
   ExecutionId execution;
   std::string name;
-  std::string key;          // "<execution id>:<name>"
+  std::string key;  // "<execution id>:<name>"
   bool committed = false;
-  ClaimVersion reserved_by; // the claim that reserved (or last re-reserved) it
-  int attempt = 0;          // the attempt of that claim
+  ClaimVersion reserved_by;  // the claim that reserved (or last re-reserved) it
+  int attempt = 0;           // the attempt of that claim
   Millis reserved_at = 0;
   Millis committed_at = 0;  // 0 while only reserved
   std::string detail;       // what the worker recorded at commit (e.g. a message id)
@@ -207,9 +207,9 @@ std::string EffectKey(ExecutionId id, std::string_view name);
 // What to assume about effects an earlier claim reserved but never confirmed
 // (E3), when an operator replays an execution quarantined as ambiguous.
 enum class AmbiguousResolution {
-  kKeep,          // leave them ambiguous: the replay meets `ambiguous` again
-  kAssumeDone,    // the operator checked: they happened (committed, detail "assumed done")
-  kAssumeNotDone, // the operator checked: they did not happen (reservation dropped)
+  kKeep,           // leave them ambiguous: the replay meets `ambiguous` again
+  kAssumeDone,     // the operator checked: they happened (committed, detail "assumed done")
+  kAssumeNotDone,  // the operator checked: they did not happen (reservation dropped)
 };
 
 enum class ReplayOutcome { kReplayed, kPendingApproval };
@@ -244,10 +244,10 @@ struct Tenant {
 // What the scheduler remembers per job between cycles (T3, T4).
 struct ScheduleState {
   JobName job;
-  Millis last_fire_at = 0;        // the latest fire time admitted (UTC ms); 0 = never
-  Millis last_evaluated_at = 0;   // fires up to this instant have been decided
-  std::int64_t skipped_fires = 0; // fires skipped in total (outside the window, or policy none)
-  Millis last_skipped_at = 0;     // the latest skipped fire time
+  Millis last_fire_at = 0;         // the latest fire time admitted (UTC ms); 0 = never
+  Millis last_evaluated_at = 0;    // fires up to this instant have been decided
+  std::int64_t skipped_fires = 0;  // fires skipped in total (outside the window, or policy none)
+  Millis last_skipped_at = 0;      // the latest skipped fire time
 };
 
 // X1: who may call the API. Scopes: read, dispatch, operate, admin, worker.
@@ -265,25 +265,25 @@ struct User {
 // shown once at creation.
 struct ApiToken {
   std::int64_t id = 0;
-  std::string name;          // a label, e.g. "billing-worker"
-  std::string secret_hash;   // hex SHA-256 of the secret
-  std::string principal;     // the identity calls are made as (audited, requester)
+  std::string name;         // a label, e.g. "billing-worker"
+  std::string secret_hash;  // hex SHA-256 of the secret
+  std::string principal;    // the identity calls are made as (audited, requester)
   std::vector<std::string> scopes;
   std::vector<std::string> tenants;
   Millis created_at = 0;
-  Millis expires_at = 0;     // 0 = never
-  Millis revoked_at = 0;     // 0 = live
+  Millis expires_at = 0;  // 0 = never
+  Millis revoked_at = 0;  // 0 = live
   Millis last_used_at = 0;
 };
 
 // A dashboard session. Only a hash of its id is stored.
 struct Session {
-  std::string id_hash;       // hex SHA-256 of the session id cookie
+  std::string id_hash;  // hex SHA-256 of the session id cookie
   std::string user;
   std::string csrf_token;
   Millis created_at = 0;
   Millis last_seen_at = 0;
-  Millis expires_at = 0;     // absolute timeout
+  Millis expires_at = 0;  // absolute timeout
 };
 
 // W5: a worker process or thread that leases executions.
@@ -296,9 +296,9 @@ struct WorkerInfo {
   std::string hostname;
   std::int64_t pid = 0;
   WorkerState state = WorkerState::kIdle;
-  ExecutionId current;             // 0 = none
-  std::int64_t processed = 0;      // executions finished by this worker
-  std::int64_t failed = 0;         // of which failed
+  ExecutionId current;         // 0 = none
+  std::int64_t processed = 0;  // executions finished by this worker
+  std::int64_t failed = 0;     // of which failed
   Millis started_at = 0;
   Millis last_heartbeat_at = 0;
 };

@@ -105,7 +105,8 @@ void StaticTokenAuthenticator::Add(std::string_view token, Principal principal) 
   entries_.push_back(std::move(entry));
 }
 
-Result<std::optional<Principal>> StaticTokenAuthenticator::Authenticate(const HttpRequest& request) {
+Result<std::optional<Principal>> StaticTokenAuthenticator::Authenticate(
+    const HttpRequest& request) {
   std::optional<std::string_view> token = BearerToken(request);
   if (!token) return std::optional<Principal>();
   unsigned char digest[crypto_hash_sha256_BYTES];

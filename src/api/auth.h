@@ -52,9 +52,9 @@ enum class AuthMethod : std::uint8_t {
 // status URL it was given). worker implies nothing and nothing implies worker,
 // so worker tokens never reach operator routes.
 struct Principal {
-  std::string name;            // the requester/actor recorded by the engine
-  std::uint8_t scopes = 0;     // bit set of Scope values as held (before implication)
-  bool all_tenants = false;    // global: every tenant and global executions
+  std::string name;               // the requester/actor recorded by the engine
+  std::uint8_t scopes = 0;        // bit set of Scope values as held (before implication)
+  bool all_tenants = false;       // global: every tenant and global executions
   std::set<std::string> tenants;  // when !all_tenants
   AuthMethod method = AuthMethod::kNone;
   // Stable id of the credential (e.g. "token:12", "user:alice"): the key of

@@ -169,9 +169,8 @@ void LeaseBroker::Loop() {
     }
     Clock::time_point until = last_round + options_.poll_interval;
     for (const Parked& p : parked_) until = std::min(until, p.deadline);
-    signal_->cv.wait_until(lock, until, [&] {
-      return stopping_ || round_due_ || signal_->generation != seen;
-    });
+    signal_->cv.wait_until(lock, until,
+                           [&] { return stopping_ || round_due_ || signal_->generation != seen; });
     if (stopping_) break;
     Clock::time_point now = Clock::now();
     const bool woken = round_due_ || signal_->generation != seen;
@@ -187,7 +186,8 @@ void LeaseBroker::Loop() {
       std::vector<Parked> waiting = ServeRound(std::move(batch));
       lock.lock();
       // The unanswered keep their place ahead of polls parked meanwhile.
-      for (auto it = waiting.rbegin(); it != waiting.rend(); ++it) parked_.push_front(std::move(*it));
+      for (auto it = waiting.rbegin(); it != waiting.rend(); ++it)
+        parked_.push_front(std::move(*it));
       in_round_ = 0;
       now = Clock::now();
     }

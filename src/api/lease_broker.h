@@ -55,8 +55,8 @@ struct LeaseBrokerOptions {
 // One lease request of a remote worker.
 struct LeasePoll {
   WorkerId worker;
-  std::vector<std::string> queues;  // 1..n queue names, in priority order
-  int max = 1;                      // 1..max_claim executions at most
+  std::vector<std::string> queues;    // 1..n queue names, in priority order
+  int max = 1;                        // 1..max_claim executions at most
   std::chrono::milliseconds wait{0};  // how long it may be parked; 0 = answer at once
   // L4: whether the leases count as started when claimed (true), or only
   // once the worker confirms it started their handlers (Store::MarkStarted,

@@ -147,8 +147,8 @@ std::optional<std::vector<std::string>> SplitPath(std::string_view path) {
   std::size_t start = 1;
   while (true) {
     std::size_t slash = path.find('/', start);
-    std::string_view raw =
-        path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    std::string_view raw = path.substr(
+        start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     auto decoded = PercentDecode(raw, /*plus_is_space=*/false);
     if (!decoded) return std::nullopt;
     segments.push_back(std::move(*decoded));
@@ -213,7 +213,8 @@ void Router::Handle(HttpRequest request, Responder respond) const {
       }
       if (!match) continue;
       allowed.insert(ToString(r.method));
-      if (r.method == request.method && (best == nullptr || r.literal_count > best->literal_count)) {
+      if (r.method == request.method &&
+          (best == nullptr || r.literal_count > best->literal_count)) {
         best = &r;
       }
     }
@@ -261,10 +262,10 @@ void Router::Handle(HttpRequest request, Responder respond) const {
       }
       if (best->access.kind == RouteAccess::Kind::kScope &&
           !(*auth)->HasScope(best->access.scope)) {
-        respond.Send(ErrorResponse(403, "forbidden",
-                                   "this operation requires the '" +
-                                       std::string(ToString(best->access.scope)) + "' scope",
-                                   {{"required_scope", std::string(ToString(best->access.scope))}}));
+        respond.Send(ErrorResponse(
+            403, "forbidden",
+            "this operation requires the '" + std::string(ToString(best->access.scope)) + "' scope",
+            {{"required_scope", std::string(ToString(best->access.scope))}}));
         return;
       }
       const std::string csrf = CsrfProblem(request, **auth);

@@ -41,17 +41,18 @@ class RouterTest : public ::testing::Test {
     auth_.Add("worker", Principal::Make("worker", {Scope::kWorker}, true));
     router_.Add(HttpMethod::kGet, "/things/{id}", RouteAccess::Requires(Scope::kRead),
                 [](const RouteRequest& r) {
-                  return JsonResponse(200, nlohmann::json{{"id", r.Param("id")},
-                                                          {"who", r.principal->name}});
+                  return JsonResponse(
+                      200, nlohmann::json{{"id", r.Param("id")}, {"who", r.principal->name}});
                 });
     router_.Add(HttpMethod::kGet, "/things/special", RouteAccess::Requires(Scope::kRead),
-                [](const RouteRequest&) { return JsonResponse(200, nlohmann::json{{"special", true}}); });
+                [](const RouteRequest&) {
+                  return JsonResponse(200, nlohmann::json{{"special", true}});
+                });
     router_.Add(HttpMethod::kPost, "/things/{id}", RouteAccess::Requires(Scope::kOperate),
                 [](const RouteRequest&) { return JsonResponse(200, nlohmann::json::object()); });
-    router_.Add(HttpMethod::kGet, "/open", RouteAccess::Public(),
-                [](const RouteRequest& r) {
-                  return JsonResponse(200, nlohmann::json{{"principal", r.principal.has_value()}});
-                });
+    router_.Add(HttpMethod::kGet, "/open", RouteAccess::Public(), [](const RouteRequest& r) {
+      return JsonResponse(200, nlohmann::json{{"principal", r.principal.has_value()}});
+    });
     router_.Add(HttpMethod::kGet, "/throws", RouteAccess::Public(),
                 [](const RouteRequest&) -> HttpResponse { throw std::runtime_error("boom"); });
     router_.AddAsync(HttpMethod::kGet, "/forgets", RouteAccess::Public(),

@@ -20,7 +20,8 @@ Result<std::string> IdempotencyKeyHeader(const HttpRequest& http) {
   const std::string* header = http.Header("idempotency-key");
   if (header == nullptr) return std::string();
   std::string key = *header;
-  if (key.size() >= 2 && key.front() == '"' && key.back() == '"') key = key.substr(1, key.size() - 2);
+  if (key.size() >= 2 && key.front() == '"' && key.back() == '"')
+    key = key.substr(1, key.size() - 2);
   if (!IsValidIdempotencyKey(key)) {
     return InvalidArgument(
         "invalid Idempotency-Key header: 1..200 visible ASCII characters, no spaces");
@@ -183,12 +184,12 @@ HttpResponse DispatchBulk(ApiContext& ctx, const RouteRequest& req) {
     item["index"] = i;
     item["conflict"] = r.conflict;
     if (r.conflict) {
-      item["error"] = {{"code", "conflict"},
-                       {"message", "idempotency key '" + requests[i].idempotency_key +
-                                       "' was already used by execution " +
-                                       std::to_string(r.id.value) +
-                                       " with a different payload or requester; nothing was "
-                                       "created for this item"}};
+      item["error"] = {
+          {"code", "conflict"},
+          {"message", "idempotency key '" + requests[i].idempotency_key +
+                          "' was already used by execution " + std::to_string(r.id.value) +
+                          " with a different payload or requester; nothing was "
+                          "created for this item"}};
     }
     out.push_back(std::move(item));
   }

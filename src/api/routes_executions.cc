@@ -70,7 +70,8 @@ HttpResponse ListExecutions(ApiContext& ctx, const RouteRequest& req) {
   std::vector<std::optional<TenantId>> scopes;
   if (tenant) {
     if (!principal.MayAccessTenant(*tenant)) {
-      return ErrorResponse(403, "forbidden", "tenant '" + tenant->value + "' is not granted to you");
+      return ErrorResponse(403, "forbidden",
+                           "tenant '" + tenant->value + "' is not granted to you");
     }
     scopes.emplace_back(tenant);
   } else if (principal.all_tenants) {
@@ -120,11 +121,10 @@ HttpResponse GetResult(ApiContext& ctx, const RouteRequest& req) {
   auto e = VisibleExecution(ctx, PrincipalOf(req), req.Param("id"));
   if (!e.ok()) return StatusResponse(e.status());
   if (e->status != ExecutionStatus::kSucceeded) {
-    return StatusResponse(
-        Conflict("execution " + std::to_string(e->id.value) + " is " +
-                 std::string(ToString(e->status)) +
-                 "; its result is available only after it succeeded"),
-        {{"status", std::string(ToString(e->status))}});
+    return StatusResponse(Conflict("execution " + std::to_string(e->id.value) + " is " +
+                                   std::string(ToString(e->status)) +
+                                   "; its result is available only after it succeeded"),
+                          {{"status", std::string(ToString(e->status))}});
   }
   return JsonResponse(200, Json{{"id", e->id.value}, {"result", EmbeddedJson(e->result_json)}});
 }
@@ -151,10 +151,11 @@ HttpResponse Cancel(ApiContext& ctx, const RouteRequest& req) {
 }
 
 Json ReplayToJson(ExecutionId id, const ReplayResult& r) {
-  return {{"id", id.value},
-          {"outcome", r.outcome == ReplayOutcome::kPendingApproval ? "pending_approval" : "replayed"},
-          {"status", std::string(ToString(r.status))},
-          {"status_url", ExecutionUrl(id)}};
+  return {
+      {"id", id.value},
+      {"outcome", r.outcome == ReplayOutcome::kPendingApproval ? "pending_approval" : "replayed"},
+      {"status", std::string(ToString(r.status))},
+      {"status_url", ExecutionUrl(id)}};
 }
 
 // POST /api/v1/executions/{id}/replay

@@ -212,9 +212,9 @@ class WorkerRegistry {
   }
 
   mutable std::mutex mu_;
-  std::map<std::string, Entry> workers_;         // protected by mu_
-  std::map<std::int64_t, std::string> owner_;    // execution -> worker; protected by mu_
-  SteadyClock::time_point last_forget_;          // protected by mu_
+  std::map<std::string, Entry> workers_;       // protected by mu_
+  std::map<std::int64_t, std::string> owner_;  // execution -> worker; protected by mu_
+  SteadyClock::time_point last_forget_;        // protected by mu_
 };
 
 // Job definitions for lease answers (handler, config), cached briefly so a
@@ -347,8 +347,8 @@ std::optional<ClaimVersion> ReadClaimVersion(StrictObject& in) {
 }
 
 Result<ExecutionId> PathId(const RouteRequest& req) {
-  auto id = ParseInteger(req.Param("id"), 1, std::numeric_limits<std::int64_t>::max(),
-                         "execution id");
+  auto id =
+      ParseInteger(req.Param("id"), 1, std::numeric_limits<std::int64_t>::max(), "execution id");
   if (!id.ok()) return id.status();
   return ExecutionId(*id);
 }
@@ -547,7 +547,8 @@ HttpResponse HeartbeatsRoute(WorkerProtocol& wp, const RouteRequest& req) {
   const nlohmann::json* items = in.Value("items");
   std::optional<std::int64_t> processed =
       in.Int("processed", 0, std::numeric_limits<std::int64_t>::max());
-  std::optional<std::int64_t> failed = in.Int("failed", 0, std::numeric_limits<std::int64_t>::max());
+  std::optional<std::int64_t> failed =
+      in.Int("failed", 0, std::numeric_limits<std::int64_t>::max());
   if (worker_id && !IsValidWorkerId(*worker_id)) {
     in.Fail("worker_id", "must be 1..200 visible ASCII characters");
   }
@@ -603,9 +604,8 @@ HttpResponse HeartbeatsRoute(WorkerProtocol& wp, const RouteRequest& req) {
                          {"lease_expires_at_ms", r->lease_expires_at}});
     } else {
       if (r.status().code() == ErrorCode::kStale) ++wp.metrics->stale_rejections;
-      out.push_back(Json{{"id", IdText(requests[i].lease.id)},
-                         {"ok", false},
-                         {"error", ItemError(r.status())}});
+      out.push_back(Json{
+          {"id", IdText(requests[i].lease.id)}, {"ok", false}, {"error", ItemError(r.status())}});
     }
   }
   wp.Report(wp.workers.OnHeartbeat(WorkerId(*worker_id), in_hand, processed, failed,
@@ -676,17 +676,17 @@ HttpResponse ReserveEffectRoute(WorkerProtocol& wp, const RouteRequest& req) {
   Result<EffectReply> reply = wp.ctx.store->ReserveEffect(*ref, req.Param("name"));
   if (!reply.ok()) return LeaseError(reply.status(), *ref);
   if (reply->answer == EffectAnswer::kStale) {
-    return LeaseError(Stale("claim version " + std::to_string(ref->version.value) +
-                            " of execution " + IdText(ref->id) +
-                            " is not current; reserve nothing"),
-                      *ref);
+    return LeaseError(
+        Stale("claim version " + std::to_string(ref->version.value) + " of execution " +
+              IdText(ref->id) + " is not current; reserve nothing"),
+        *ref);
   }
   if (reply->answer == EffectAnswer::kAlreadyDone) ++wp.metrics->effect_duplicates;
   return JsonResponse(
       200, Json{{"answer", std::string(ToString(reply->answer))},
                 {"key", reply->key},
-                {"detail", reply->answer == EffectAnswer::kAlreadyDone ? Json(reply->detail)
-                                                                       : Json(nullptr)},
+                {"detail",
+                 reply->answer == EffectAnswer::kAlreadyDone ? Json(reply->detail) : Json(nullptr)},
                 {"committed_at", TimeOrNull(reply->committed_at)}});
 }
 
@@ -743,8 +743,8 @@ HttpResponse FinishRoute(WorkerProtocol& wp, const RouteRequest& req, FinishRequ
   wp.workers.OnFinished({*id});
   Json out = {{"status", std::string(ToString(reply->status))}};
   if (kind == FinishRequest::Kind::kFail) {
-    out["run_at"] = reply->status == ExecutionStatus::kQueued ? TimeOrNull(reply->run_at)
-                                                              : Json(nullptr);
+    out["run_at"] =
+        reply->status == ExecutionStatus::kQueued ? TimeOrNull(reply->run_at) : Json(nullptr);
   }
   return JsonResponse(200, out);
 }
@@ -752,9 +752,9 @@ HttpResponse FinishRoute(WorkerProtocol& wp, const RouteRequest& req, FinishRequ
 // POST /api/v1/worker/finish
 //   {"items": [{"id": "42", "claim_version": 3, "kind": "complete|fail|release",
 //               "result", "class", "error", "retry_after_ms", "unsupported_schema"}]}
-// -> 200 {"items": [{"id", "ok": true, "status"} | {"id", "ok": false, "error": {"code", "message"}}]}
-// 1..1000 items in one transaction: each is fenced on its own, none is ok
-// before all are durable. A malformed item refuses the whole request (400).
+// -> 200 {"items": [{"id", "ok": true, "status"} | {"id", "ok": false, "error": {"code",
+// "message"}}]} 1..1000 items in one transaction: each is fenced on its own, none is ok before all
+// are durable. A malformed item refuses the whole request (400).
 HttpResponse FinishBatchRoute(WorkerProtocol& wp, const RouteRequest& req) {
   if (auto forbidden = RequireGlobalWorker(req)) return *forbidden;
   auto body = ParseJsonBody(req.http, /*allow_empty=*/false);
@@ -865,8 +865,7 @@ void RegisterWorkerRoutes(ApiContext& ctx, Router& router) {
   };
   add("/api/v1/worker/executions/{id}/heartbeat",
       [wp](const RouteRequest& r) { return HeartbeatRoute(*wp, r); });
-  add("/api/v1/worker/heartbeats",
-      [wp](const RouteRequest& r) { return HeartbeatsRoute(*wp, r); });
+  add("/api/v1/worker/heartbeats", [wp](const RouteRequest& r) { return HeartbeatsRoute(*wp, r); });
   add("/api/v1/worker/executions/{id}/log",
       [wp](const RouteRequest& r) { return LogRoute(*wp, r); });
   add("/api/v1/worker/executions/{id}/effects/{name}/reserve",
@@ -876,21 +875,14 @@ void RegisterWorkerRoutes(ApiContext& ctx, Router& router) {
   add("/api/v1/worker/executions/{id}/effects/{name}/release",
       [wp](const RouteRequest& r) { return ReleaseEffectRoute(*wp, r); });
   add("/api/v1/worker/executions/{id}/complete",
-      [wp](const RouteRequest& r) {
-        return FinishRoute(*wp, r, FinishRequest::Kind::kComplete);
-      });
+      [wp](const RouteRequest& r) { return FinishRoute(*wp, r, FinishRequest::Kind::kComplete); });
   add("/api/v1/worker/executions/{id}/fail",
-      [wp](const RouteRequest& r) {
-        return FinishRoute(*wp, r, FinishRequest::Kind::kFail);
-      });
+      [wp](const RouteRequest& r) { return FinishRoute(*wp, r, FinishRequest::Kind::kFail); });
   add("/api/v1/worker/executions/{id}/release",
-      [wp](const RouteRequest& r) {
-        return FinishRoute(*wp, r, FinishRequest::Kind::kRelease);
-      });
-  add("/api/v1/worker/finish",
-      [wp](const RouteRequest& r) { return FinishBatchRoute(*wp, r); });
+      [wp](const RouteRequest& r) { return FinishRoute(*wp, r, FinishRequest::Kind::kRelease); });
+  add("/api/v1/worker/finish", [wp](const RouteRequest& r) { return FinishBatchRoute(*wp, r); });
   router.Add(HttpMethod::kGet, "/api/v1/workers", RouteAccess::Requires(Scope::kRead),
-      [wp](const RouteRequest& r) { return ListWorkersRoute(*wp, r); });
+             [wp](const RouteRequest& r) { return ListWorkersRoute(*wp, r); });
 }
 
 }  // namespace taskengine::api

@@ -40,7 +40,8 @@ EffectResult JobContext::Effect(
   auto performed = perform(r.key);
   if (!performed.ok()) {
     r.error = performed.status();
-    if (performed.status().code() == ErrorCode::kUnavailable && r.answer == EffectAnswer::kProceed) {
+    if (performed.status().code() == ErrorCode::kUnavailable &&
+        r.answer == EffectAnswer::kProceed) {
       (void)ReleaseEffect(name);  // certainly not performed: a retry may proceed
     }
     return r;

@@ -76,9 +76,9 @@ Result<Transition> DecideFail(const ExecutionState& s, const Event& e) {
       return exhausted ? End(t, ExecutionStatus::kFailed) : Requeue(t, s, e);
     case FailureClass::kPermanent:
       t.permanent_failures = s.permanent_failures + 1;
-      if (exhausted || t.permanent_failures >= (e.unsupported_schema
-                                                    ? s.retry.max_unsupported_schema_attempts
-                                                    : s.retry.max_permanent_attempts)) {
+      if (exhausted ||
+          t.permanent_failures >= (e.unsupported_schema ? s.retry.max_unsupported_schema_attempts
+                                                        : s.retry.max_permanent_attempts)) {
         return End(t, ExecutionStatus::kQuarantined);
       }
       return Requeue(t, s, e);
@@ -99,14 +99,22 @@ Result<Transition> DecideFail(const ExecutionState& s, const Event& e) {
 
 std::string_view ToString(EventKind k) {
   switch (k) {
-    case EventKind::kClaim: return "claim";
-    case EventKind::kSucceed: return "complete";
-    case EventKind::kFail: return "fail";
-    case EventKind::kRelease: return "release";
-    case EventKind::kLeaseExpired: return "expire the lease of";
-    case EventKind::kCancel: return "cancel";
-    case EventKind::kCancelAck: return "acknowledge cancellation of";
-    case EventKind::kReplay: return "replay";
+    case EventKind::kClaim:
+      return "claim";
+    case EventKind::kSucceed:
+      return "complete";
+    case EventKind::kFail:
+      return "fail";
+    case EventKind::kRelease:
+      return "release";
+    case EventKind::kLeaseExpired:
+      return "expire the lease of";
+    case EventKind::kCancel:
+      return "cancel";
+    case EventKind::kCancelAck:
+      return "acknowledge cancellation of";
+    case EventKind::kReplay:
+      return "replay";
   }
   return "?";
 }

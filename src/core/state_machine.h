@@ -25,14 +25,14 @@
 namespace taskengine {
 
 enum class EventKind {
-  kClaim,           // a claimer takes a due queued execution
-  kSucceed,         // the current claim reports success
-  kFail,            // the current claim reports a failure of `failure_class`
-  kRelease,         // the current claim gives the execution back unrun (shutdown)
-  kLeaseExpired,    // the sweeper found the lease expired
-  kCancel,          // an operator asks to cancel
-  kCancelAck,       // the current claim stopped because cancellation was requested
-  kReplay,          // an operator replays a failed or quarantined execution
+  kClaim,         // a claimer takes a due queued execution
+  kSucceed,       // the current claim reports success
+  kFail,          // the current claim reports a failure of `failure_class`
+  kRelease,       // the current claim gives the execution back unrun (shutdown)
+  kLeaseExpired,  // the sweeper found the lease expired
+  kCancel,        // an operator asks to cancel
+  kCancelAck,     // the current claim stopped because cancellation was requested
+  kReplay,        // an operator replays a failed or quarantined execution
 };
 
 std::string_view ToString(EventKind k);
@@ -41,8 +41,8 @@ struct Event {
   EventKind kind = EventKind::kClaim;
   Millis now = 0;
   FailureClass failure_class = FailureClass::kRetryable;  // for kFail
-  double jitter01 = 0.0;        // a uniform [0,1) sample for backoff jitter
-  Millis retry_after_ms = 0;    // for kFail: the sink asked to wait at least this long
+  double jitter01 = 0.0;      // a uniform [0,1) sample for backoff jitter
+  Millis retry_after_ms = 0;  // for kFail: the sink asked to wait at least this long
   // For cancel outcomes: may an effect have escaped? True when one committed,
   // and when one was reserved but never confirmed (outcome unknown).
   bool has_committed_effects = false;
@@ -62,10 +62,10 @@ struct Transition {
   int ambiguous_failures = 0;
   FailureClass failure_class = FailureClass::kNone;
   bool cancel_requested = false;
-  bool clear_lease = false;   // worker and lease expiry are cleared
-  bool bump_claim = false;    // claim version + 1 (kClaim only)
-  bool finished = false;      // `to` is terminal: set finished_at = now
-  bool changed = true;        // false for an idempotent no-op (e.g. a second cancel)
+  bool clear_lease = false;  // worker and lease expiry are cleared
+  bool bump_claim = false;   // claim version + 1 (kClaim only)
+  bool finished = false;     // `to` is terminal: set finished_at = now
+  bool changed = true;       // false for an idempotent no-op (e.g. a second cancel)
 };
 
 // The part of an execution the state machine looks at.

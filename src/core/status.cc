@@ -4,13 +4,20 @@ namespace taskengine {
 
 std::string_view ErrorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return "ok";
-    case ErrorCode::kNotFound: return "not_found";
-    case ErrorCode::kConflict: return "conflict";
-    case ErrorCode::kStale: return "stale";
-    case ErrorCode::kInvalidArgument: return "invalid_argument";
-    case ErrorCode::kUnavailable: return "unavailable";
-    case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kOk:
+      return "ok";
+    case ErrorCode::kNotFound:
+      return "not_found";
+    case ErrorCode::kConflict:
+      return "conflict";
+    case ErrorCode::kStale:
+      return "stale";
+    case ErrorCode::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::kUnavailable:
+      return "unavailable";
+    case ErrorCode::kInternal:
+      return "internal";
   }
   return "internal";
 }

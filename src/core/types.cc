@@ -16,9 +16,9 @@ std::optional<E> ParseByName(std::string_view s, const std::array<std::string_vi
 constexpr std::array<std::string_view, 7> kStatusNames = {
     "queued", "running", "succeeded", "failed", "quarantined", "canceled", "partially_canceled"};
 constexpr std::array<std::string_view, 5> kFailureNames = {"none", "retryable", "permanent",
-                                                            "ambiguous", "lease_expired"};
+                                                           "ambiguous", "lease_expired"};
 constexpr std::array<std::string_view, 5> kTriggerNames = {"scheduled", "manual", "api", "retry",
-                                                            "replay"};
+                                                           "replay"};
 constexpr std::array<std::string_view, 2> kScopeNames = {"global", "per_tenant"};
 constexpr std::array<std::string_view, 3> kCatchUpNames = {"coalesce", "all", "none"};
 constexpr std::array<std::string_view, 4> kLevelNames = {"debug", "info", "warn", "error"};
@@ -83,11 +83,16 @@ bool IsValidQueueName(std::string_view queue) { return MatchesNameRule(queue, 10
 
 std::string_view ToString(EffectAnswer a) {
   switch (a) {
-    case EffectAnswer::kProceed: return "proceed";
-    case EffectAnswer::kAlreadyDone: return "already_done";
-    case EffectAnswer::kAmbiguous: return "ambiguous";
-    case EffectAnswer::kStale: return "stale";
-    case EffectAnswer::kCanceled: return "canceled";
+    case EffectAnswer::kProceed:
+      return "proceed";
+    case EffectAnswer::kAlreadyDone:
+      return "already_done";
+    case EffectAnswer::kAmbiguous:
+      return "ambiguous";
+    case EffectAnswer::kStale:
+      return "stale";
+    case EffectAnswer::kCanceled:
+      return "canceled";
   }
   return "?";
 }

@@ -1,7 +1,6 @@
 #include "engine/dispatcher.h"
 
 #include <nlohmann/json.hpp>
-
 #include <unordered_map>
 
 #include "core/canonical_json.h"
@@ -50,7 +49,8 @@ Result<std::string> RenderLaneTemplate(const std::string& tmpl, const std::strin
     } else if (it->is_number() || it->is_boolean()) {
       out += it->dump();
     } else {
-      return InvalidArgument("payload field '" + field + "' of the lane template must be a "
+      return InvalidArgument("payload field '" + field +
+                             "' of the lane template must be a "
                              "string, number or boolean");
     }
     i = close;
@@ -90,7 +90,8 @@ Result<AdmitRequest> Dispatcher::Prepare(const DispatchRequest& r, const JobDefi
   if (!r.idempotency_key.empty() && !IsValidIdempotencyKey(r.idempotency_key)) {
     return InvalidArgument("invalid idempotency key: 1..200 printable ASCII characters, no spaces");
   }
-  if (r.lane_key.size() > kMaxLaneKeyBytes) return InvalidArgument("lane key longer than 200 bytes");
+  if (r.lane_key.size() > kMaxLaneKeyBytes)
+    return InvalidArgument("lane key longer than 200 bytes");
   if (HasControlCharacter(r.lane_key)) {
     return InvalidArgument("lane key must not contain control characters");
   }

@@ -24,7 +24,8 @@ class Dispatcher {
 
  private:
   // Checks `r` against its job definition and builds the store request.
-  Result<AdmitRequest> Prepare(const DispatchRequest& r, const JobDefinition& job, Millis now) const;
+  Result<AdmitRequest> Prepare(const DispatchRequest& r, const JobDefinition& job,
+                               Millis now) const;
 
   Store* const store_;
   Clock* const clock_;

@@ -125,8 +125,8 @@ class CancelLatency {
 
 class EngineImpl final : public Engine {
  public:
-  EngineImpl(EngineOptions options, std::unique_ptr<Clock> owned_clock, std::unique_ptr<Store> store,
-             std::unique_ptr<RandomSource> owned_random)
+  EngineImpl(EngineOptions options, std::unique_ptr<Clock> owned_clock,
+             std::unique_ptr<Store> store, std::unique_ptr<RandomSource> owned_random)
       : options_(std::move(options)),
         owned_clock_(std::move(owned_clock)),
         owned_random_(std::move(owned_random)),
@@ -284,11 +284,10 @@ class EngineImpl final : public Engine {
   Status CheckRequester(const Execution& e) {
     TE_ASSIGN_OR_RETURN(bool allowed, authorizer_->MayAccess(e.requester, e.tenant));
     if (!allowed) {
-      return InvalidArgument("the original requester '" + e.requester +
-                             "' is no longer authorized for " +
-                             (e.tenant.empty() ? std::string("global jobs")
-                                               : "tenant " + e.tenant.value) +
-                             "; replay refused");
+      return InvalidArgument(
+          "the original requester '" + e.requester + "' is no longer authorized for " +
+          (e.tenant.empty() ? std::string("global jobs") : "tenant " + e.tenant.value) +
+          "; replay refused");
     }
     return Status::Ok();
   }

@@ -205,8 +205,7 @@ SchedulerTotals Scheduler::totals() const {
   return totals_;
 }
 
-Result<CycleReport> Scheduler::RunCycleLocked(
-    std::map<std::string, std::int64_t>* skipped_by_job) {
+Result<CycleReport> Scheduler::RunCycleLocked(std::map<std::string, std::int64_t>* skipped_by_job) {
   TE_ASSIGN_OR_RETURN(bool leader,
                       store_->AcquireLock(kSchedulerLockName, options_.node_id, lock_ttl_ms_));
   if (!leader) {
@@ -606,8 +605,7 @@ void AppendSchedulerMetrics(const SchedulerTotals& t, std::string* out) {
   MetricSample(out, "taskengine_scheduler_cycles_total", "{result=\"leader\"}", d(t.cycles));
   MetricSample(out, "taskengine_scheduler_cycles_total", "{result=\"not_leader\"}",
                d(t.cycles_not_leader));
-  MetricSample(out, "taskengine_scheduler_cycles_total", "{result=\"failed\"}",
-               d(t.cycles_failed));
+  MetricSample(out, "taskengine_scheduler_cycles_total", "{result=\"failed\"}", d(t.cycles_failed));
   const struct {
     const char* name;
     const char* help;

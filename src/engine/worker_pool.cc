@@ -1,12 +1,12 @@
 #include "engine/worker_pool.h"
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <nlohmann/json.hpp>
 
 namespace taskengine {
 
@@ -54,8 +54,8 @@ class WorkerPool::Context final : public JobContext {
   void Log(LogLevel level, std::string_view message) override {
     if (state() == LeaseState::kLost) return;
     constexpr std::size_t kMaxLine = 16 * 1024;
-    Status s = store_->AppendLog(LeaseRef{lease_.id, lease_.version}, level,
-                                 message.substr(0, kMaxLine));
+    Status s =
+        store_->AppendLog(LeaseRef{lease_.id, lease_.version}, level, message.substr(0, kMaxLine));
     if (s.code() == ErrorCode::kStale || s.code() == ErrorCode::kNotFound) MarkLost();
   }
 
@@ -93,7 +93,9 @@ class WorkerPool::Context final : public JobContext {
   }
 
   // --- for the pool ---
-  LeaseState state() const { return static_cast<LeaseState>(state_.load(std::memory_order_acquire)); }
+  LeaseState state() const {
+    return static_cast<LeaseState>(state_.load(std::memory_order_acquire));
+  }
   void MarkLost() { state_.store(static_cast<int>(LeaseState::kLost), std::memory_order_release); }
   void MarkCancelRequested() {
     int active = static_cast<int>(LeaseState::kActive);
@@ -176,8 +178,9 @@ WorkerPool::WorkerPool(Store* store, Clock* clock, const HandlerRegistry* handle
     : store_(store), clock_(clock), handlers_(handlers), options_(std::move(options)) {
   std::vector<QueueConfig> configs = options_.queues;
   if (configs.empty()) configs.push_back(QueueConfig{});
-  std::stable_sort(configs.begin(), configs.end(),
-                   [](const QueueConfig& a, const QueueConfig& b) { return a.priority > b.priority; });
+  std::stable_sort(configs.begin(), configs.end(), [](const QueueConfig& a, const QueueConfig& b) {
+    return a.priority > b.priority;
+  });
   for (const QueueConfig& c : configs) {
     QueueState q;
     q.config = c;
@@ -522,7 +525,7 @@ void WorkerPool::RunTask(const std::shared_ptr<Task>& task) {
   auto def = Definition(task->lease.job);
   if (!def.ok()) {
     finish.kind = def.status().code() == ErrorCode::kNotFound ? FinishRequest::Kind::kFail
-                                                               : FinishRequest::Kind::kRelease;
+                                                              : FinishRequest::Kind::kRelease;
     finish.failure_class = FailureClass::kPermanent;
     finish.error = "job definition unavailable: " + def.status().ToString();
     Finish(task, std::move(finish));
@@ -589,7 +592,8 @@ void WorkerPool::RunTask(const std::shared_ptr<Task>& task) {
   }
   finish.error = std::move(result.error);
   finish.retry_after_ms = result.retry_after_ms;
-  if (auto progress = context->TakeProgress(); progress && finish.kind != FinishRequest::Kind::kComplete) {
+  if (auto progress = context->TakeProgress();
+      progress && finish.kind != FinishRequest::Kind::kComplete) {
     (void)store_->Heartbeat(finish.lease, progress);
   }
   Finish(task, std::move(finish));

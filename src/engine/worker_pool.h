@@ -85,9 +85,9 @@ class WorkerPool {
   class Context;
   struct QueueState {
     QueueConfig config;
-    int limit = 0;     // concurrency
-    int in_hand = 0;   // leased by this pool, not yet finished
-    int running = 0;   // handlers running now (or being marked started)
+    int limit = 0;    // concurrency
+    int in_hand = 0;  // leased by this pool, not yet finished
+    int running = 0;  // handlers running now (or being marked started)
     // Leases waiting for a worker; those marked started (MarkStarted) first.
     std::deque<std::shared_ptr<Task>> ready;
     std::size_t marked_ready = 0;  // how many at the front of `ready` are marked

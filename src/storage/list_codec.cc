@@ -72,5 +72,4 @@ Status ValidatePrincipalLists(const std::vector<std::string>& scopes,
   return Status::Ok();
 }
 
-
 }  // namespace taskengine::storage_internal

@@ -52,7 +52,7 @@ enum class AdmitOutcome {
 
 struct AdmitResult {
   AdmitOutcome outcome = AdmitOutcome::kCreated;
-  ExecutionId id;  // the new or the existing execution
+  ExecutionId id;                                     // the new or the existing execution
   ExecutionStatus status = ExecutionStatus::kQueued;  // its current status
 };
 
@@ -108,10 +108,10 @@ struct FinishRequest {
   enum class Kind { kComplete, kFail, kRelease };
   LeaseRef lease;
   Kind kind = Kind::kComplete;
-  std::string result_json;  // kComplete: optional JSON value
+  std::string result_json;                                // kComplete: optional JSON value
   FailureClass failure_class = FailureClass::kRetryable;  // kFail
-  std::string error;        // kFail
-  Millis retry_after_ms = 0;  // kFail
+  std::string error;                                      // kFail
+  Millis retry_after_ms = 0;                              // kFail
   // kFail with kPermanent: the payload's schema version is not accepted (Q1);
   // bounded by the job's max_unsupported_schema_attempts.
   bool unsupported_schema = false;
@@ -124,12 +124,12 @@ struct FinishReply {
 };
 
 struct SweepReport {
-  int recovered = 0;    // expired leases handled in this batch
+  int recovered = 0;  // expired leases handled in this batch
   int requeued = 0;
   int failed = 0;
   int quarantined = 0;
   int canceled = 0;
-  bool more = false;    // the batch was full: call again
+  bool more = false;  // the batch was full: call again
 };
 
 struct ExecutionFilter {
@@ -150,10 +150,10 @@ struct ExecutionPage {
 
 struct QueueDepth {
   std::string queue;
-  std::int64_t queued = 0;       // queued, due or not
-  std::int64_t due = 0;          // queued with run_at <= now
+  std::int64_t queued = 0;  // queued, due or not
+  std::int64_t due = 0;     // queued with run_at <= now
   std::int64_t running = 0;
-  Millis oldest_queued_at = 0;   // queued_at of the oldest queued execution; 0 = none
+  Millis oldest_queued_at = 0;  // queued_at of the oldest queued execution; 0 = none
 };
 
 // Who performs an operator action and why (X4). Written to the audit log in
@@ -177,9 +177,9 @@ struct AuditRecord {
 };
 
 struct AuditFilter {
-  std::string target;       // exact target; empty = any
+  std::string target;          // exact target; empty = any
   std::int64_t before_id = 0;  // cursor: only records with id < before_id; 0 = newest
-  int limit = 50;           // 1..1000
+  int limit = 50;              // 1..1000
 };
 
 struct ReplayRequest {
@@ -197,8 +197,8 @@ struct ReplayReply {
 struct EffectReply {
   EffectAnswer answer = EffectAnswer::kProceed;
   std::string key;
-  std::string detail;        // kAlreadyDone: the recorded detail
-  Millis committed_at = 0;   // kAlreadyDone: when it was committed
+  std::string detail;       // kAlreadyDone: the recorded detail
+  Millis committed_at = 0;  // kAlreadyDone: when it was committed
 };
 
 // O1: the state of one lane. A lane belongs to a tenant: it is (tenant, lane
@@ -206,9 +206,9 @@ struct EffectReply {
 struct LaneStatus {
   TenantId tenant;  // empty for the lanes of global jobs
   std::string lane;
-  ExecutionId head;          // the oldest execution that is not done (0 = none)
+  ExecutionId head;  // the oldest execution that is not done (0 = none)
   ExecutionStatus head_status = ExecutionStatus::kQueued;
-  bool blocked = false;      // the head is failed or quarantined: the lane waits for an operator
+  bool blocked = false;  // the head is failed or quarantined: the lane waits for an operator
   std::int64_t queued = 0;
   std::int64_t running = 0;
 };
@@ -221,10 +221,10 @@ struct LaneFilter {
 // One scheduler cycle's decision for one job (T3, T4).
 struct ScheduleUpdate {
   JobName job;
-  Millis last_fire_at = 0;        // new value (kept when 0)
-  Millis evaluated_until = 0;     // fires up to here are decided
-  std::int64_t skipped = 0;       // fires skipped in this cycle
-  Millis last_skipped_at = 0;     // the latest of them (0 = none)
+  Millis last_fire_at = 0;     // new value (kept when 0)
+  Millis evaluated_until = 0;  // fires up to here are decided
+  std::int64_t skipped = 0;    // fires skipped in this cycle
+  Millis last_skipped_at = 0;  // the latest of them (0 = none)
 };
 
 // Counters kept as executions change status (never a COUNT over history).
@@ -308,7 +308,8 @@ class Store {
   // Many finishes (complete, fail, release) in one transaction. Replies are in
   // request order; each is independent (a stale one does not affect the
   // others), but all share the commit: none is ok before it is durable.
-  virtual std::vector<Result<FinishReply>> FinishBatch(const std::vector<FinishRequest>& requests) = 0;
+  virtual std::vector<Result<FinishReply>> FinishBatch(
+      const std::vector<FinishRequest>& requests) = 0;
 
   // Recovers up to `max_batch` executions whose lease expired strictly before
   // now (the staleness gate: never an in-flight one), deciding each with the
@@ -390,7 +391,8 @@ class Store {
   // `holder`. Returns whether `holder` holds
   // it now. Across nodes at most one holder at a time (up to clock skew on
   // SQLite, where all nodes share one file and one machine).
-  virtual Result<bool> AcquireLock(std::string_view name, std::string_view holder, Millis ttl_ms) = 0;
+  virtual Result<bool> AcquireLock(std::string_view name, std::string_view holder,
+                                   Millis ttl_ms) = 0;
   // Gives the lock up when `holder` holds it; otherwise a no-op.
   virtual Status ReleaseLock(std::string_view name, std::string_view holder) = 0;
   virtual Result<std::vector<ScheduleState>> ListScheduleStates() = 0;

@@ -9,14 +9,14 @@
 
 #include "taskengine/status.h"
 
-#define ASSERT_OK(expr)                                  \
-  do {                                                   \
-    const auto& te_st_ = (expr);                         \
+#define ASSERT_OK(expr)                                     \
+  do {                                                      \
+    const auto& te_st_ = (expr);                            \
     ASSERT_TRUE(te_st_.ok()) << te_st_.status().ToString(); \
   } while (0)
-#define EXPECT_OK(expr)                                  \
-  do {                                                   \
-    const auto& te_st_ = (expr);                         \
+#define EXPECT_OK(expr)                                     \
+  do {                                                      \
+    const auto& te_st_ = (expr);                            \
     EXPECT_TRUE(te_st_.ok()) << te_st_.status().ToString(); \
   } while (0)
 #define TE_TEST_CONCAT_INNER(a, b) a##b

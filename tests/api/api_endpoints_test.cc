@@ -53,8 +53,8 @@ TEST_F(ApiEndpointsTest, HealthAndReadinessNeedNoCredentials) {
 }
 
 TEST_F(ApiEndpointsTest, DispatchIsAcceptedThenSucceedsWithAResult) {
-  ClientResponse r = client_->Post("/api/v1/jobs/echo/dispatch", kDispatcher,
-                                   {{"payload", {{"n", 7}}}});
+  ClientResponse r =
+      client_->Post("/api/v1/jobs/echo/dispatch", kDispatcher, {{"payload", {{"n", 7}}}});
   ASSERT_EQ(r.status, 202) << r.body;
   json j = r.json();
   EXPECT_TRUE(j["created"].get<bool>());
@@ -81,9 +81,8 @@ TEST_F(ApiEndpointsTest, DispatchIsAcceptedThenSucceedsWithAResult) {
 
 TEST_F(ApiEndpointsTest, IdempotencyKeyRepeatsAndConflicts) {
   std::vector<std::pair<std::string, std::string>> key = {{"Idempotency-Key", "order-17"}};
-  ClientResponse first =
-      client_->Post("/api/v1/jobs/tenant-echo/dispatch", kTenantA,
-                    {{"tenant", "a"}, {"payload", {{"order", 17}}}}, key);
+  ClientResponse first = client_->Post("/api/v1/jobs/tenant-echo/dispatch", kTenantA,
+                                       {{"tenant", "a"}, {"payload", {{"order", 17}}}}, key);
   ASSERT_EQ(first.status, 202) << first.body;
   std::int64_t id = first.json()["id"];
   EXPECT_TRUE(first.json()["created"].get<bool>());
@@ -154,8 +153,8 @@ TEST_F(ApiEndpointsTest, CancelQueuedRunningAndEscapedEffects) {
   // Running, no effect: running with cancel_requested, then canceled.
   std::int64_t running = Dispatch("blocker", {{"tenant", "a"}}, kTenantA);
   harness_->WaitForStatus(running, "running");
-  ClientResponse c = client_->Post(ExecPath(running, "/cancel"), kOperator,
-                                   {{"reason", "customer asked"}});
+  ClientResponse c =
+      client_->Post(ExecPath(running, "/cancel"), kOperator, {{"reason", "customer asked"}});
   ASSERT_EQ(c.status, 200) << c.body;
   EXPECT_EQ(c.json()["status"], "running");
   EXPECT_TRUE(c.json()["cancel_requested"].get<bool>());
@@ -164,9 +163,8 @@ TEST_F(ApiEndpointsTest, CancelQueuedRunningAndEscapedEffects) {
   EXPECT_TRUE(canceled["escaped_effects"].empty());
   bool audited = false;
   for (const json& a : canceled["audit"]) {
-    audited = audited ||
-              (a["action"].get<std::string>().rfind("execution.cancel", 0) == 0 &&
-               a["actor"] == "oper" && a["reason"] == "customer asked");
+    audited = audited || (a["action"].get<std::string>().rfind("execution.cancel", 0) == 0 &&
+                          a["actor"] == "oper" && a["reason"] == "customer asked");
   }
   EXPECT_TRUE(audited) << canceled["audit"].dump();
 
@@ -198,10 +196,10 @@ TEST_F(ApiEndpointsTest, ReplayQuarantinedNeedsAReason) {
 
   EXPECT_EQ(client_->Post(ExecPath(id, "/replay"), kOperator, json::object()).status, 400);
   EXPECT_EQ(client_->Post(ExecPath(id, "/replay"), kOperator, {{"reason", "  "}}).status, 400);
-  EXPECT_EQ(client_->Post(ExecPath(id, "/replay"), kOperator,
-                          {{"reason", "x"}, {"assume", "maybe"}})
-                .status,
-            400);
+  EXPECT_EQ(
+      client_->Post(ExecPath(id, "/replay"), kOperator, {{"reason", "x"}, {"assume", "maybe"}})
+          .status,
+      400);
   ClientResponse r = client_->Post(ExecPath(id, "/replay"), kOperator,
                                    {{"reason", "fixed the input"}, {"assume", "keep"}});
   ASSERT_EQ(r.status, 200) << r.body;
@@ -317,17 +315,20 @@ TEST_F(ApiEndpointsTest, JobsListGetAndPatchWithAudit) {
   EXPECT_EQ(client_->Get("/api/v1/jobs/nope", kReader).status, 404);
   EXPECT_EQ(client_->Get("/api/v1/jobs/NOT%20VALID", kReader).status, 404);
 
-  ClientResponse patched = client_->Patch(
-      "/api/v1/jobs/echo", kAdmin,
-      {{"enabled", false}, {"schedule", "*/5 * * * *"}, {"config", {{"k", 1}}},
-       {"display_name", "Echo!"}, {"reason", "maintenance"}});
+  ClientResponse patched = client_->Patch("/api/v1/jobs/echo", kAdmin,
+                                          {{"enabled", false},
+                                           {"schedule", "*/5 * * * *"},
+                                           {"config", {{"k", 1}}},
+                                           {"display_name", "Echo!"},
+                                           {"reason", "maintenance"}});
   ASSERT_EQ(patched.status, 200) << patched.body;
   EXPECT_FALSE(patched.json()["enabled"].get<bool>());
   EXPECT_EQ(patched.json()["schedule"], "*/5 * * * *");
   EXPECT_EQ(patched.json()["config"], json({{"k", 1}}));
   EXPECT_EQ(patched.json()["display_name"], "Echo!");
 
-  ClientResponse disabled = client_->Post("/api/v1/jobs/echo/dispatch", kDispatcher, json::object());
+  ClientResponse disabled =
+      client_->Post("/api/v1/jobs/echo/dispatch", kDispatcher, json::object());
   EXPECT_EQ(disabled.status, 400) << disabled.body;
 
   ClientResponse audit = client_->Get("/api/v1/audit?target=job:echo", kAdmin);
@@ -392,7 +393,8 @@ TEST_F(ApiEndpointsTest, BulkDispatchOneTransactionWithPerItemResults) {
   EXPECT_EQ(refused.status, 400) << refused.body;
   EXPECT_EQ(refused.json()["error"]["details"]["index"], 1);
   json undefined = json::array({{{"job", "echo"}}, {{"job", "no-such-job"}}});
-  EXPECT_EQ(client_->Post("/api/v1/dispatch/bulk", kDispatcher, {{"items", undefined}}).status, 404);
+  EXPECT_EQ(client_->Post("/api/v1/dispatch/bulk", kDispatcher, {{"items", undefined}}).status,
+            404);
   ClientResponse after = client_->Get("/api/v1/executions?limit=1000", kAdmin);
   EXPECT_EQ(before.json()["items"].size(), after.json()["items"].size());
 
@@ -451,10 +453,11 @@ TEST_F(ApiEndpointsTest, DispatchInputErrors) {
   ClientResponse wrong_type = client_->Request("POST", "/api/v1/jobs/echo/dispatch", kDispatcher,
                                                "{}", {{"Content-Type", "text/plain"}});
   EXPECT_EQ(wrong_type.status, 400);
-  ClientResponse unknown_job = client_->Post("/api/v1/jobs/nope/dispatch", kDispatcher, json::object());
+  ClientResponse unknown_job =
+      client_->Post("/api/v1/jobs/nope/dispatch", kDispatcher, json::object());
   EXPECT_EQ(unknown_job.status, 404) << unknown_job.body;
-  ClientResponse big_payload = client_->Post(
-      "/api/v1/jobs/echo/dispatch", kDispatcher, {{"payload", {{"s", std::string(300 * 1024, 'x')}}}});
+  ClientResponse big_payload = client_->Post("/api/v1/jobs/echo/dispatch", kDispatcher,
+                                             {{"payload", {{"s", std::string(300 * 1024, 'x')}}}});
   EXPECT_EQ(big_payload.status, 400) << "payload over 256 KiB";
   ClientResponse too_big = client_->Post("/api/v1/jobs/echo/dispatch", kDispatcher,
                                          {{"payload", {{"s", std::string(1100 * 1024, 'x')}}}});
@@ -577,10 +580,10 @@ TEST_F(ApiEndpointsTest, StatsQueuesLanesAuditMetrics) {
        {"taskengine_queue_depth{queue=\"slow\"} 1", "taskengine_queue_depth{queue=\"parked\"} 1",
         "taskengine_queue_oldest_age_seconds{queue=\"parked\"}",
         "taskengine_executions{status=\"succeeded\"} 1",
-        "taskengine_executions_ended_24h{status=\"succeeded\"} 1",
-        "taskengine_claims_total ", "taskengine_handler_successes_total ",
-        "taskengine_handler_failures_total ", "taskengine_stale_rejections_total ",
-        "taskengine_outcomes_published_total ", "# TYPE taskengine_claims_total counter"}) {
+        "taskengine_executions_ended_24h{status=\"succeeded\"} 1", "taskengine_claims_total ",
+        "taskengine_handler_successes_total ", "taskengine_handler_failures_total ",
+        "taskengine_stale_rejections_total ", "taskengine_outcomes_published_total ",
+        "# TYPE taskengine_claims_total counter"}) {
     EXPECT_NE(metrics.body.find(series), std::string::npos) << series << "\n" << metrics.body;
   }
   EXPECT_EQ(client_->Get("/metrics").status, 401) << "closed unless configured open";

@@ -78,14 +78,14 @@ Status ApiHarness::Start() {
   TE_RETURN_IF_ERROR(engine_->RegisterHandler("echo", [](JobContext& ctx) {
     return HandlerResult::Success(R"({"echo":)" + ctx.payload_json() + "}");
   }));
-  TE_RETURN_IF_ERROR(engine_->RegisterHandler("poison", [](JobContext&) {
-    return HandlerResult::Permanent("poisoned payload");
-  }));
+  TE_RETURN_IF_ERROR(engine_->RegisterHandler(
+      "poison", [](JobContext&) { return HandlerResult::Permanent("poisoned payload"); }));
   TE_RETURN_IF_ERROR(engine_->RegisterHandler(
       "blocker", [this](JobContext& ctx) { return RunUntilCanceled(ctx, release_blockers_); }));
   TE_RETURN_IF_ERROR(engine_->RegisterHandler("effectful", [this](JobContext& ctx) {
-    EffectResult r = ctx.Effect("notice", EffectSink::kNotIdempotent,
-                                [](const std::string&) -> Result<std::string> { return std::string("sent"); });
+    EffectResult r =
+        ctx.Effect("notice", EffectSink::kNotIdempotent,
+                   [](const std::string&) -> Result<std::string> { return std::string("sent"); });
     if (!r.done()) return r.ToHandlerResult();
     return RunUntilCanceled(ctx, release_blockers_);
   }));

@@ -78,7 +78,8 @@ TEST_F(OpenApiTest, EveryRouteIsDocumentedAndViceVersa) {
       auto it = path->find(Lower(ToString(r.method)));
       if (it != path->end()) op = &*it;
     }
-    ASSERT_NE(op, nullptr) << ToString(r.method) << " " << r.pattern << " is not in docs/openapi.json";
+    ASSERT_NE(op, nullptr) << ToString(r.method) << " " << r.pattern
+                           << " is not in docs/openapi.json";
     EXPECT_EQ(op->value("x-taskengine-access", ""), r.access.Describe())
         << ToString(r.method) << " " << r.pattern;
     if (r.access.kind == RouteAccess::Kind::kPublic) {
@@ -86,15 +87,15 @@ TEST_F(OpenApiTest, EveryRouteIsDocumentedAndViceVersa) {
           << r.pattern << " is public: its operation must say security: []";
     }
   }
-  const std::set<std::string> kMethods = {"get", "put", "post", "delete", "options",
-                                          "head", "patch", "trace"};
+  const std::set<std::string> kMethods = {"get",     "put",  "post",  "delete",
+                                          "options", "head", "patch", "trace"};
   std::size_t documented = 0;
   for (auto& [path, item] : doc_["paths"].items()) {
     for (auto& [method, op] : item.items()) {
       if (kMethods.count(method) == 0) continue;
       ++documented;
-      EXPECT_TRUE(routes.count({method, path})) << method << " " << path
-                                                << " is documented but not registered";
+      EXPECT_TRUE(routes.count({method, path}))
+          << method << " " << path << " is documented but not registered";
     }
   }
   EXPECT_EQ(documented, routes.size());
@@ -123,7 +124,8 @@ TEST_F(OpenApiTest, DocumentIsConsistent) {
         has_success = has_success || code[0] == '2';
         if (code[0] == '4' || code[0] == '5') {
           const json& r = response.contains("$ref") ? *Resolve(response["$ref"]) : response;
-          EXPECT_EQ(r["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/Error")
+          EXPECT_EQ(r["content"]["application/json"]["schema"]["$ref"],
+                    "#/components/schemas/Error")
               << where << " " << code << ": errors use the Error shape";
         }
       }

@@ -54,10 +54,8 @@ class ApiWorkerTest : public ::testing::Test {
     HarnessOptions options;
     // Runs before the server starts: extra principals for these tests.
     options.extra_routes = [this](Router&) {
-      harness_->auth().Add(kTenantWorker,
-                           Principal::Make("twrk", {Scope::kWorker}, false, {"a"}));
-      harness_->auth().Add(kTenantAdmin,
-                           Principal::Make("tadmin", {Scope::kAdmin}, false, {"a"}));
+      harness_->auth().Add(kTenantWorker, Principal::Make("twrk", {Scope::kWorker}, false, {"a"}));
+      harness_->auth().Add(kTenantAdmin, Principal::Make("tadmin", {Scope::kAdmin}, false, {"a"}));
     };
     harness_ = std::make_unique<ApiHarness>(std::move(options));
     ASSERT_OK(harness_->Start());
@@ -121,9 +119,10 @@ class ApiWorkerTest : public ::testing::Test {
 
 TEST_F(ApiWorkerTest, LeaseHandsOutEverythingAWorkerNeedsAndRegistersIt) {
   std::int64_t id = Dispatch("remote", R"({"n":7})", "", "order-7");
-  json body = {{"worker_id", "host-1:123"}, {"queues", {"remote"}}, {"max", 10},
-               {"wait_ms", 0},  {"name", "resizer"},  {"host", "host-1"},
-               {"pid", 123},    {"version", "1.2.3"}, {"concurrency", 4}};
+  json body = {
+      {"worker_id", "host-1:123"}, {"queues", {"remote"}}, {"max", 10},  {"wait_ms", 0},
+      {"name", "resizer"},         {"host", "host-1"},     {"pid", 123}, {"version", "1.2.3"},
+      {"concurrency", 4}};
   ClientResponse r = client_->Post("/api/v1/worker/lease", kWorker, body);
   ASSERT_EQ(r.status, 200) << r.body;
   json leases = r.json()["leases"];
@@ -271,10 +270,10 @@ TEST_F(ApiWorkerTest, CredentialsScopesAndTenantBoundWorkerTokens) {
   EXPECT_EQ(client_->Get("/api/v1/workers", "").status, 401);
   EXPECT_EQ(client_->Get("/api/v1/workers", kTenantA).status, 403) << "global view";
   EXPECT_EQ(client_->Get("/api/v1/executions", kWorker).status, 403);
-  EXPECT_EQ(client_->Post("/api/v1/executions/" + std::to_string(id) + "/cancel", kWorker,
-                          json::object())
-                .status,
-            403);
+  EXPECT_EQ(
+      client_->Post("/api/v1/executions/" + std::to_string(id) + "/cancel", kWorker, json::object())
+          .status,
+      403);
   EXPECT_EQ(Detail(json{{"id", std::to_string(id)}})["status"], "queued")
       << "nothing was claimed by refused requests";
 }
@@ -308,10 +307,10 @@ TEST_F(ApiWorkerTest, HeartbeatExtendsTheLeaseAndRecordsProgress) {
                                          {{"claim_version", 1}});
   EXPECT_EQ(missing.status, 404);
   EXPECT_EQ(missing.error_code(), "not_found");
-  EXPECT_EQ(client_->Post("/api/v1/worker/executions/abc/heartbeat", kWorker,
-                          {{"claim_version", 1}})
-                .status,
-            400);
+  EXPECT_EQ(
+      client_->Post("/api/v1/worker/executions/abc/heartbeat", kWorker, {{"claim_version", 1}})
+          .status,
+      400);
   for (const json& b : {json::object(), CV(l, {{"progress", 101}}), CV(l, {{"extra", 1}}),
                         json{{"claim_version", "3"}}}) {
     ClientResponse r = client_->Post(W(l, "heartbeat"), kWorker, b);
@@ -324,9 +323,9 @@ TEST_F(ApiWorkerTest, HeartbeatExtendsTheLeaseAndRecordsProgress) {
 TEST_F(ApiWorkerTest, CancelIsSeenThroughHeartbeatAndEffectReservation) {
   Dispatch("remote");
   json l = LeaseOne("w-cancel");
-  ClientResponse cancel = client_->Post(
-      "/api/v1/executions/" + l["id"].get<std::string>() + "/cancel", kOperator,
-      {{"reason", "test"}});
+  ClientResponse cancel =
+      client_->Post("/api/v1/executions/" + l["id"].get<std::string>() + "/cancel", kOperator,
+                    {{"reason", "test"}});
   ASSERT_EQ(cancel.status, 200) << cancel.body;
   EXPECT_EQ(cancel.json()["status"], "running");
 
@@ -359,9 +358,9 @@ TEST_F(ApiWorkerTest, LogLinesAreKeptWithTheExecution) {
   EXPECT_EQ(logs[1]["level"], "info");
   EXPECT_EQ(logs[1]["message"].get<std::string>().size(), 16u * 1024) << "truncated";
 
-  EXPECT_EQ(client_->Post(W(l, "log"), kWorker, CV(l, {{"level", "loud"}, {"message", "m"}}))
-                .status,
-            400);
+  EXPECT_EQ(
+      client_->Post(W(l, "log"), kWorker, CV(l, {{"level", "loud"}, {"message", "m"}})).status,
+      400);
   EXPECT_EQ(client_->Post(W(l, "log"), kWorker, CV(l)).status, 400) << "message is required";
   json stale = l;
   stale["claim_version"] = l["claim_version"].get<std::int64_t>() + 5;
@@ -408,8 +407,9 @@ TEST_F(ApiWorkerTest, EffectsReserveCommitAlreadyDoneAndRelease) {
             "proceed");
 
   EXPECT_EQ(client_->Post(W(l, "effects/bad%20name/reserve"), kWorker, CV(l)).status, 400);
-  EXPECT_EQ(client_->Post("/api/v1/worker/executions/987654321/effects/notice/reserve", kWorker,
-                          {{"claim_version", 1}})
+  EXPECT_EQ(client_
+                ->Post("/api/v1/worker/executions/987654321/effects/notice/reserve", kWorker,
+                       {{"claim_version", 1}})
                 .status,
             404);
   json effects = Detail(l)["effects"];
@@ -478,12 +478,17 @@ TEST_F(ApiWorkerTest, BatchFinishPublishesEachItemOnItsOwn) {
   json stale = leases[0];
   stale["claim_version"] = leases[0]["claim_version"].get<std::int64_t>() + 1;
   json items = json::array({
-      {{"id", leases[0]["id"]}, {"claim_version", leases[0]["claim_version"]},
-       {"kind", "complete"}, {"result", {{"ok", true}}}},
-      {{"id", leases[1]["id"]}, {"claim_version", leases[1]["claim_version"]},
-       {"kind", "fail"}, {"class", "retryable"}, {"error", "later"}, {"retry_after_ms", 60'000}},
-      {{"id", leases[2]["id"]}, {"claim_version", leases[2]["claim_version"]},
-       {"kind", "release"}},
+      {{"id", leases[0]["id"]},
+       {"claim_version", leases[0]["claim_version"]},
+       {"kind", "complete"},
+       {"result", {{"ok", true}}}},
+      {{"id", leases[1]["id"]},
+       {"claim_version", leases[1]["claim_version"]},
+       {"kind", "fail"},
+       {"class", "retryable"},
+       {"error", "later"},
+       {"retry_after_ms", 60'000}},
+      {{"id", leases[2]["id"]}, {"claim_version", leases[2]["claim_version"]}, {"kind", "release"}},
       {{"id", stale["id"]}, {"claim_version", stale["claim_version"]}, {"kind", "complete"}},
       {{"id", "987654321"}, {"claim_version", 1}, {"kind", "release"}},
   });
@@ -523,14 +528,14 @@ TEST_F(ApiWorkerTest, BatchHeartbeatsAnswerPerItemAndRefreshTheWorker) {
   ClientResponse r = Lease("w-beat", {"remote"}, 2, 0);
   json leases = r.json()["leases"];
   ASSERT_EQ(leases.size(), 2u);
-  json body = {{"worker_id", "w-beat"},
-               {"items",
-                {{{"id", leases[0]["id"]}, {"claim_version", leases[0]["claim_version"]},
-                  {"progress", 10}},
-                 {{"id", leases[1]["id"]},
-                  {"claim_version", leases[1]["claim_version"].get<std::int64_t>() + 1}}}},
-               {"processed", 7},
-               {"failed", 2}};
+  json body = {
+      {"worker_id", "w-beat"},
+      {"items",
+       {{{"id", leases[0]["id"]}, {"claim_version", leases[0]["claim_version"]}, {"progress", 10}},
+        {{"id", leases[1]["id"]},
+         {"claim_version", leases[1]["claim_version"].get<std::int64_t>() + 1}}}},
+      {"processed", 7},
+      {"failed", 2}};
   ClientResponse hb = client_->Post("/api/v1/worker/heartbeats", kWorker, body);
   ASSERT_EQ(hb.status, 200) << hb.body;
   json items = hb.json()["items"];
@@ -563,8 +568,9 @@ TEST_F(ApiWorkerTest, BatchHeartbeatsAnswerPerItemAndRefreshTheWorker) {
   EXPECT_EQ(client_->Post("/api/v1/worker/heartbeats", kWorker, {{"items", json::array()}}).status,
             400)
       << "worker_id is required";
-  EXPECT_EQ(client_->Post("/api/v1/worker/heartbeats", kWorker,
-                          {{"worker_id", "w"}, {"items", {{{"id", "x"}, {"claim_version", 1}}}}})
+  EXPECT_EQ(client_
+                ->Post("/api/v1/worker/heartbeats", kWorker,
+                       {{"worker_id", "w"}, {"items", {{{"id", "x"}, {"claim_version", 1}}}}})
                 .status,
             400);
 }
@@ -625,17 +631,17 @@ TEST_F(ApiWorkerTest, ExpiredLeaseMakesTheOldWorkersCallsStale) {
 
   ExpectStale(client_->Post(W(first, "heartbeat"), kWorker, CV(first, {{"progress", 99}})), first);
   ExpectStale(client_->Post(W(first, "effects/notice/reserve"), kWorker, CV(first)), first);
-  ExpectStale(client_->Post(W(first, "effects/notice/commit"), kWorker,
-                            CV(first, {{"detail", "dup"}})),
-              first);
+  ExpectStale(
+      client_->Post(W(first, "effects/notice/commit"), kWorker, CV(first, {{"detail", "dup"}})),
+      first);
   ExpectStale(client_->Post(W(first, "log"), kWorker, CV(first, {{"message", "old"}})), first);
   ExpectStale(client_->Post(W(first, "complete"), kWorker, CV(first, {{"result", "old"}})), first);
   ExpectStale(client_->Post(W(first, "fail"), kWorker, CV(first, {{"class", "permanent"}})), first);
   ExpectStale(client_->Post(W(first, "release"), kWorker, CV(first)), first);
   ClientResponse batch = client_->Post(
       "/api/v1/worker/finish", kWorker,
-      {{"items", {{{"id", first["id"]}, {"claim_version", first["claim_version"]},
-                   {"kind", "complete"}}}}});
+      {{"items",
+        {{{"id", first["id"]}, {"claim_version", first["claim_version"]}, {"kind", "complete"}}}}});
   ASSERT_EQ(batch.status, 200);
   EXPECT_EQ(batch.json()["items"][0]["error"]["code"], "stale");
 
@@ -648,9 +654,9 @@ TEST_F(ApiWorkerTest, ExpiredLeaseMakesTheOldWorkersCallsStale) {
   EXPECT_TRUE(mid["logs"].empty()) << mid.dump();
 
   // Worker 2 reserves (proceed: worker 1 never reserved) and publishes.
-  EXPECT_EQ(client_->Post(W(second, "effects/notice/reserve"), kWorker, CV(second))
-                .json()["answer"],
-            "proceed");
+  EXPECT_EQ(
+      client_->Post(W(second, "effects/notice/reserve"), kWorker, CV(second)).json()["answer"],
+      "proceed");
   ClientResponse done =
       client_->Post(W(second, "complete"), kWorker, CV(second, {{"result", "new"}}));
   ASSERT_EQ(done.status, 200) << done.body;
@@ -757,8 +763,8 @@ TEST_F(ApiWorkerTest, DISABLED_RemoteWorkerThroughput) {
         }
         json items = json::array();
         for (const json& l : leases) {
-          items.push_back({{"id", l["id"]}, {"claim_version", l["claim_version"]},
-                           {"kind", "complete"}});
+          items.push_back(
+              {{"id", l["id"]}, {"claim_version", l["claim_version"]}, {"kind", "complete"}});
         }
         ClientResponse f = own.Post("/api/v1/worker/finish", kWorker, {{"items", items}});
         if (f.status != 200) {

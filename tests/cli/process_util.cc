@@ -53,7 +53,8 @@ std::vector<std::string> ChildEnvironment(const std::vector<std::string>& extra)
   // Tests run in parallel: a served API listens on an ephemeral port unless
   // the test names one.
   bool port_given = false;
-  for (const std::string& e : extra) port_given = port_given || e.rfind("TASKENGINE_HTTP_PORT=", 0) == 0;
+  for (const std::string& e : extra)
+    port_given = port_given || e.rfind("TASKENGINE_HTTP_PORT=", 0) == 0;
   if (!port_given) env.emplace_back("TASKENGINE_HTTP_PORT=0");
   env.insert(env.end(), extra.begin(), extra.end());
   return env;

@@ -50,7 +50,8 @@ constexpr int kSlackMs = 2000;
 std::string RemoteCountableEffect(const DrillFiles& f, const std::string& name) {
   std::string s = CountableEffect(f, name);
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
-           {"effect:reserve", "worker:effect reserve"}, {"effect:commit", "worker:effect commit"}}) {
+           {"effect:reserve", "worker:effect reserve"},
+           {"effect:commit", "worker:effect commit"}}) {
     for (std::size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) {
       s.replace(p, from.size(), to);
     }
@@ -160,7 +161,8 @@ void RunRd10Drill(const Rd10Database& db) {
   const auto t_start = std::chrono::steady_clock::now();
   DrillFiles files;
   const std::string job = ShellJob(
-      "remote", "cat > /dev/null\nsleep 0.02\n" + RemoteCountableEffect(files, "notice") + "exit 0\n",
+      "remote",
+      "cat > /dev/null\nsleep 0.02\n" + RemoteCountableEffect(files, "notice") + "exit 0\n",
       "queue = \"remote\"\nlease_ms = " + std::to_string(kLeaseMs) +
           "\ntimeout_ms = 30000\nmax_attempts = 25\nmax_consecutive_lease_expiries = 25\n"
           "backoff_base_ms = 20\nbackoff_cap_ms = 100\n");
@@ -201,10 +203,10 @@ void RunRd10Drill(const Rd10Database& db) {
     o.stdout_path = te.dir().File("manager.log");
     o.stderr_path = te.dir().File("manager.log");
     std::string error;
-    ASSERT_TRUE(manager.Start({TASKENGINE_BIN, "worker:manager", "--server=" + url,
-                               "--queues=remote", "--workers=3", "--concurrency=4",
-                               "--poll-ms=1000", "--kill-grace-ms=1000", "--grace-ms=10000"},
-                              o, &error))
+    ASSERT_TRUE(manager.Start(
+        {TASKENGINE_BIN, "worker:manager", "--server=" + url, "--queues=remote", "--workers=3",
+         "--concurrency=4", "--poll-ms=1000", "--kill-grace-ms=1000", "--grace-ms=10000"},
+        o, &error))
         << error;
   }
 
@@ -232,7 +234,8 @@ void RunRd10Drill(const Rd10Database& db) {
     if (effects >= jobs * 9 / 10) break;
     const auto now = std::chrono::steady_clock::now();
     if (now >= next_kill) {
-      next_kill = now + milliseconds(std::uniform_int_distribution<int>(every / 2, every * 3 / 2)(random));
+      next_kill =
+          now + milliseconds(std::uniform_int_distribution<int>(every / 2, every * 3 / 2)(random));
       std::vector<pid_t> workers = ChildrenOf(manager.pid());
       if (!workers.empty()) {
         const pid_t victim = workers[random() % workers.size()];
@@ -268,7 +271,8 @@ void RunRd10Drill(const Rd10Database& db) {
   for (const auto& [id, e] : all) counts[e.value("status", "")]++;
   std::string described;
   for (const auto& [s, n] : counts) described += s + "=" + std::to_string(n) + " ";
-  ASSERT_TRUE(terminal) << described << "\n" << ReadFile(te.dir().File("manager.log")).substr(0, 4000);
+  ASSERT_TRUE(terminal) << described << "\n"
+                        << ReadFile(te.dir().File("manager.log")).substr(0, 4000);
   const long long drain_ms = MillisSince(t_last_kill);
 
   // D: ledger vs effects file, per execution.

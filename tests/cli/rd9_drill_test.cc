@@ -200,14 +200,15 @@ TEST(Rd9Drill, KillNineTheServerFiveTimesDuringARemoteWorkerRunKeepsLDS) {
   DrillFiles files;
   const int port = PickFreePort();
   ASSERT_GT(port, 0) << "no free loopback port";
-  const std::string job = "\n[[job]]\nname = \"remote\"\nhandler = \"command\"\nqueue = "
-                          "\"remote\"\nlease_ms = " +
-                          std::to_string(kLeaseMs) +
-                          "\ntimeout_ms = 60000\nmax_attempts = " + std::to_string(kMaxAttempts) +
-                          "\nmax_consecutive_lease_expiries = " + std::to_string(kMaxAttempts) +
-                          "\nbackoff_base_ms = 20\nbackoff_cap_ms = 200\n"
-                          "config = { argv = [\"/bin/sh\", \"" TE_RD9_SCRIPT "\", \"" +
-                          files.dir() + "\"] }\n";
+  const std::string job =
+      "\n[[job]]\nname = \"remote\"\nhandler = \"command\"\nqueue = "
+      "\"remote\"\nlease_ms = " +
+      std::to_string(kLeaseMs) +
+      "\ntimeout_ms = 60000\nmax_attempts = " + std::to_string(kMaxAttempts) +
+      "\nmax_consecutive_lease_expiries = " + std::to_string(kMaxAttempts) +
+      "\nbackoff_base_ms = 20\nbackoff_cap_ms = 200\n"
+      "config = { argv = [\"/bin/sh\", \"" TE_RD9_SCRIPT "\", \"" +
+      files.dir() + "\"] }\n";
   TaskengineInstall te(EngineSection(0, 100, kSweepMs, "full") +
                        "\n[[queue]]\nname = \"remote\"\n\n[http]\nlease_per_second = 0\n"
                        "dispatch_per_second = 0\n" +
@@ -240,10 +241,10 @@ TEST(Rd9Drill, KillNineTheServerFiveTimesDuringARemoteWorkerRunKeepsLDS) {
     o.stdout_path = manager_log_path;
     o.stderr_path = manager_log_path;
     std::string error;
-    ASSERT_TRUE(manager.Start({TASKENGINE_BIN, "worker:manager", "--server=" + url,
-                               "--queues=remote", "--workers=3", "--concurrency=8",
-                               "--poll-ms=1000", "--kill-grace-ms=1000", "--grace-ms=20000"},
-                              o, &error))
+    ASSERT_TRUE(manager.Start(
+        {TASKENGINE_BIN, "worker:manager", "--server=" + url, "--queues=remote", "--workers=3",
+         "--concurrency=8", "--poll-ms=1000", "--kill-grace-ms=1000", "--grace-ms=20000"},
+        o, &error))
         << error;
   }
 
@@ -278,8 +279,7 @@ TEST(Rd9Drill, KillNineTheServerFiveTimesDuringARemoteWorkerRunKeepsLDS) {
   std::vector<Kill> kills;
   // Generous: 120 s plus 100 ms per job (the run does about 15 jobs/s here).
   const int load_limit_s = 120 + jobs / 10;
-  const auto load_deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(load_limit_s);
+  const auto load_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(load_limit_s);
   auto next_sample = std::chrono::steady_clock::now();
   while (kills.size() < std::size(kKillPercents) &&
          std::chrono::steady_clock::now() < load_deadline) {
@@ -316,8 +316,8 @@ TEST(Rd9Drill, KillNineTheServerFiveTimesDuringARemoteWorkerRunKeepsLDS) {
     }
   }
   ASSERT_EQ(kills.size(), std::size(kKillPercents))
-      << "the run did not reach the last kill mark within " << load_limit_s << " s; effects: "
-      << ReadLines(files.Effects("notice")).size() << "\n"
+      << "the run did not reach the last kill mark within " << load_limit_s
+      << " s; effects: " << ReadLines(files.Effects("notice")).size() << "\n"
       << ReadFile(manager_log_path).substr(0, 4000);
   // The drill only means something if work was left when the last kill hit.
   ASSERT_LT(kills.back().effects_at_kill, jobs)
@@ -484,8 +484,8 @@ TEST(Rd9Drill, KillNineTheServerFiveTimesDuringARemoteWorkerRunKeepsLDS) {
   EXPECT_TRUE(WIFEXITED(*manager_status) && WEXITSTATUS(*manager_status) == 0);
   StopServe(&serve);
   const std::string manager_log = ReadFile(manager_log_path);
-  EXPECT_EQ(CountOf(manager_log, "restarting"), 0)
-      << "a worker died during the server outages:\n" << manager_log.substr(0, 4000);
+  EXPECT_EQ(CountOf(manager_log, "restarting"), 0) << "a worker died during the server outages:\n"
+                                                   << manager_log.substr(0, 4000);
   const std::int64_t lost_claims = SumWorkerFigure(manager_log, "lost");
   const std::int64_t leased = SumWorkerFigure(manager_log, "leased");
   for (const std::string& line : ReadLines(manager_log_path)) {
@@ -508,8 +508,8 @@ TEST(Rd9Drill, KillNineTheServerFiveTimesDuringARemoteWorkerRunKeepsLDS) {
             << "prevented: " << already_done << " already_done + " << ambiguous_answers
             << " ambiguous answers; F: " << stale_answers << " stale reservations, "
             << stale_commits << " stale commits (" << failed_commits << " commits failed), "
-            << lost_claims << " claims lost by workers (" << leased << " leases); "
-            << missed_calls << " effect calls retried while the server was down\n"
+            << lost_claims << " claims lost by workers (" << leased << " leases); " << missed_calls
+            << " effect calls retried while the server was down\n"
             << "[ measure ] RD9: reservation exit codes:" << codes << "\n"
             << "[ measure ] RD9: worst lease overrun " << worst_overdue_ms << " ms over "
             << s_samples << " samples (lease " << kLeaseMs << " ms, sweep " << kSweepMs

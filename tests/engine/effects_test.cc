@@ -154,8 +154,9 @@ TEST_F(EffectsTest, CancelRunningBeforeAndAfterAnEffect) {
     if (ctx.payload_json().find("correct") != std::string::npos) return HandlerResult::Success();
     const bool send_first = ctx.payload_json().find("send") != std::string::npos;
     if (send_first) {
-      EffectResult r = ctx.Effect("notice", EffectSink::kNotIdempotent,
-                                  [](const std::string&) -> Result<std::string> { return std::string("sent"); });
+      EffectResult r =
+          ctx.Effect("notice", EffectSink::kNotIdempotent,
+                     [](const std::string&) -> Result<std::string> { return std::string("sent"); });
       if (!r.done()) return r.ToHandlerResult();
     }
     while (ctx.Heartbeat() == LeaseState::kActive) std::this_thread::sleep_for(5ms);
@@ -244,7 +245,8 @@ TEST_F(EffectsTest, UnsupportedSchemaQuarantinesAfterBoundedAttemptsOthersComple
   ExecutionId old = Dispatch(*engine, "report", R"({"schema_version":1,"case":47})");
   std::vector<ExecutionId> valid;
   for (int i = 0; i < 46; ++i) {
-    valid.push_back(Dispatch(*engine, "report", "{\"schema_version\":2,\"i\":" + std::to_string(i) + "}"));
+    valid.push_back(
+        Dispatch(*engine, "report", "{\"schema_version\":2,\"i\":" + std::to_string(i) + "}"));
   }
   ASSERT_TRUE(WaitFor([&] {
     for (ExecutionId id : valid) {
@@ -286,7 +288,8 @@ TEST_F(EffectsTest, ReplayTwiceYieldsOneEffectAndIsAudited) {
   EXPECT_NE(refused.status().message().find("alice"), std::string::npos);
   ASSERT_OK(engine->store().Grant("alice", "*"));
   for (int i = 0; i < 2; ++i) {
-    ASSERT_OK_AND_ASSIGN(ReplayResult r, engine->Replay(id, {"ops", "template fixed " + std::to_string(i)}));
+    ASSERT_OK_AND_ASSIGN(ReplayResult r,
+                         engine->Replay(id, {"ops", "template fixed " + std::to_string(i)}));
     EXPECT_EQ(r.outcome, ReplayOutcome::kReplayed);
     ASSERT_TRUE(WaitFor([&] {
       auto e = engine->GetExecution(id);
@@ -350,10 +353,10 @@ TEST_F(EffectsTest, LaneSerializesInOrderAndAFailedHeadBlocksOnlyItsLane) {
   }));
   std::vector<ExecutionId> a, b;
   for (int step = 1; step <= 4; ++step) {
-    a.push_back(Dispatch(*engine, "meeting",
-                         "{\"meeting_id\":1,\"step\":" + std::to_string(step) + "}"));
-    b.push_back(Dispatch(*engine, "meeting",
-                         "{\"meeting_id\":2,\"step\":" + std::to_string(step) + "}"));
+    a.push_back(
+        Dispatch(*engine, "meeting", "{\"meeting_id\":1,\"step\":" + std::to_string(step) + "}"));
+    b.push_back(
+        Dispatch(*engine, "meeting", "{\"meeting_id\":2,\"step\":" + std::to_string(step) + "}"));
   }
   ASSERT_OK(engine->Start());
   ASSERT_TRUE(WaitFor([&] {

@@ -219,9 +219,8 @@ TEST_F(EngineTest, PermanentFailureQuarantinesAndOtherJobsKeepFlowing) {
   ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(Options(2)));
   ASSERT_OK(engine->DefineJob(Job("bad", "bad")));
   ASSERT_OK(engine->DefineJob(Job("good", "good")));
-  ASSERT_OK(engine->RegisterHandler("bad", [](JobContext&) {
-    return HandlerResult::Permanent("unsupported schema");
-  }));
+  ASSERT_OK(engine->RegisterHandler(
+      "bad", [](JobContext&) { return HandlerResult::Permanent("unsupported schema"); }));
   ASSERT_OK(engine->RegisterHandler("good", [](JobContext&) { return HandlerResult::Success(); }));
   ASSERT_OK(engine->Start());
   DispatchRequest bad;
@@ -316,8 +315,8 @@ TEST_F(EngineTest, HigherPriorityQueueRunsFirst) {
     return order.size() == 6;
   }));
   std::lock_guard<std::mutex> lock(mu);
-  EXPECT_EQ(order, (std::vector<std::string>{"j-high", "j-high", "j-high", "j-low", "j-low",
-                                             "j-low"}));
+  EXPECT_EQ(order,
+            (std::vector<std::string>{"j-high", "j-high", "j-high", "j-low", "j-low", "j-low"}));
 }
 
 // L6: Stop() lets running handlers finish within the grace period and gives
@@ -440,9 +439,8 @@ TEST_F(EngineTest, ThrowingHandlerIsARetryableFailure) {
   JobDefinition j = Job("throws", "throws");
   j.retry.max_attempts = 1;
   ASSERT_OK(engine->DefineJob(j));
-  ASSERT_OK(engine->RegisterHandler("throws", [](JobContext&) -> HandlerResult {
-    throw std::runtime_error("kaput");
-  }));
+  ASSERT_OK(engine->RegisterHandler(
+      "throws", [](JobContext&) -> HandlerResult { throw std::runtime_error("kaput"); }));
   ASSERT_OK(engine->Start());
   DispatchRequest r;
   r.job = JobName("throws");
@@ -467,10 +465,12 @@ TEST_F(EngineTest, ManyJobsEachRunExactlyOnce) {
   std::vector<DispatchRequest> batch(2000);
   for (auto& r : batch) r.job = JobName("count");
   ASSERT_OK_AND_ASSIGN(auto ds, engine->DispatchBatch(batch));
-  ASSERT_TRUE(WaitFor([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return seen.size() >= ds.size();
-  }, 30s));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return seen.size() >= ds.size();
+      },
+      30s));
   ASSERT_TRUE(WaitFor([&] { return engine->stats().published >= 2000; }));
   EngineStats stats = engine->stats();
   EXPECT_EQ(stats.claimed, 2000);

@@ -44,7 +44,9 @@ inline constexpr const char* kPgBin = "/usr/lib/postgresql/15/bin";
 inline constexpr const char* kPsql = "/usr/bin/psql";
 
 // The repository's scripts/pg_cluster.sh (compiled in by CMake).
-inline std::string PgClusterScript() { return std::string(TASKENGINE_SOURCE_DIR) + "/scripts/pg_cluster.sh"; }
+inline std::string PgClusterScript() {
+  return std::string(TASKENGINE_SOURCE_DIR) + "/scripts/pg_cluster.sh";
+}
 
 // Why PostgreSQL drills cannot run here, or "" when they can.
 inline std::string PgUnavailableReason() {
@@ -85,8 +87,8 @@ class PgCluster {
   }
   // `pg_ctl stop -m immediate`: the server dies without a checkpoint, as in a crash.
   void StopImmediate() {
-    std::vector<std::string> argv = {std::string(kPgBin) + "/pg_ctl", "-D", dir_ + "/data", "-m",
-                                     "immediate", "-w", "stop"};
+    std::vector<std::string> argv = {
+        std::string(kPgBin) + "/pg_ctl", "-D", dir_ + "/data", "-m", "immediate", "-w", "stop"};
     if (getuid() == 0) argv.insert(argv.begin(), {"/usr/sbin/runuser", "-u", "postgres", "--"});
     ProcessResult r = RunProcess(argv, "", std::chrono::seconds(60));
     EXPECT_EQ(r.exit_code, 0) << r.Describe();
@@ -102,8 +104,8 @@ class PgCluster {
 // Runs `sql` with psql; the unaligned, tuples-only output (rows of '|'
 // separated fields) or "<error>" with a test failure.
 inline std::string Sql(const std::string& url, const std::string& sql) {
-  ProcessResult r = RunProcess({kPsql, url, "-v", "ON_ERROR_STOP=1", "-Atqc", sql}, "",
-                               std::chrono::seconds(60));
+  ProcessResult r =
+      RunProcess({kPsql, url, "-v", "ON_ERROR_STOP=1", "-Atqc", sql}, "", std::chrono::seconds(60));
   EXPECT_EQ(r.exit_code, 0) << sql << ": " << r.Describe();
   if (r.exit_code != 0) return "<error>";
   while (!r.out.empty() && r.out.back() == '\n') r.out.pop_back();
@@ -164,10 +166,12 @@ inline std::string HttpWorkConfig(const std::string& url) {
 // optionally `tick`.
 inline std::string NodeToml(const NodeConfig& c, const DrillFiles& files,
                             const std::string& extra_script = "") {
-  std::string toml = "[database]\nurl = \"" + c.url + "\"\n\n[engine]\nworker_threads = " +
-                     std::to_string(c.workers) + "\npoll_interval_ms = " + std::to_string(c.poll_ms) +
-                     "\nsweep_interval_ms = " + std::to_string(c.sweep_ms) +
-                     "\nshutdown_grace_ms = 5000\n\n[http]\nport = 0\n\n[[queue]]\nname = \"default\"\n";
+  std::string toml =
+      "[database]\nurl = \"" + c.url +
+      "\"\n\n[engine]\nworker_threads = " + std::to_string(c.workers) +
+      "\npoll_interval_ms = " + std::to_string(c.poll_ms) +
+      "\nsweep_interval_ms = " + std::to_string(c.sweep_ms) +
+      "\nshutdown_grace_ms = 5000\n\n[http]\nport = 0\n\n[[queue]]\nname = \"default\"\n";
   const std::string work_keys =
       "lease_ms = " + std::to_string(c.lease_ms) +
       "\nmax_attempts = 25\nbackoff_base_ms = 100\nbackoff_cap_ms = 1000\n" + c.work_keys;
@@ -178,8 +182,9 @@ inline std::string NodeToml(const NodeConfig& c, const DrillFiles& files,
             "\nconfig = " + HttpWorkConfig(c.work_http_url) + "\n";
   }
   if (c.cron) {
-    toml += "\n[[job]]\nname = \"tick\"\nhandler = \"command\"\nschedule = \"* * * * *\"\n"
-            "config = { argv = [\"/bin/true\"] }\n";
+    toml +=
+        "\n[[job]]\nname = \"tick\"\nhandler = \"command\"\nschedule = \"* * * * *\"\n"
+        "config = { argv = [\"/bin/true\"] }\n";
   }
   return toml;
 }
@@ -188,7 +193,9 @@ inline std::string NodeToml(const NodeConfig& c, const DrillFiles& files,
 class Node {
  public:
   Node(std::string config_path, std::string log_path, std::string cwd)
-      : config_path_(std::move(config_path)), log_path_(std::move(log_path)), cwd_(std::move(cwd)) {}
+      : config_path_(std::move(config_path)),
+        log_path_(std::move(log_path)),
+        cwd_(std::move(cwd)) {}
 
   // Starts serve with `extra_env` ("NAME=value", e.g. libfaketime's) added.
   void Start(const std::vector<std::string>& extra_env = {}) {
@@ -207,7 +214,9 @@ class Node {
     return WaitUntil(timeout, [&] {
       std::string log = ReadFile(log_path_);
       int n = 0;
-      for (std::size_t p = log.find("serving ("); p != std::string::npos; p = log.find("serving (", p + 1)) ++n;
+      for (std::size_t p = log.find("serving ("); p != std::string::npos;
+           p = log.find("serving (", p + 1))
+        ++n;
       return n >= starts_;
     });
   }
@@ -269,9 +278,10 @@ inline std::vector<std::int64_t> DispatchWork(const std::string& url, int count,
 
 // Status counts of job `job`: "2=19990 4=10 " (status code = count).
 inline std::string StatusCounts(const std::string& url, const std::string& job) {
-  return Sql(url, "SELECT string_agg(status || '=' || n, ' ' ORDER BY status) FROM (SELECT status, "
-                  "count(*) AS n FROM taskengine.executions WHERE job = '" +
-                      job + "' GROUP BY status) s");
+  return Sql(url,
+             "SELECT string_agg(status || '=' || n, ' ' ORDER BY status) FROM (SELECT status, "
+             "count(*) AS n FROM taskengine.executions WHERE job = '" +
+                 job + "' GROUP BY status) s");
 }
 
 // Waits (bounded) until no `work` execution is queued or running.
@@ -346,8 +356,9 @@ inline void ExpectLAndD(const std::string& url, const DrillFiles& files,
   }
   EXPECT_EQ(twice, 0) << "executions whose effect happened more than once";
   EXPECT_EQ(unknown, 0) << "effects of executions the drill did not dispatch";
-  std::string committed = Sql(url, "SELECT execution_id FROM taskengine.effects WHERE name = "
-                                   "'notice' AND committed = 1 ORDER BY 1");
+  std::string committed = Sql(url,
+                              "SELECT execution_id FROM taskengine.effects WHERE name = "
+                              "'notice' AND committed = 1 ORDER BY 1");
   std::set<std::int64_t> ledger;
   std::istringstream in(committed);
   for (std::string line; std::getline(in, line);) {
@@ -360,10 +371,10 @@ inline void ExpectLAndD(const std::string& url, const DrillFiles& files,
   // committed ledger entry (its reservation is then ambiguous and the
   // execution is quarantined, never run again): allowed, and counted.
   EXPECT_EQ(ledger_not_file, 0) << "ledger says committed but no effect line";
-  long long succeeded_without = SqlInt(
-      url, "SELECT count(*) FROM taskengine.executions e WHERE " + range +
-               " AND status = 2 AND NOT EXISTS (SELECT 1 FROM taskengine.effects f WHERE "
-               "f.execution_id = e.id AND f.name = 'notice' AND f.committed = 1)");
+  long long succeeded_without =
+      SqlInt(url, "SELECT count(*) FROM taskengine.executions e WHERE " + range +
+                      " AND status = 2 AND NOT EXISTS (SELECT 1 FROM taskengine.effects f WHERE "
+                      "f.execution_id = e.id AND f.name = 'notice' AND f.committed = 1)");
   EXPECT_EQ(succeeded_without, 0) << "succeeded without its effect";
   std::cout << "[ measure ] " << ids.size() << " executions: " << StatusCounts(url, "work")
             << "; effect lines " << lines.size() << ", committed " << ledger.size()

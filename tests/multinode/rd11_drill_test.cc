@@ -83,8 +83,9 @@ TEST(Rd11DrillTest, PostgresRestartDuringLoadNodesReconnectOnTheirOwn) {
   TempDir work;
   const std::string config = work.File("taskengine.toml");
   std::ofstream(config) << NodeToml(nc, files);
-  ProcessResult migrate = RunProcess({TASKENGINE_BIN, "--config", config, "migrate"}, "",
-                                     std::chrono::seconds(60), ChildEnvironment(), work.path().string());
+  ProcessResult migrate =
+      RunProcess({TASKENGINE_BIN, "--config", config, "migrate"}, "", std::chrono::seconds(60),
+                 ChildEnvironment(), work.path().string());
   ASSERT_EQ(migrate.exit_code, 0) << migrate.Describe();
 
   std::vector<std::unique_ptr<Node>> nodes;
@@ -100,8 +101,9 @@ TEST(Rd11DrillTest, PostgresRestartDuringLoadNodesReconnectOnTheirOwn) {
   std::vector<std::int64_t> ids = DispatchWork(url, count, 250);
   ASSERT_EQ(static_cast<int>(ids.size()), count);
 
-  const std::string done_sql = "SELECT count(*) FROM taskengine.executions WHERE job = 'work' AND "
-                               "status NOT IN (0, 1)";
+  const std::string done_sql =
+      "SELECT count(*) FROM taskengine.executions WHERE job = 'work' AND "
+      "status NOT IN (0, 1)";
   EXPECT_TRUE(WaitUntil(
       std::chrono::seconds(120), [&] { return SqlInt(url, done_sql) >= count / 4; },
       std::chrono::milliseconds(250)));
@@ -112,15 +114,16 @@ TEST(Rd11DrillTest, PostgresRestartDuringLoadNodesReconnectOnTheirOwn) {
   std::this_thread::sleep_for(std::chrono::seconds(2));
   ASSERT_EQ(pg.Start(), url) << "the cluster came back on another port";
   std::cout << "[ measure ] PostgreSQL back after " << MillisSince(down_at) << " ms" << std::endl;
-  for (auto& n : nodes) EXPECT_TRUE(n->Alive()) << "serve exited while the database was down: " << n->log();
+  for (auto& n : nodes)
+    EXPECT_TRUE(n->Alive()) << "serve exited while the database was down: " << n->log();
   // Leases that ran out while nothing could reach the database are swept at
   // the next sweep after reconnection: judge S again from one lease later.
   std::this_thread::sleep_for(std::chrono::milliseconds(nc.lease_ms));
   sampler.Pause(false);
 
   const bool drained = WaitWorkTerminal(url, std::chrono::seconds(300));
-  std::cout << "[ measure ] drained " << count << " after the restart in "
-            << MillisSince(down_at) << " ms" << std::endl;
+  std::cout << "[ measure ] drained " << count << " after the restart in " << MillisSince(down_at)
+            << " ms" << std::endl;
   EXPECT_TRUE(drained) << StatusCounts(url, "work");
   const long long worst = sampler.Finish();
   for (auto& n : nodes) EXPECT_TRUE(n->Alive()) << "a node died: " << n->log();
@@ -155,8 +158,9 @@ TEST(ClockDrillTest, NodeTenMinutesAheadDoesNotStealLiveLeases) {
   const std::string config = work.File("taskengine.toml");
   // Each execution holds its lease for 6 s: two lease lengths.
   std::ofstream(config) << NodeToml(nc, files, "sleep 6\n");
-  ProcessResult migrate = RunProcess({TASKENGINE_BIN, "--config", config, "migrate"}, "",
-                                     std::chrono::seconds(60), ChildEnvironment(), work.path().string());
+  ProcessResult migrate =
+      RunProcess({TASKENGINE_BIN, "--config", config, "migrate"}, "", std::chrono::seconds(60),
+                 ChildEnvironment(), work.path().string());
   ASSERT_EQ(migrate.exit_code, 0) << migrate.Describe();
 
   Node normal(config, work.File("normal.log"), work.path().string());
@@ -202,14 +206,17 @@ TEST(ClockDrillTest, NodeTenMinutesAheadDoesNotStealLiveLeases) {
   ASSERT_TRUE(WaitUntil(
       std::chrono::seconds(60),
       [&] {
-        long long ahead = SqlInt(url, std::string("SELECT coalesce(max(lease_expires_at - ") + kDbNowMs +
-                                          "), 0) FROM taskengine.executions WHERE status = 1");
+        long long ahead =
+            SqlInt(url, std::string("SELECT coalesce(max(lease_expires_at - ") + kDbNowMs +
+                            "), 0) FROM taskengine.executions WHERE status = 1");
         worst_future_lease = std::max(worst_future_lease, ahead);
-        std::istringstream rows(Sql(url, "SELECT id || ' ' || worker FROM taskengine.executions "
-                                         "WHERE status = 1"));
+        std::istringstream rows(Sql(url,
+                                    "SELECT id || ' ' || worker FROM taskengine.executions "
+                                    "WHERE status = 1"));
         for (std::string id, worker; rows >> id >> worker;) holders[id].insert(worker);
-        return SqlInt(url, "SELECT count(*) FROM taskengine.executions WHERE job LIKE 'work%' AND "
-                           "status NOT IN (0, 1)") == 8;
+        return SqlInt(url,
+                      "SELECT count(*) FROM taskengine.executions WHERE job LIKE 'work%' AND "
+                      "status NOT IN (0, 1)") == 8;
       },
       std::chrono::milliseconds(200)))
       << StatusCounts(url, "work");
@@ -220,9 +227,10 @@ TEST(ClockDrillTest, NodeTenMinutesAheadDoesNotStealLiveLeases) {
   // claim: nobody stole a live lease.
   for (std::int64_t id : held) {
     SCOPED_TRACE("execution " + std::to_string(id));
-    EXPECT_EQ(Sql(url, "SELECT status || ' ' || attempt || ' ' || claim_version "
-                       "FROM taskengine.executions WHERE id = " +
-                           std::to_string(id)),
+    EXPECT_EQ(Sql(url,
+                  "SELECT status || ' ' || attempt || ' ' || claim_version "
+                  "FROM taskengine.executions WHERE id = " +
+                      std::to_string(id)),
               "2 1 1");
     for (const std::string& w : holders[std::to_string(id)]) EXPECT_EQ(w, normal_worker);
   }

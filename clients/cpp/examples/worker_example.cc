@@ -61,7 +61,7 @@ int main() {
     return 1;
   }
   const WorkerStats s = worker.stats();
-  std::cout << "completed " << s.completed << ", failed " << s.failed << ", released "
-            << s.released << std::endl;
+  std::cout << "completed " << s.completed << ", failed " << s.failed << ", released " << s.released
+            << std::endl;
   return 0;
 }

@@ -101,7 +101,8 @@ std::string IdToString(const Json& value) {
 
 Client::Client(ClientOptions options)
     : options_(std::move(options)), pool_(std::make_unique<internal::ConnectionPool>()) {
-  while (!options_.base_url.empty() && options_.base_url.back() == '/') options_.base_url.pop_back();
+  while (!options_.base_url.empty() && options_.base_url.back() == '/')
+    options_.base_url.pop_back();
 }
 
 Client::~Client() = default;
@@ -115,7 +116,8 @@ Result<Json> Client::Call(const std::string& method, const std::string& path, co
   call.url = options_.base_url + path;
   if (!body.is_null()) call.body = body.dump();
   call.headers = headers;
-  if (!options_.token.empty()) call.headers.emplace_back("Authorization", "Bearer " + options_.token);
+  if (!options_.token.empty())
+    call.headers.emplace_back("Authorization", "Bearer " + options_.token);
   call.timeout = timeout.count() > 0 ? timeout : options_.timeout;
   call.abort = abort;
   auto connection = pool_->Acquire();
@@ -151,8 +153,8 @@ Result<DispatchResult> Client::Dispatch(const std::string& job, const DispatchOp
   if (!options.idempotency_key.empty()) {
     headers.emplace_back("Idempotency-Key", options.idempotency_key);
   }
-  auto doc = Call("POST", "/api/v1/jobs/" + Escape(job) + "/dispatch", DispatchBody(options),
-                  headers);
+  auto doc =
+      Call("POST", "/api/v1/jobs/" + Escape(job) + "/dispatch", DispatchBody(options), headers);
   if (!doc.ok()) return doc.status();
   return ToDispatchResult(*doc);
 }
@@ -162,7 +164,8 @@ Result<std::vector<BulkItemResult>> Client::DispatchBulk(const std::vector<BulkI
   for (const BulkItem& item : items) {
     Json body = DispatchBody(item.options);
     body["job"] = item.job;
-    if (!item.options.idempotency_key.empty()) body["idempotency_key"] = item.options.idempotency_key;
+    if (!item.options.idempotency_key.empty())
+      body["idempotency_key"] = item.options.idempotency_key;
     list.push_back(std::move(body));
   }
   auto doc = Call("POST", "/api/v1/dispatch/bulk", Json{{"items", std::move(list)}});

@@ -92,7 +92,8 @@ Worker::Worker(Client* client, WorkerOptions options, WorkerHandler handler)
   options_.concurrency = std::max(1, std::min(options_.concurrency, 100));
   if (options_.queues.empty()) options_.queues = {"default"};
   if (options_.reconnect_min.count() <= 0) options_.reconnect_min = milliseconds(10);
-  if (options_.reconnect_max < options_.reconnect_min) options_.reconnect_max = options_.reconnect_min;
+  if (options_.reconnect_max < options_.reconnect_min)
+    options_.reconnect_max = options_.reconnect_min;
 }
 
 Worker::~Worker() = default;
@@ -141,22 +142,22 @@ Status Worker::Run() {
     int free_slots = 0;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] {
-        return stopping_ || static_cast<int>(held_.size()) < options_.concurrency;
-      });
+      cv_.wait(lock,
+               [&] { return stopping_ || static_cast<int>(held_.size()) < options_.concurrency; });
       if (stopping_) break;
       if (options_.max_jobs > 0 && stats_.leased >= options_.max_jobs) break;
       free_slots = options_.concurrency - static_cast<int>(held_.size());
       if (options_.max_jobs > 0) {
-        free_slots = static_cast<int>(
-            std::min<std::int64_t>(free_slots, options_.max_jobs - stats_.leased));
+        free_slots =
+            static_cast<int>(std::min<std::int64_t>(free_slots, options_.max_jobs - stats_.leased));
       }
     }
     LeaseRequest request;
     request.worker_id = options_.worker_id;
     request.queues = options_.queues;
     request.max = std::min(free_slots, 100);
-    request.wait_ms = static_cast<int>(std::clamp<std::int64_t>(options_.poll_wait.count(), 0, 30'000));
+    request.wait_ms =
+        static_cast<int>(std::clamp<std::int64_t>(options_.poll_wait.count(), 0, 30'000));
     request.name = options_.name;
     request.host = host;
     request.pid = static_cast<int>(getpid());

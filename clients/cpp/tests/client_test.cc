@@ -6,8 +6,8 @@
 
 #include <thread>
 
-#include "storage/store.h"
 #include "api_harness.h"  // (after storage/store.h: FinishReply must be complete)
+#include "storage/store.h"
 
 namespace taskengine_client {
 namespace {
@@ -80,7 +80,8 @@ TEST_F(ClientApiTest, BulkDispatchAnswersPerItem) {
   auto client = As(t::kDispatcher);
   std::vector<BulkItem> items;
   for (int i = 0; i < 5; ++i) {
-    items.push_back({"echo", {.payload = {{"i", i}}, .idempotency_key = "bulk-" + std::to_string(i)}});
+    items.push_back(
+        {"echo", {.payload = {{"i", i}}, .idempotency_key = "bulk-" + std::to_string(i)}});
   }
   auto r = client->DispatchBulk(items);
   ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -163,8 +163,7 @@ class FakeWorkerServer {
   }
 
   taskengine::api::HttpResponse Handle(const taskengine::api::HttpRequest& request) {
-    Json body = request.body.empty() ? Json::object()
-                                     : Json::parse(request.body, nullptr, false);
+    Json body = request.body.empty() ? Json::object() : Json::parse(request.body, nullptr, false);
     if (body.is_discarded()) return Answer(400, Error("bad_request", "not JSON"));
     std::unique_lock<std::mutex> lock(mu_);
     if (!token_.empty()) {

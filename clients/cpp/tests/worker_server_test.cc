@@ -5,8 +5,8 @@
 
 #include <thread>
 
-#include "storage/store.h"
 #include "api_harness.h"  // (after storage/store.h: FinishReply must be complete)
+#include "storage/store.h"
 #include "taskengine_client/worker.h"
 
 namespace taskengine_client {

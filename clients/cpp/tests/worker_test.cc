@@ -52,8 +52,10 @@ WorkerOptions FastOptions(int concurrency = 2) {
 class RunningWorker {
  public:
   RunningWorker(Client* client, WorkerOptions options, WorkerHandler handler)
-      : worker_(client, std::move(options), std::move(handler)),
-        thread_([this] { status_ = worker_.Run(); returned_ = true; }) {}
+      : worker_(client, std::move(options), std::move(handler)), thread_([this] {
+          status_ = worker_.Run();
+          returned_ = true;
+        }) {}
   ~RunningWorker() { StopAndJoin(); }
   void StopAndJoin() {
     worker_.Stop();

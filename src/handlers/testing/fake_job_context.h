@@ -155,8 +155,8 @@ class FakeJobContext : public JobContext {
 
   mutable std::mutex mu_;
   std::map<std::string, FakeEffect> effects_;  // guarded by mu_
-  std::vector<int> progress_;  // guarded by mu_
-  std::vector<LogLine> logs_;  // guarded by mu_
+  std::vector<int> progress_;                  // guarded by mu_
+  std::vector<LogLine> logs_;                  // guarded by mu_
   std::atomic<LeaseState> state_{LeaseState::kActive};
   std::atomic<int> calls_{0};
   std::atomic<int> checkpoints_{0};

@@ -12,9 +12,7 @@ bool IsConnectionLoss(std::string_view sqlstate) {
          sqlstate == "57P03";
 }
 
-bool IsRetryable(std::string_view sqlstate) {
-  return sqlstate == "40001" || sqlstate == "40P01";
-}
+bool IsRetryable(std::string_view sqlstate) { return sqlstate == "40001" || sqlstate == "40P01"; }
 
 Status StatusForSqlState(std::string_view sqlstate, std::string message) {
   if (IsConnectionLoss(sqlstate) || sqlstate.empty()) {
@@ -177,10 +175,10 @@ Status PgConn::Connect(const std::string& conninfo, const std::string& schema) {
   Close();
   // Defaults first: settings in `conninfo` (expanded from "dbname") win.
   // Keepalives notice a dead server or network while a call waits on it.
-  static const char* const kKeys[] = {"connect_timeout", "keepalives",     "keepalives_idle",
-                                      "keepalives_interval", "keepalives_count",
-                                      "application_name", "dbname",       nullptr};
-  const char* const values[] = {"10", "1", "30", "10", "3", "taskengine", conninfo.c_str(),
+  static const char* const kKeys[] = {
+      "connect_timeout",  "keepalives",       "keepalives_idle", "keepalives_interval",
+      "keepalives_count", "application_name", "dbname",          nullptr};
+  const char* const values[] = {"10",   "1", "30", "10", "3", "taskengine", conninfo.c_str(),
                                 nullptr};
   conn_ = PQconnectdbParams(kKeys, values, /*expand_dbname=*/1);
   if (conn_ == nullptr) return Unavailable("PostgreSQL: out of memory while connecting");
@@ -214,8 +212,8 @@ Result<PgResult> PgConn::Check(pg_result* r, std::string_view what) {
   if (msg.empty() && conn_ != nullptr) msg = PQerrorMessage(conn_);
   while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
   msg = std::string(what) + ": " + msg;
-  const bool lost = conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK ||
-                    IsConnectionLoss(last_sqlstate_);
+  const bool lost =
+      conn_ == nullptr || PQstatus(conn_) != CONNECTION_OK || IsConnectionLoss(last_sqlstate_);
   if (lost) {
     broken_ = true;
     if (last_sqlstate_.empty()) last_sqlstate_ = "08006";

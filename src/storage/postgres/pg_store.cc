@@ -38,12 +38,13 @@ using pg::PgResult;
 
 // --- SQL -------------------------------------------------------------------
 
-#define TE_PG_EXECUTION_COLUMNS                                                                   \
-  "id, job, tenant, queue, status, trigger, requester, worker, attempt, idempotency_key, "        \
-  "payload, fingerprint, result, progress, error, failure_class, scheduled_at, run_at, "          \
-  "queued_at, started_at, finished_at, claim_version, lease_expires_at, cancel_requested, "       \
-  "lane_key, parent_id, consecutive_lease_expiries, permanent_failures, ambiguous_failures, "     \
-  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, " \
+#define TE_PG_EXECUTION_COLUMNS                                                               \
+  "id, job, tenant, queue, status, trigger, requester, worker, attempt, idempotency_key, "    \
+  "payload, fingerprint, result, progress, error, failure_class, scheduled_at, run_at, "      \
+  "queued_at, started_at, finished_at, claim_version, lease_expires_at, cancel_requested, "   \
+  "lane_key, parent_id, consecutive_lease_expiries, permanent_failures, ambiguous_failures, " \
+  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                   \
+  "max_ambiguous_attempts, "                                                                  \
   "max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts"
 
 // The columns the state machine and fencing look at.
@@ -78,7 +79,8 @@ constexpr const char* kApplyTransition =
 // The due executions of one queue, oldest run_at first, that no other
 // transaction holds: the batch a claim takes (an index seek into executions_due).
 constexpr const char* kClaimDue =
-    "SELECT " TE_PG_STATE_COLUMNS ", job, payload, COALESCE(idempotency_key, '')"
+    "SELECT " TE_PG_STATE_COLUMNS
+    ", job, payload, COALESCE(idempotency_key, '')"
     " FROM executions WHERE queue = $1 AND status = 0 AND lane_parked = 0 AND run_at <= $2"
     " ORDER BY run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED";
 // One UPDATE for the whole batch: parallel arrays (id, status, attempt, claim
@@ -120,10 +122,9 @@ constexpr const char* kInsertLog =
     "INSERT INTO execution_logs (execution_id, attempt, at, level, message)"
     " VALUES ($1, $2, $3, $4, $5)";
 
-constexpr const char* kExpired =
-    "SELECT " TE_PG_STATE_COLUMNS
-    " FROM executions WHERE status = 1 AND lease_expires_at < $1"
-    " ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED";
+constexpr const char* kExpired = "SELECT " TE_PG_STATE_COLUMNS
+                                 " FROM executions WHERE status = 1 AND lease_expires_at < $1"
+                                 " ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED";
 
 constexpr const char* kFindByKey =
     "SELECT id, fingerprint, status FROM executions"
@@ -230,7 +231,8 @@ constexpr const char* kInsertAudit =
     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 constexpr const char* kListAudit =
     "SELECT id, at, actor, tenant, action, target, before_json, after_json, reason FROM audit_log"
-    " WHERE ($1::text = '' OR target = $1) AND ($2::bigint = 0 OR id < $2) ORDER BY id DESC LIMIT $3";
+    " WHERE ($1::text = '' OR target = $1) AND ($2::bigint = 0 OR id < $2) ORDER BY id DESC LIMIT "
+    "$3";
 constexpr const char* kGetPendingReplay =
     "SELECT requested_by, reason, ambiguous FROM replay_requests WHERE execution_id = $1";
 constexpr const char* kInsertPendingReplay =
@@ -243,9 +245,9 @@ constexpr const char* kRevoke = "DELETE FROM grants WHERE principal = $1 AND ten
 constexpr const char* kIsGranted =
     "SELECT EXISTS (SELECT 1 FROM grants WHERE principal = $1 AND tenant IN ($2, '*'))";
 
-#define TE_PG_JOB_COLUMNS                                                                      \
-  "name, display_name, handler, queue, scope, schedule, timezone, timeout_ms, lease_ms, "      \
-  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                    \
+#define TE_PG_JOB_COLUMNS                                                                         \
+  "name, display_name, handler, queue, scope, schedule, timezone, timeout_ms, lease_ms, "         \
+  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                       \
   "max_ambiguous_attempts, max_consecutive_lease_expiries, lane_template, config_json, enabled, " \
   "created_at, updated_at, accepted_schema_versions, max_unsupported_schema_attempts, catch_up, " \
   "catch_up_window_ms, window_ms"
@@ -264,19 +266,20 @@ constexpr const char* kListJobs = "SELECT " TE_PG_JOB_COLUMNS " FROM job_definit
 
 // List variants: each is a static statement so it is prepared once; the
 // optional filters are "$N IS NULL OR ..." and the leading condition picks the index.
-#define TE_PG_LIST_FILTERS                                                                         \
-  " ($1::text IS NULL OR job = $1) AND ($2::text IS NULL OR tenant = $2)"                          \
-  " AND ($3::int IS NULL OR status = $3) AND ($4::bigint = 0 OR queued_at >= $4)"                          \
+#define TE_PG_LIST_FILTERS                                                        \
+  " ($1::text IS NULL OR job = $1) AND ($2::text IS NULL OR tenant = $2)"         \
+  " AND ($3::int IS NULL OR status = $3) AND ($4::bigint = 0 OR queued_at >= $4)" \
   " AND ($5::bigint = 0 OR queued_at < $5) AND ($6::bigint = 0 OR id < $6)"
-constexpr const char* kListAll = "SELECT " TE_PG_EXECUTION_COLUMNS
-                                 " FROM executions WHERE" TE_PG_LIST_FILTERS
-                                 " ORDER BY id DESC LIMIT $7";
-constexpr const char* kListByJob = "SELECT " TE_PG_EXECUTION_COLUMNS
-                                   " FROM executions WHERE job = $1 AND" TE_PG_LIST_FILTERS
-                                   " ORDER BY id DESC LIMIT $7";
+constexpr const char* kListAll =
+    "SELECT " TE_PG_EXECUTION_COLUMNS " FROM executions WHERE" TE_PG_LIST_FILTERS
+    " ORDER BY id DESC LIMIT $7";
+constexpr const char* kListByJob =
+    "SELECT " TE_PG_EXECUTION_COLUMNS " FROM executions WHERE job = $1 AND" TE_PG_LIST_FILTERS
+    " ORDER BY id DESC LIMIT $7";
 constexpr const char* kListByTenant =
-    "SELECT " TE_PG_EXECUTION_COLUMNS " FROM executions WHERE tenant = $2 AND tenant <> '' AND"
-    TE_PG_LIST_FILTERS " ORDER BY id DESC LIMIT $7";
+    "SELECT " TE_PG_EXECUTION_COLUMNS
+    " FROM executions WHERE tenant = $2 AND tenant <> '' AND" TE_PG_LIST_FILTERS
+    " ORDER BY id DESC LIMIT $7";
 
 constexpr const char* kInsertAttempt =
     "INSERT INTO execution_attempts (execution_id, attempt, claim_version, worker,"
@@ -303,12 +306,14 @@ constexpr const char* kAcquireLock =
 constexpr const char* kLockHolder = "SELECT holder FROM scheduler_locks WHERE name = $1";
 constexpr const char* kReleaseLock = "DELETE FROM scheduler_locks WHERE name = $1 AND holder = $2";
 constexpr const char* kListScheduleStates =
-    "SELECT job, last_fire_at, last_evaluated_at, skipped_fires, last_skipped_at FROM schedule_state"
+    "SELECT job, last_fire_at, last_evaluated_at, skipped_fires, last_skipped_at FROM "
+    "schedule_state"
     " ORDER BY job";
 constexpr const char* kUpdateScheduleState =
     "INSERT INTO schedule_state AS s (job, last_fire_at, last_evaluated_at, skipped_fires,"
     " last_skipped_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (job) DO UPDATE SET"
-    " last_fire_at = GREATEST(s.last_fire_at, $2), last_evaluated_at = GREATEST(s.last_evaluated_at, $3),"
+    " last_fire_at = GREATEST(s.last_fire_at, $2), last_evaluated_at = "
+    "GREATEST(s.last_evaluated_at, $3),"
     " skipped_fires = s.skipped_fires + $4, last_skipped_at = GREATEST(s.last_skipped_at, $5)";
 // Principals (X1).
 constexpr const char* kUpsertUser =
@@ -319,8 +324,9 @@ constexpr const char* kGetUser =
     "SELECT name, password_hash, scopes, tenants, disabled, created_at FROM users WHERE name = $1";
 constexpr const char* kListUsers =
     "SELECT name, password_hash, scopes, tenants, disabled, created_at FROM users ORDER BY name";
-#define TE_PG_TOKEN_COLUMNS \
-  "id, name, secret_hash, principal, scopes, tenants, created_at, expires_at, revoked_at, last_used_at"
+#define TE_PG_TOKEN_COLUMNS                                                                 \
+  "id, name, secret_hash, principal, scopes, tenants, created_at, expires_at, revoked_at, " \
+  "last_used_at"
 constexpr const char* kCreateToken =
     "INSERT INTO api_tokens (name, secret_hash, principal, scopes, tenants, created_at, expires_at)"
     " VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id";
@@ -474,26 +480,32 @@ class PostgresStore final : public ActionStore {
 
   Status Migrate() override {
     return Write<bool>([&](Tx& tx) -> Result<bool> {
-      // Nodes migrating at once take turns; the lock ends with the transaction.
-      TE_RETURN_IF_ERROR(tx.c.Exec("SELECT pg_advisory_xact_lock(hashtextextended('taskengine.migrate." +
-                                   options_.schema + "', 7))")
-                             .status());
-      TE_RETURN_IF_ERROR(
-          tx.c.Exec("CREATE SCHEMA IF NOT EXISTS " + QuoteIdentifier(options_.schema)).status());
-      TE_RETURN_IF_ERROR(
-          tx.c.Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)").status());
-      TE_ASSIGN_OR_RETURN(int version, ReadVersion(tx));
-      if (version > pg::kSchemaVersion) {
-        return NewerSchemaError(version, pg::kSchemaVersion);
-      }
-      for (int v = version; v < pg::kSchemaVersion; ++v) {
-        TE_RETURN_IF_ERROR(tx.c.Exec(pg::kMigrations[v]).status());
-        TE_RETURN_IF_ERROR(tx.c.Exec("DELETE FROM schema_version; INSERT INTO schema_version "
-                                     "(version) VALUES (" + std::to_string(v + 1) + ")")
-                               .status());
-      }
-      return true;
-    }).status();
+             // Nodes migrating at once take turns; the lock ends with the transaction.
+             TE_RETURN_IF_ERROR(
+                 tx.c.Exec("SELECT pg_advisory_xact_lock(hashtextextended('taskengine.migrate." +
+                           options_.schema + "', 7))")
+                     .status());
+             TE_RETURN_IF_ERROR(
+                 tx.c.Exec("CREATE SCHEMA IF NOT EXISTS " + QuoteIdentifier(options_.schema))
+                     .status());
+             TE_RETURN_IF_ERROR(
+                 tx.c.Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+                     .status());
+             TE_ASSIGN_OR_RETURN(int version, ReadVersion(tx));
+             if (version > pg::kSchemaVersion) {
+               return NewerSchemaError(version, pg::kSchemaVersion);
+             }
+             for (int v = version; v < pg::kSchemaVersion; ++v) {
+               TE_RETURN_IF_ERROR(tx.c.Exec(pg::kMigrations[v]).status());
+               TE_RETURN_IF_ERROR(
+                   tx.c.Exec("DELETE FROM schema_version; INSERT INTO schema_version "
+                             "(version) VALUES (" +
+                             std::to_string(v + 1) + ")")
+                       .status());
+             }
+             return true;
+           })
+        .status();
   }
 
   Result<int> SchemaVersion() override {
@@ -506,21 +518,22 @@ class PostgresStore final : public ActionStore {
     TE_RETURN_IF_ERROR(ValidateJob(job));
     const Millis now = clock_->NowMillis();
     return Write<bool>([&](Tx& tx) -> Result<bool> {
-      Params p;
-      p.Add(job.name.value).Add(job.display_name).Add(job.handler).Add(job.queue);
-      p.Add(static_cast<int>(job.scope)).Add(job.schedule).Add(job.timezone);
-      p.Add(job.timeout_ms).Add(job.lease_ms).Add(job.retry.max_attempts);
-      p.Add(job.retry.backoff_base_ms).Add(job.retry.backoff_cap_ms);
-      p.Add(job.retry.max_permanent_attempts).Add(job.retry.max_ambiguous_attempts);
-      p.Add(job.retry.max_consecutive_lease_expiries).Add(job.lane_template);
-      p.Add(job.config_json).Add(job.enabled ? 1 : 0).Add(now);
-      p.Add(FormatIntList(job.accepted_schema_versions));
-      p.Add(job.retry.max_unsupported_schema_attempts);
-      p.Add(static_cast<int>(job.catch_up)).Add(job.catch_up_window_ms);
-      p.Add(job.window_ms);
-      TE_RETURN_IF_ERROR(tx.Q(kUpsertJob, p).status());
-      return true;
-    }).status();
+             Params p;
+             p.Add(job.name.value).Add(job.display_name).Add(job.handler).Add(job.queue);
+             p.Add(static_cast<int>(job.scope)).Add(job.schedule).Add(job.timezone);
+             p.Add(job.timeout_ms).Add(job.lease_ms).Add(job.retry.max_attempts);
+             p.Add(job.retry.backoff_base_ms).Add(job.retry.backoff_cap_ms);
+             p.Add(job.retry.max_permanent_attempts).Add(job.retry.max_ambiguous_attempts);
+             p.Add(job.retry.max_consecutive_lease_expiries).Add(job.lane_template);
+             p.Add(job.config_json).Add(job.enabled ? 1 : 0).Add(now);
+             p.Add(FormatIntList(job.accepted_schema_versions));
+             p.Add(job.retry.max_unsupported_schema_attempts);
+             p.Add(static_cast<int>(job.catch_up)).Add(job.catch_up_window_ms);
+             p.Add(job.window_ms);
+             TE_RETURN_IF_ERROR(tx.Q(kUpsertJob, p).status());
+             return true;
+           })
+        .status();
   }
 
   Result<JobDefinition> GetJob(const JobName& name) override {
@@ -549,8 +562,7 @@ class PostgresStore final : public ActionStore {
 
   Result<std::vector<AdmitResult>> AdmitBatch(const std::vector<AdmitRequest>& requests) override {
     const Millis now = clock_->NowMillis();
-    return Write<std::vector<AdmitResult>>(
-        [&](Tx& tx) { return AdmitAll(tx, requests, now); });
+    return Write<std::vector<AdmitResult>>([&](Tx& tx) { return AdmitAll(tx, requests, now); });
   }
 
   Result<std::vector<AdmitResult>> CommitSchedule(
@@ -671,17 +683,19 @@ class PostgresStore final : public ActionStore {
 
   Status AppendLog(const LeaseRef& lease, LogLevel level, std::string_view message) override {
     return Write<bool>([&](Tx& tx) -> Result<bool> {
-      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LockState(tx, lease.id));
-      TE_RETURN_IF_ERROR(CheckLease(row, lease));
-      Params p;
-      p.Add(lease.id.value).Add(row->state.attempt).Add(clock_->NowMillis());
-      p.Add(static_cast<int>(level)).Add(message);
-      TE_RETURN_IF_ERROR(tx.Q(kInsertLog, p).status());
-      return true;
-    }).status();
+             TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LockState(tx, lease.id));
+             TE_RETURN_IF_ERROR(CheckLease(row, lease));
+             Params p;
+             p.Add(lease.id.value).Add(row->state.attempt).Add(clock_->NowMillis());
+             p.Add(static_cast<int>(level)).Add(message);
+             TE_RETURN_IF_ERROR(tx.Q(kInsertLog, p).status());
+             return true;
+           })
+        .status();
   }
 
-  std::vector<Result<FinishReply>> FinishBatch(const std::vector<FinishRequest>& requests) override {
+  std::vector<Result<FinishReply>> FinishBatch(
+      const std::vector<FinishRequest>& requests) override {
     using Replies = std::vector<Result<FinishReply>>;
     auto r = Write<Replies>([&](Tx& tx) -> Result<Replies> {
       const Millis now = clock_->NowMillis();
@@ -758,11 +772,12 @@ class PostgresStore final : public ActionStore {
   Status AppendAudit(const AuditRecord& record) override {
     TE_RETURN_IF_ERROR(ValidateAuditRecord(record));
     return Write<bool>([&](Tx& tx) -> Result<bool> {
-      AuditRecord r = record;
-      if (r.at == 0) r.at = clock_->NowMillis();
-      TE_RETURN_IF_ERROR(InsertAudit(tx, r));
-      return true;
-    }).status();
+             AuditRecord r = record;
+             if (r.at == 0) r.at = clock_->NowMillis();
+             TE_RETURN_IF_ERROR(InsertAudit(tx, r));
+             return true;
+           })
+        .status();
   }
 
   Result<std::vector<AuditRecord>> ListAudit(const AuditFilter& f) override {
@@ -823,11 +838,15 @@ class PostgresStore final : public ActionStore {
   Status UpsertTenant(const Tenant& tenant) override {
     TE_RETURN_IF_ERROR(ValidateTenant(tenant));
     return Write<bool>([&](Tx& tx) -> Result<bool> {
-      Params p;
-      p.Add(tenant.id.value).Add(tenant.name).Add(tenant.active ? 1 : 0).Add(clock_->NowMillis());
-      TE_RETURN_IF_ERROR(tx.Q(kUpsertTenant, p).status());
-      return true;
-    }).status();
+             Params p;
+             p.Add(tenant.id.value)
+                 .Add(tenant.name)
+                 .Add(tenant.active ? 1 : 0)
+                 .Add(clock_->NowMillis());
+             TE_RETURN_IF_ERROR(tx.Q(kUpsertTenant, p).status());
+             return true;
+           })
+        .status();
   }
 
   Result<Tenant> GetTenant(const TenantId& id) override {
@@ -862,9 +881,10 @@ class PostgresStore final : public ActionStore {
 
   Status ReleaseLock(std::string_view name, std::string_view holder) override {
     return Write<bool>([&](Tx& tx) -> Result<bool> {
-      TE_RETURN_IF_ERROR(tx.Q(kReleaseLock, Params().Add(name).Add(holder)).status());
-      return true;
-    }).status();
+             TE_RETURN_IF_ERROR(tx.Q(kReleaseLock, Params().Add(name).Add(holder)).status());
+             return true;
+           })
+        .status();
   }
 
   Result<std::vector<ScheduleState>> ListScheduleStates() override {
@@ -881,12 +901,13 @@ class PostgresStore final : public ActionStore {
   Status UpsertUser(const User& user) override {
     TE_RETURN_IF_ERROR(ValidateUser(user));
     return Write<bool>([&](Tx& tx) -> Result<bool> {
-      Params p;
-      p.Add(user.name).Add(user.password_hash).Add(JoinList(user.scopes));
-      p.Add(JoinList(user.tenants)).Add(user.disabled ? 1 : 0).Add(clock_->NowMillis());
-      TE_RETURN_IF_ERROR(tx.Q(kUpsertUser, p).status());
-      return true;
-    }).status();
+             Params p;
+             p.Add(user.name).Add(user.password_hash).Add(JoinList(user.scopes));
+             p.Add(JoinList(user.tenants)).Add(user.disabled ? 1 : 0).Add(clock_->NowMillis());
+             TE_RETURN_IF_ERROR(tx.Q(kUpsertUser, p).status());
+             return true;
+           })
+        .status();
   }
 
   Result<User> GetUser(std::string_view name) override {
@@ -929,10 +950,12 @@ class PostgresStore final : public ActionStore {
 
   Status RevokeToken(std::int64_t id) override {
     return Write<bool>([&](Tx& tx) -> Result<bool> {
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kRevokeToken, Params().Add(id).Add(clock_->NowMillis())));
-      if (s.affected() == 0) return NotFound("no token " + std::to_string(id));
-      return true;
-    }).status();
+             TE_ASSIGN_OR_RETURN(PgResult s,
+                                 tx.Q(kRevokeToken, Params().Add(id).Add(clock_->NowMillis())));
+             if (s.affected() == 0) return NotFound("no token " + std::to_string(id));
+             return true;
+           })
+        .status();
   }
 
   Result<std::vector<ApiToken>> ListTokens() override {
@@ -946,21 +969,24 @@ class PostgresStore final : public ActionStore {
 
   Status TouchToken(std::int64_t id) override {
     return Write<bool>([&](Tx& tx) -> Result<bool> {
-      TE_RETURN_IF_ERROR(tx.Q(kTouchToken, Params().Add(id).Add(clock_->NowMillis())).status());
-      return true;
-    }).status();
+             TE_RETURN_IF_ERROR(
+                 tx.Q(kTouchToken, Params().Add(id).Add(clock_->NowMillis())).status());
+             return true;
+           })
+        .status();
   }
 
   Status CreateSession(const Session& session) override {
     TE_RETURN_IF_ERROR(ValidateSession(session));
     return Write<bool>([&](Tx& tx) -> Result<bool> {
-      const Millis now = clock_->NowMillis();
-      Params p;
-      p.Add(session.id_hash).Add(session.user).Add(session.csrf_token);
-      p.Add(now).Add(now).Add(session.expires_at);
-      TE_RETURN_IF_ERROR(tx.Q(kCreateSession, p).status());
-      return true;
-    }).status();
+             const Millis now = clock_->NowMillis();
+             Params p;
+             p.Add(session.id_hash).Add(session.user).Add(session.csrf_token);
+             p.Add(now).Add(now).Add(session.expires_at);
+             TE_RETURN_IF_ERROR(tx.Q(kCreateSession, p).status());
+             return true;
+           })
+        .status();
   }
 
   Result<Session> GetSession(std::string_view id_hash) override {
@@ -973,17 +999,19 @@ class PostgresStore final : public ActionStore {
 
   Status TouchSession(std::string_view id_hash) override {
     return Write<bool>([&](Tx& tx) -> Result<bool> {
-      TE_RETURN_IF_ERROR(
-          tx.Q(kTouchSession, Params().Add(id_hash).Add(clock_->NowMillis())).status());
-      return true;
-    }).status();
+             TE_RETURN_IF_ERROR(
+                 tx.Q(kTouchSession, Params().Add(id_hash).Add(clock_->NowMillis())).status());
+             return true;
+           })
+        .status();
   }
 
   Status DeleteSession(std::string_view id_hash) override {
     return Write<bool>([&](Tx& tx) -> Result<bool> {
-      TE_RETURN_IF_ERROR(tx.Q(kDeleteSession, Params().Add(id_hash)).status());
-      return true;
-    }).status();
+             TE_RETURN_IF_ERROR(tx.Q(kDeleteSession, Params().Add(id_hash)).status());
+             return true;
+           })
+        .status();
   }
 
   // --- workers ---
@@ -991,21 +1019,22 @@ class PostgresStore final : public ActionStore {
   Status ReportWorker(const WorkerInfo& w) override {
     TE_RETURN_IF_ERROR(ValidateWorker(w));
     return Write<bool>([&](Tx& tx) -> Result<bool> {
-      const Millis now = clock_->NowMillis();
-      Params p;
-      p.Add(w.id.value).Add(w.hostname).Add(static_cast<std::int64_t>(w.pid));
-      p.Add(static_cast<int>(w.state)).Add(w.current.value).Add(w.processed).Add(w.failed);
-      p.Add(w.started_at > 0 ? w.started_at : now).Add(now);
-      TE_RETURN_IF_ERROR(tx.Q(kReportWorker, p).status());
-      return true;
-    }).status();
+             const Millis now = clock_->NowMillis();
+             Params p;
+             p.Add(w.id.value).Add(w.hostname).Add(static_cast<std::int64_t>(w.pid));
+             p.Add(static_cast<int>(w.state)).Add(w.current.value).Add(w.processed).Add(w.failed);
+             p.Add(w.started_at > 0 ? w.started_at : now).Add(now);
+             TE_RETURN_IF_ERROR(tx.Q(kReportWorker, p).status());
+             return true;
+           })
+        .status();
   }
 
   Result<std::vector<WorkerInfo>> ListWorkers(Millis seen_within_ms) override {
     const Millis now = clock_->NowMillis();
     return ReadTx<std::vector<WorkerInfo>>([&](Tx& tx) -> Result<std::vector<WorkerInfo>> {
-      TE_ASSIGN_OR_RETURN(PgResult s,
-                          tx.Q(kListWorkers, Params().Add(seen_within_ms).Add(now - seen_within_ms)));
+      TE_ASSIGN_OR_RETURN(
+          PgResult s, tx.Q(kListWorkers, Params().Add(seen_within_ms).Add(now - seen_within_ms)));
       std::vector<WorkerInfo> out;
       for (int i = 0; i < s.rows(); ++i) out.push_back(ReadWorkerRow(PgRow(s, i)));
       return out;
@@ -1035,12 +1064,21 @@ class PostgresStore final : public ActionStore {
   Result<ExecutionPage> ListExecutions(const ExecutionFilter& f) override {
     TE_RETURN_IF_ERROR(ValidateListLimit(f.limit));
     return ReadTx<ExecutionPage>([&](Tx& tx) -> Result<ExecutionPage> {
-      const char* sql = f.job ? kListByJob : (f.tenant && !f.tenant->empty() ? kListByTenant
-                                                                              : kListAll);
+      const char* sql =
+          f.job ? kListByJob : (f.tenant && !f.tenant->empty() ? kListByTenant : kListAll);
       Params p;
-      if (f.job) p.Add(f.job->value); else p.AddNull();
-      if (f.tenant) p.Add(f.tenant->value); else p.AddNull();
-      if (f.status) p.Add(static_cast<int>(*f.status)); else p.AddNull();
+      if (f.job)
+        p.Add(f.job->value);
+      else
+        p.AddNull();
+      if (f.tenant)
+        p.Add(f.tenant->value);
+      else
+        p.AddNull();
+      if (f.status)
+        p.Add(static_cast<int>(*f.status));
+      else
+        p.AddNull();
       p.Add(f.queued_from).Add(f.queued_to).Add(f.before.value).Add(f.limit + 1);
       TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(sql, p));
       ExecutionPage page;
@@ -1189,9 +1227,10 @@ class PostgresStore final : public ActionStore {
   Status WriteGrant(const char* sql, std::string_view principal, std::string_view tenant) {
     TE_RETURN_IF_ERROR(ValidateGrant(principal, tenant));
     return Write<bool>([&](Tx& tx) -> Result<bool> {
-      TE_RETURN_IF_ERROR(tx.Q(sql, Params().Add(principal).Add(tenant)).status());
-      return true;
-    }).status();
+             TE_RETURN_IF_ERROR(tx.Q(sql, Params().Add(principal).Add(tenant)).status());
+             return true;
+           })
+        .status();
   }
 
   static Result<int> ReadVersion(Tx& tx) {
@@ -1306,9 +1345,18 @@ class PostgresStore final : public ActionStore {
     p.Add(t.cancel_requested ? 1 : 0);
     p.Add(t.clear_lease);
     p.Add(t.finished ? now : Millis{0});
-    if (result && !result->empty()) p.Add(*result); else p.AddNull();
-    if (error) p.Add(*error); else p.AddNull();
-    if (progress) p.Add(*progress); else p.AddNull();
+    if (result && !result->empty())
+      p.Add(*result);
+    else
+      p.AddNull();
+    if (error)
+      p.Add(*error);
+    else
+      p.AddNull();
+    if (progress)
+      p.Add(*progress);
+    else
+      p.AddNull();
     TE_RETURN_IF_ERROR(tx.Q(kApplyTransition, p).status());
     tx.counters.CountTransition(row.queue, row.state.status, t.to, now);
     if (t.to == ExecutionStatus::kQueued && row.state.status != ExecutionStatus::kQueued) {
@@ -1541,7 +1589,8 @@ class PostgresStore final : public ActionStore {
       const AdmitRequest& r = requests[static_cast<std::size_t>(i)];
       if (inserted.count(ids[static_cast<std::size_t>(i)]) > 0) {
         const std::string& q_name = jobs.at(r.job.value).queue;
-        out.push_back(AdmitResult{AdmitOutcome::kCreated, ExecutionId(ids[static_cast<std::size_t>(i)]),
+        out.push_back(AdmitResult{AdmitOutcome::kCreated,
+                                  ExecutionId(ids[static_cast<std::size_t>(i)]),
                                   ExecutionStatus::kQueued});
         tx.counters.CountAdmission(q_name);
         tx.MarkWork(q_name);
@@ -1605,7 +1654,8 @@ class PostgresStore final : public ActionStore {
       // committed while ON CONFLICT waited for it): answer with its execution.
       TE_ASSIGN_OR_RETURN(std::optional<AdmitResult> existing, FindByKey(tx, r));
       if (existing) return *existing;
-      return Unavailable("idempotency key " + r.idempotency_key + " is being admitted concurrently");
+      return Unavailable("idempotency key " + r.idempotency_key +
+                         " is being admitted concurrently");
     }
     AdmitResult res;
     res.outcome = AdmitOutcome::kCreated;
@@ -1617,10 +1667,9 @@ class PostgresStore final : public ActionStore {
   }
 
   static Result<std::optional<AdmitResult>> FindByKey(Tx& tx, const AdmitRequest& r) {
-    TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kFindByKey, Params()
-                                                         .Add(r.job.value)
-                                                         .Add(r.tenant.value)
-                                                         .Add(r.idempotency_key)));
+    TE_ASSIGN_OR_RETURN(
+        PgResult s,
+        tx.Q(kFindByKey, Params().Add(r.job.value).Add(r.tenant.value).Add(r.idempotency_key)));
     if (s.rows() == 0) return std::optional<AdmitResult>();
     return std::optional<AdmitResult>(ReadExistingAdmissionRow(PgRow(s, 0), r));
   }

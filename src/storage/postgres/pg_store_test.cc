@@ -56,10 +56,13 @@ class Cluster {
     // The postgres user must reach the cluster directory inside our temp dir.
     ::chmod(dir_.path().c_str(), 0755);
     cluster_dir_ = dir_.File("pg");
-    started_ = Run(SourceDir() + "/scripts/pg_cluster.sh start " + cluster_dir_ + " 2>&1", &url_) == 0;
+    started_ =
+        Run(SourceDir() + "/scripts/pg_cluster.sh start " + cluster_dir_ + " 2>&1", &url_) == 0;
   }
   ~Cluster() {
-    if (started_) (void)Run(As() + kPgBin + "/pg_ctl -D " + cluster_dir_ + "/data -m immediate -w stop >/dev/null 2>&1");
+    if (started_)
+      (void)Run(As() + kPgBin + "/pg_ctl -D " + cluster_dir_ +
+                "/data -m immediate -w stop >/dev/null 2>&1");
   }
   bool started() const { return started_; }
   // The URL, or the script's output when it failed.
@@ -67,7 +70,8 @@ class Cluster {
 
   // Stops the server the hard way (RD11): no checkpoint, connections cut.
   bool StopImmediate() {
-    return Run(As() + kPgBin + "/pg_ctl -D " + cluster_dir_ + "/data -m immediate -w stop >/dev/null 2>&1") == 0;
+    return Run(As() + kPgBin + "/pg_ctl -D " + cluster_dir_ +
+               "/data -m immediate -w stop >/dev/null 2>&1") == 0;
   }
   bool Start() {
     std::string out;
@@ -361,8 +365,9 @@ TEST(PgStoreTest, TransactionalEnqueueCommitsWithTheApplication) {
   ASSERT_OK(app.Connect(cluster.url(), ""));
   ASSERT_OK(app.Exec("CREATE TABLE orders (id int)"));
 
-  ASSERT_OK(app.Exec("BEGIN; INSERT INTO orders VALUES (1);"
-                     " SELECT te_a6.enqueue('work', '{\"order\":1}', 'order-1')"));
+  ASSERT_OK(
+      app.Exec("BEGIN; INSERT INTO orders VALUES (1);"
+               " SELECT te_a6.enqueue('work', '{\"order\":1}', 'order-1')"));
   ASSERT_OK(app.Exec("ROLLBACK"));
   ExecutionFilter all;
   ASSERT_OK_AND_ASSIGN(ExecutionPage none, store->ListExecutions(all));
@@ -591,9 +596,10 @@ TEST(PgStoreTest, BatchedAdmitClaimCompleteRates) {
   auto per_second = [](int n, auto d) {
     return n * 1000.0 / std::max<double>(1.0, std::chrono::duration<double, std::milli>(d).count());
   };
-  std::printf("PostgreSQL store, one connection at a time: admit %.0f/s (batches of 1000), "
-              "claim+complete %.0f/s (batches of 100)\n",
-              per_second(kJobs, t1 - t0), per_second(kJobs, t2 - t1));
+  std::printf(
+      "PostgreSQL store, one connection at a time: admit %.0f/s (batches of 1000), "
+      "claim+complete %.0f/s (batches of 100)\n",
+      per_second(kJobs, t1 - t0), per_second(kJobs, t2 - t1));
   ASSERT_OK_AND_ASSIGN(StoreStats stats, store->GetStats());
   EXPECT_EQ(stats.totals[static_cast<int>(ExecutionStatus::kSucceeded)], kJobs);
 }

@@ -34,12 +34,13 @@ using sqlite::Stmt;
 
 // --- SQL -------------------------------------------------------------------
 
-#define TE_EXECUTION_COLUMNS                                                                      \
-  "id, job, tenant, queue, status, trigger, requester, worker, attempt, idempotency_key, "        \
-  "payload, fingerprint, result, progress, error, failure_class, scheduled_at, run_at, "          \
-  "queued_at, started_at, finished_at, claim_version, lease_expires_at, cancel_requested, "       \
-  "lane_key, parent_id, consecutive_lease_expiries, permanent_failures, ambiguous_failures, "     \
-  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, " \
+#define TE_EXECUTION_COLUMNS                                                                  \
+  "id, job, tenant, queue, status, trigger, requester, worker, attempt, idempotency_key, "    \
+  "payload, fingerprint, result, progress, error, failure_class, scheduled_at, run_at, "      \
+  "queued_at, started_at, finished_at, claim_version, lease_expires_at, cancel_requested, "   \
+  "lane_key, parent_id, consecutive_lease_expiries, permanent_failures, ambiguous_failures, " \
+  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                   \
+  "max_ambiguous_attempts, "                                                                  \
   "max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts"
 
 // The columns the state machine and fencing look at.
@@ -58,12 +59,14 @@ constexpr const char* kApplyTransition =
     "UPDATE executions SET status = ?2, run_at = ?3, attempt = ?4, consecutive_lease_expiries = ?5,"
     " permanent_failures = ?6, ambiguous_failures = ?7, failure_class = ?8, cancel_requested = ?9,"
     " lease_expires_at = CASE WHEN ?10 THEN 0 ELSE lease_expires_at END,"
-    " worker = CASE WHEN ?10 THEN '' ELSE worker END, finished_at = ?11, result = COALESCE(?12, result),"
+    " worker = CASE WHEN ?10 THEN '' ELSE worker END, finished_at = ?11, result = COALESCE(?12, "
+    "result),"
     " error = COALESCE(?13, error), progress = COALESCE(?14, progress) WHERE id = ?1";
 
 // The state columns, then what a worker needs (from kStateColumnCount on).
 constexpr const char* kClaimDue =
-    "SELECT " TE_STATE_COLUMNS ", job, payload, COALESCE(idempotency_key, '')"
+    "SELECT " TE_STATE_COLUMNS
+    ", job, payload, COALESCE(idempotency_key, '')"
     " FROM executions INDEXED BY executions_due"
     " WHERE queue = ?1 AND status = 0 AND lane_parked = 0 AND run_at <= ?2"
     " ORDER BY run_at, id LIMIT ?3";
@@ -84,10 +87,9 @@ constexpr const char* kInsertLog =
     "INSERT INTO execution_logs (execution_id, attempt, at, level, message)"
     " VALUES (?1, ?2, ?3, ?4, ?5)";
 
-constexpr const char* kExpired =
-    "SELECT " TE_STATE_COLUMNS
-    " FROM executions WHERE status = 1 AND lease_expires_at < ?1"
-    " ORDER BY lease_expires_at LIMIT ?2";
+constexpr const char* kExpired = "SELECT " TE_STATE_COLUMNS
+                                 " FROM executions WHERE status = 1 AND lease_expires_at < ?1"
+                                 " ORDER BY lease_expires_at LIMIT ?2";
 
 constexpr const char* kFindByKey =
     "SELECT id, fingerprint, status FROM executions"
@@ -169,40 +171,41 @@ constexpr const char* kRevoke = "DELETE FROM grants WHERE principal = ?1 AND ten
 constexpr const char* kIsGranted =
     "SELECT EXISTS (SELECT 1 FROM grants WHERE principal = ?1 AND tenant IN (?2, '*'))";
 
-#define TE_JOB_COLUMNS                                                                         \
-  "name, display_name, handler, queue, scope, schedule, timezone, timeout_ms, lease_ms, "      \
-  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                    \
+#define TE_JOB_COLUMNS                                                                            \
+  "name, display_name, handler, queue, scope, schedule, timezone, timeout_ms, lease_ms, "         \
+  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                       \
   "max_ambiguous_attempts, max_consecutive_lease_expiries, lane_template, config_json, enabled, " \
   "created_at, updated_at, accepted_schema_versions, max_unsupported_schema_attempts, catch_up, " \
   "catch_up_window_ms, window_ms"
 constexpr const char* kUpsertJob =
     "INSERT INTO job_definitions (" TE_JOB_COLUMNS
     ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-    " ?19, ?19, ?20, ?21, ?22, ?23, ?24) ON CONFLICT(name) DO UPDATE SET display_name = ?2, handler = ?3, queue = ?4,"
+    " ?19, ?19, ?20, ?21, ?22, ?23, ?24) ON CONFLICT(name) DO UPDATE SET display_name = ?2, "
+    "handler = ?3, queue = ?4,"
     " scope = ?5, schedule = ?6, timezone = ?7, timeout_ms = ?8, lease_ms = ?9, max_attempts = ?10,"
     " backoff_base_ms = ?11, backoff_cap_ms = ?12, max_permanent_attempts = ?13,"
     " max_ambiguous_attempts = ?14, max_consecutive_lease_expiries = ?15, lane_template = ?16,"
     " config_json = ?17, enabled = ?18, updated_at = ?19, accepted_schema_versions = ?20,"
     " max_unsupported_schema_attempts = ?21, catch_up = ?22, catch_up_window_ms = ?23,"
     " window_ms = ?24";
-constexpr const char* kGetJob =
-    "SELECT " TE_JOB_COLUMNS " FROM job_definitions WHERE name = ?1";
+constexpr const char* kGetJob = "SELECT " TE_JOB_COLUMNS " FROM job_definitions WHERE name = ?1";
 constexpr const char* kListJobs = "SELECT " TE_JOB_COLUMNS " FROM job_definitions ORDER BY name";
 
 // List variants: each is a static statement so it is prepared once; the
 // optional filters are "?N IS NULL OR ..." and the leading column picks the index.
-#define TE_LIST_FILTERS                                                                      \
+#define TE_LIST_FILTERS                                                                       \
   " (?1 IS NULL OR job = ?1) AND (?2 IS NULL OR tenant = ?2) AND (?3 IS NULL OR status = ?3)" \
   " AND (?4 = 0 OR queued_at >= ?4) AND (?5 = 0 OR queued_at < ?5) AND (?6 = 0 OR id < ?6)"
-constexpr const char* kListAll = "SELECT " TE_EXECUTION_COLUMNS
-                                 " FROM executions WHERE" TE_LIST_FILTERS
-                                 " ORDER BY id DESC LIMIT ?7";
+constexpr const char* kListAll =
+    "SELECT " TE_EXECUTION_COLUMNS " FROM executions WHERE" TE_LIST_FILTERS
+    " ORDER BY id DESC LIMIT ?7";
 constexpr const char* kListByJob = "SELECT " TE_EXECUTION_COLUMNS
                                    " FROM executions INDEXED BY executions_by_job WHERE job = ?1"
                                    " AND" TE_LIST_FILTERS " ORDER BY id DESC LIMIT ?7";
 constexpr const char* kListByTenant =
-    "SELECT " TE_EXECUTION_COLUMNS " FROM executions WHERE tenant = ?2 AND tenant <> '' AND"
-    TE_LIST_FILTERS " ORDER BY id DESC LIMIT ?7";
+    "SELECT " TE_EXECUTION_COLUMNS
+    " FROM executions WHERE tenant = ?2 AND tenant <> '' AND" TE_LIST_FILTERS
+    " ORDER BY id DESC LIMIT ?7";
 
 constexpr const char* kInsertAttempt =
     "INSERT OR REPLACE INTO execution_attempts (execution_id, attempt, claim_version, worker,"
@@ -225,7 +228,8 @@ constexpr const char* kAcquireLock =
 constexpr const char* kLockHolder = "SELECT holder FROM scheduler_locks WHERE name = ?1";
 constexpr const char* kReleaseLock = "DELETE FROM scheduler_locks WHERE name = ?1 AND holder = ?2";
 constexpr const char* kListScheduleStates =
-    "SELECT job, last_fire_at, last_evaluated_at, skipped_fires, last_skipped_at FROM schedule_state"
+    "SELECT job, last_fire_at, last_evaluated_at, skipped_fires, last_skipped_at FROM "
+    "schedule_state"
     " ORDER BY job";
 constexpr const char* kUpdateScheduleState =
     "INSERT INTO schedule_state (job, last_fire_at, last_evaluated_at, skipped_fires,"
@@ -241,12 +245,14 @@ constexpr const char* kGetUser =
     "SELECT name, password_hash, scopes, tenants, disabled, created_at FROM users WHERE name = ?1";
 constexpr const char* kListUsers =
     "SELECT name, password_hash, scopes, tenants, disabled, created_at FROM users ORDER BY name";
-#define TE_TOKEN_COLUMNS \
-  "id, name, secret_hash, principal, scopes, tenants, created_at, expires_at, revoked_at, last_used_at"
+#define TE_TOKEN_COLUMNS                                                                    \
+  "id, name, secret_hash, principal, scopes, tenants, created_at, expires_at, revoked_at, " \
+  "last_used_at"
 constexpr const char* kCreateToken =
     "INSERT INTO api_tokens (name, secret_hash, principal, scopes, tenants, created_at, expires_at)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
-constexpr const char* kFindToken = "SELECT " TE_TOKEN_COLUMNS " FROM api_tokens WHERE secret_hash = ?1";
+constexpr const char* kFindToken =
+    "SELECT " TE_TOKEN_COLUMNS " FROM api_tokens WHERE secret_hash = ?1";
 constexpr const char* kListTokens = "SELECT " TE_TOKEN_COLUMNS " FROM api_tokens ORDER BY id";
 constexpr const char* kRevokeToken =
     "UPDATE api_tokens SET revoked_at = CASE WHEN revoked_at = 0 THEN ?2 ELSE revoked_at END"
@@ -337,8 +343,8 @@ class SqliteStore final : public ActionStore {
                                              : "PRAGMA synchronous = NORMAL"));
     TE_RETURN_IF_ERROR(writer_conn_.Exec("PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16384"));
     if (options_.max_page_count > 0) {
-      TE_RETURN_IF_ERROR(writer_conn_.Exec("PRAGMA max_page_count = " +
-                                           std::to_string(options_.max_page_count)));
+      TE_RETURN_IF_ERROR(
+          writer_conn_.Exec("PRAGMA max_page_count = " + std::to_string(options_.max_page_count)));
     }
     for (int i = 0; i < std::max(1, options_.read_connections); ++i) {
       auto conn = std::make_unique<Connection>();
@@ -355,16 +361,17 @@ class SqliteStore final : public ActionStore {
 
   Status Migrate() override {
     return Write<bool>([](Connection& c) -> Result<bool> {
-      TE_ASSIGN_OR_RETURN(int version, UserVersion(c));
-      if (version > sqlite::kSchemaVersion) {
-        return NewerSchemaError(version, sqlite::kSchemaVersion);
-      }
-      for (int v = version; v < sqlite::kSchemaVersion; ++v) {
-        TE_RETURN_IF_ERROR(c.Exec(sqlite::kMigrations[v]));
-        TE_RETURN_IF_ERROR(c.Exec("PRAGMA user_version = " + std::to_string(v + 1)));
-      }
-      return true;
-    }).status();
+             TE_ASSIGN_OR_RETURN(int version, UserVersion(c));
+             if (version > sqlite::kSchemaVersion) {
+               return NewerSchemaError(version, sqlite::kSchemaVersion);
+             }
+             for (int v = version; v < sqlite::kSchemaVersion; ++v) {
+               TE_RETURN_IF_ERROR(c.Exec(sqlite::kMigrations[v]));
+               TE_RETURN_IF_ERROR(c.Exec("PRAGMA user_version = " + std::to_string(v + 1)));
+             }
+             return true;
+           })
+        .status();
   }
 
   Result<int> SchemaVersion() override {
@@ -377,21 +384,26 @@ class SqliteStore final : public ActionStore {
     TE_RETURN_IF_ERROR(ValidateJob(job));
     const Millis now = clock_->NowMillis();
     return Write<bool>([&](Connection& c) -> Result<bool> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpsertJob));
-      s.Bind(1, job.name.value).Bind(2, job.display_name).Bind(3, job.handler).Bind(4, job.queue);
-      s.Bind(5, static_cast<int>(job.scope)).Bind(6, job.schedule).Bind(7, job.timezone);
-      s.Bind(8, job.timeout_ms).Bind(9, job.lease_ms).Bind(10, job.retry.max_attempts);
-      s.Bind(11, job.retry.backoff_base_ms).Bind(12, job.retry.backoff_cap_ms);
-      s.Bind(13, job.retry.max_permanent_attempts).Bind(14, job.retry.max_ambiguous_attempts);
-      s.Bind(15, job.retry.max_consecutive_lease_expiries).Bind(16, job.lane_template);
-      s.Bind(17, job.config_json).Bind(18, job.enabled ? 1 : 0).Bind(19, now);
-      s.Bind(20, FormatIntList(job.accepted_schema_versions));
-      s.Bind(21, job.retry.max_unsupported_schema_attempts);
-      s.Bind(22, static_cast<int>(job.catch_up)).Bind(23, job.catch_up_window_ms);
-      s.Bind(24, job.window_ms);
-      TE_RETURN_IF_ERROR(s.Run());
-      return true;
-    }).status();
+             TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpsertJob));
+             s.Bind(1, job.name.value)
+                 .Bind(2, job.display_name)
+                 .Bind(3, job.handler)
+                 .Bind(4, job.queue);
+             s.Bind(5, static_cast<int>(job.scope)).Bind(6, job.schedule).Bind(7, job.timezone);
+             s.Bind(8, job.timeout_ms).Bind(9, job.lease_ms).Bind(10, job.retry.max_attempts);
+             s.Bind(11, job.retry.backoff_base_ms).Bind(12, job.retry.backoff_cap_ms);
+             s.Bind(13, job.retry.max_permanent_attempts)
+                 .Bind(14, job.retry.max_ambiguous_attempts);
+             s.Bind(15, job.retry.max_consecutive_lease_expiries).Bind(16, job.lane_template);
+             s.Bind(17, job.config_json).Bind(18, job.enabled ? 1 : 0).Bind(19, now);
+             s.Bind(20, FormatIntList(job.accepted_schema_versions));
+             s.Bind(21, job.retry.max_unsupported_schema_attempts);
+             s.Bind(22, static_cast<int>(job.catch_up)).Bind(23, job.catch_up_window_ms);
+             s.Bind(24, job.window_ms);
+             TE_RETURN_IF_ERROR(s.Run());
+             return true;
+           })
+        .status();
   }
 
   Result<JobDefinition> GetJob(const JobName& name) override {
@@ -429,78 +441,78 @@ class SqliteStore final : public ActionStore {
       const std::vector<AdmitRequest>& admissions,
       const std::vector<ScheduleUpdate>& updates) override {
     const Millis now = clock_->NowMillis();
-    return Write<std::vector<AdmitResult>>(
-        [&](Connection& c) -> Result<std::vector<AdmitResult>> {
-          std::vector<AdmitResult> out;
-          out.reserve(admissions.size());
-          std::unordered_map<std::string, JobPolicy> jobs;
-          for (const AdmitRequest& r : admissions) {
-            TE_ASSIGN_OR_RETURN(AdmitResult res, AdmitOne(c, r, now, jobs));
-            out.push_back(res);
-          }
-          for (const ScheduleUpdate& u : updates) {
-            TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpdateScheduleState));
-            s.Bind(1, u.job.value).Bind(2, u.last_fire_at).Bind(3, u.evaluated_until);
-            s.Bind(4, u.skipped).Bind(5, u.last_skipped_at);
-            TE_RETURN_IF_ERROR(s.Run());
-          }
-          return out;
-        });
+    return Write<std::vector<AdmitResult>>([&](Connection& c) -> Result<std::vector<AdmitResult>> {
+      std::vector<AdmitResult> out;
+      out.reserve(admissions.size());
+      std::unordered_map<std::string, JobPolicy> jobs;
+      for (const AdmitRequest& r : admissions) {
+        TE_ASSIGN_OR_RETURN(AdmitResult res, AdmitOne(c, r, now, jobs));
+        out.push_back(res);
+      }
+      for (const ScheduleUpdate& u : updates) {
+        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpdateScheduleState));
+        s.Bind(1, u.job.value).Bind(2, u.last_fire_at).Bind(3, u.evaluated_until);
+        s.Bind(4, u.skipped).Bind(5, u.last_skipped_at);
+        TE_RETURN_IF_ERROR(s.Run());
+      }
+      return out;
+    });
   }
 
   Result<std::vector<AdmitResult>> AdmitBatch(const std::vector<AdmitRequest>& requests) override {
     const Millis now = clock_->NowMillis();
-    return Write<std::vector<AdmitResult>>(
-        [&](Connection& c) -> Result<std::vector<AdmitResult>> {
-          std::vector<AdmitResult> out;
-          out.reserve(requests.size());
-          std::unordered_map<std::string, JobPolicy> jobs;
-          for (const AdmitRequest& r : requests) {
-            TE_ASSIGN_OR_RETURN(AdmitResult res, AdmitOne(c, r, now, jobs));
-            out.push_back(res);
-          }
-          return out;
-        });
+    return Write<std::vector<AdmitResult>>([&](Connection& c) -> Result<std::vector<AdmitResult>> {
+      std::vector<AdmitResult> out;
+      out.reserve(requests.size());
+      std::unordered_map<std::string, JobPolicy> jobs;
+      for (const AdmitRequest& r : requests) {
+        TE_ASSIGN_OR_RETURN(AdmitResult res, AdmitOne(c, r, now, jobs));
+        out.push_back(res);
+      }
+      return out;
+    });
   }
 
   // --- leasing ---
 
   Result<std::vector<Lease>> Claim(const ClaimRequest& request) override {
-    return Write<std::vector<Lease>>([&](Connection& c) -> Result<std::vector<Lease>> {
-      const Millis now = clock_->NowMillis();
-      std::vector<Lease> out;
-      std::vector<ClaimRow> due;
-      for (const QueueSlot& slot : request.slots) {
-        if (slot.max <= 0) continue;
-        due.clear();
-        {
-          TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kClaimDue));
-          s.Bind(1, slot.queue).Bind(2, now).Bind(3, slot.max);
-          while (true) {
-            TE_ASSIGN_OR_RETURN(bool row, s.Step());
-            if (!row) break;
-            due.push_back(ReadClaimRow(StmtRow(s)));
+    return Write<std::vector<Lease>>(
+        [&](Connection& c) -> Result<std::vector<Lease>> {
+          const Millis now = clock_->NowMillis();
+          std::vector<Lease> out;
+          std::vector<ClaimRow> due;
+          for (const QueueSlot& slot : request.slots) {
+            if (slot.max <= 0) continue;
+            due.clear();
+            {
+              TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kClaimDue));
+              s.Bind(1, slot.queue).Bind(2, now).Bind(3, slot.max);
+              while (true) {
+                TE_ASSIGN_OR_RETURN(bool row, s.Step());
+                if (!row) break;
+                due.push_back(ReadClaimRow(StmtRow(s)));
+              }
+            }
+            for (const ClaimRow& claim : due) {
+              const StateRow& row = claim.row;
+              Event e;
+              e.kind = EventKind::kClaim;
+              e.now = now;
+              auto t = Decide(row.state, e);
+              if (!t.ok()) continue;  // cannot happen for a queued row; never guess
+              Lease lease = NewLease(claim, *t, now, slot.queue);
+              TE_ASSIGN_OR_RETURN(Stmt u, c.Prepare(kClaimUpdate));
+              u.Bind(1, row.id.value).Bind(2, static_cast<int>(t->to)).Bind(3, t->attempt);
+              u.Bind(4, lease.version.value).Bind(5, request.worker.value).Bind(6, now);
+              u.Bind(7, lease.lease_expires_at).Bind(8, request.mark_started ? 1 : 0);
+              TE_RETURN_IF_ERROR(u.Run());
+              op_counters_.CountTransition(row.queue, row.state.status, t->to, now);
+              out.push_back(std::move(lease));
+            }
           }
-        }
-        for (const ClaimRow& claim : due) {
-          const StateRow& row = claim.row;
-          Event e;
-          e.kind = EventKind::kClaim;
-          e.now = now;
-          auto t = Decide(row.state, e);
-          if (!t.ok()) continue;  // cannot happen for a queued row; never guess
-          Lease lease = NewLease(claim, *t, now, slot.queue);
-          TE_ASSIGN_OR_RETURN(Stmt u, c.Prepare(kClaimUpdate));
-          u.Bind(1, row.id.value).Bind(2, static_cast<int>(t->to)).Bind(3, t->attempt);
-          u.Bind(4, lease.version.value).Bind(5, request.worker.value).Bind(6, now);
-          u.Bind(7, lease.lease_expires_at).Bind(8, request.mark_started ? 1 : 0);
-          TE_RETURN_IF_ERROR(u.Run());
-          op_counters_.CountTransition(row.queue, row.state.status, t->to, now);
-          out.push_back(std::move(lease));
-        }
-      }
-      return out;
-    }, Durability::kRelaxed);
+          return out;
+        },
+        Durability::kRelaxed);
   }
 
   std::vector<Status> MarkStarted(const std::vector<LeaseRef>& leases) override {
@@ -533,47 +545,53 @@ class SqliteStore final : public ActionStore {
   std::vector<Result<HeartbeatReply>> HeartbeatBatch(
       const std::vector<HeartbeatRequest>& requests) override {
     using Replies = std::vector<Result<HeartbeatReply>>;
-    auto r = Write<Replies>([&](Connection& c) -> Result<Replies> {
-      const Millis now = clock_->NowMillis();
-      Replies out;
-      out.reserve(requests.size());
-      for (const HeartbeatRequest& h : requests) {
-        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, h.lease.id));
-        Status check = CheckLease(row, h.lease);
-        if (!check.ok()) {
-          out.emplace_back(check);
-          continue;
-        }
-        HeartbeatReply reply = HeartbeatReplyFor(*row, now);
-        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kHeartbeat));
-        s.Bind(1, h.lease.id.value).Bind(2, reply.lease_expires_at);
-        if (h.progress) {
-          s.Bind(3, std::clamp(*h.progress, 0, 100));
-        } else {
-          s.BindNull(3);
-        }
-        TE_RETURN_IF_ERROR(s.Run());
-        out.emplace_back(reply);
-      }
-      return out;
-    }, Durability::kRelaxed);
+    auto r = Write<Replies>(
+        [&](Connection& c) -> Result<Replies> {
+          const Millis now = clock_->NowMillis();
+          Replies out;
+          out.reserve(requests.size());
+          for (const HeartbeatRequest& h : requests) {
+            TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, h.lease.id));
+            Status check = CheckLease(row, h.lease);
+            if (!check.ok()) {
+              out.emplace_back(check);
+              continue;
+            }
+            HeartbeatReply reply = HeartbeatReplyFor(*row, now);
+            TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kHeartbeat));
+            s.Bind(1, h.lease.id.value).Bind(2, reply.lease_expires_at);
+            if (h.progress) {
+              s.Bind(3, std::clamp(*h.progress, 0, 100));
+            } else {
+              s.BindNull(3);
+            }
+            TE_RETURN_IF_ERROR(s.Run());
+            out.emplace_back(reply);
+          }
+          return out;
+        },
+        Durability::kRelaxed);
     if (!r.ok()) return Replies(requests.size(), r.status());
     return std::move(r).value();
   }
 
   Status AppendLog(const LeaseRef& lease, LogLevel level, std::string_view message) override {
-    return Write<bool>([&](Connection& c) -> Result<bool> {
-      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, lease.id));
-      TE_RETURN_IF_ERROR(CheckLease(row, lease));
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kInsertLog));
-      s.Bind(1, lease.id.value).Bind(2, row->state.attempt).Bind(3, clock_->NowMillis());
-      s.Bind(4, static_cast<int>(level)).Bind(5, message);
-      TE_RETURN_IF_ERROR(s.Run());
-      return true;
-    }, Durability::kRelaxed).status();
+    return Write<bool>(
+               [&](Connection& c) -> Result<bool> {
+                 TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, lease.id));
+                 TE_RETURN_IF_ERROR(CheckLease(row, lease));
+                 TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kInsertLog));
+                 s.Bind(1, lease.id.value).Bind(2, row->state.attempt).Bind(3, clock_->NowMillis());
+                 s.Bind(4, static_cast<int>(level)).Bind(5, message);
+                 TE_RETURN_IF_ERROR(s.Run());
+                 return true;
+               },
+               Durability::kRelaxed)
+        .status();
   }
 
-  std::vector<Result<FinishReply>> FinishBatch(const std::vector<FinishRequest>& requests) override {
+  std::vector<Result<FinishReply>> FinishBatch(
+      const std::vector<FinishRequest>& requests) override {
     using Replies = std::vector<Result<FinishReply>>;
     auto r = Write<Replies>([&](Connection& c) -> Result<Replies> {
       const Millis now = clock_->NowMillis();
@@ -599,21 +617,23 @@ class SqliteStore final : public ActionStore {
 
   Result<SweepReport> SweepExpired(int max_batch) override {
     TE_RETURN_IF_ERROR(ValidateSweepBatch(max_batch));
-    return Write<SweepReport>([&](Connection& c) -> Result<SweepReport> {
-      const Millis now = clock_->NowMillis();
-      std::vector<StateRow> expired;
-      {
-        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kExpired));
-        s.Bind(1, now).Bind(2, max_batch);
-        while (true) {
-          TE_ASSIGN_OR_RETURN(bool row, s.Step());
-          if (!row) break;
-          expired.push_back(ReadStateRow(StmtRow(s)));
-        }
-      }
-      SqliteActionTx tx(*this, c);
-      return RecoverExpired(tx, expired, max_batch, now, *random_);
-    }, Durability::kRelaxed);
+    return Write<SweepReport>(
+        [&](Connection& c) -> Result<SweepReport> {
+          const Millis now = clock_->NowMillis();
+          std::vector<StateRow> expired;
+          {
+            TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kExpired));
+            s.Bind(1, now).Bind(2, max_batch);
+            while (true) {
+              TE_ASSIGN_OR_RETURN(bool row, s.Step());
+              if (!row) break;
+              expired.push_back(ReadStateRow(StmtRow(s)));
+            }
+          }
+          SqliteActionTx tx(*this, c);
+          return RecoverExpired(tx, expired, max_batch, now, *random_);
+        },
+        Durability::kRelaxed);
   }
 
   // --- effects ---
@@ -642,11 +662,12 @@ class SqliteStore final : public ActionStore {
   Status AppendAudit(const AuditRecord& record) override {
     TE_RETURN_IF_ERROR(ValidateAuditRecord(record));
     return Write<bool>([&](Connection& c) -> Result<bool> {
-      AuditRecord r = record;
-      if (r.at == 0) r.at = clock_->NowMillis();
-      TE_RETURN_IF_ERROR(InsertAudit(c, r));
-      return true;
-    }).status();
+             AuditRecord r = record;
+             if (r.at == 0) r.at = clock_->NowMillis();
+             TE_RETURN_IF_ERROR(InsertAudit(c, r));
+             return true;
+           })
+        .status();
   }
 
   Result<std::vector<AuditRecord>> ListAudit(const AuditFilter& f) override {
@@ -720,12 +741,13 @@ class SqliteStore final : public ActionStore {
   Status UpsertTenant(const Tenant& tenant) override {
     TE_RETURN_IF_ERROR(ValidateTenant(tenant));
     return Write<bool>([&](Connection& c) -> Result<bool> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpsertTenant));
-      s.Bind(1, tenant.id.value).Bind(2, tenant.name).Bind(3, tenant.active ? 1 : 0);
-      s.Bind(4, clock_->NowMillis());
-      TE_RETURN_IF_ERROR(s.Run());
-      return true;
-    }).status();
+             TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpsertTenant));
+             s.Bind(1, tenant.id.value).Bind(2, tenant.name).Bind(3, tenant.active ? 1 : 0);
+             s.Bind(4, clock_->NowMillis());
+             TE_RETURN_IF_ERROR(s.Run());
+             return true;
+           })
+        .status();
   }
 
   Result<Tenant> GetTenant(const TenantId& id) override {
@@ -772,11 +794,12 @@ class SqliteStore final : public ActionStore {
 
   Status ReleaseLock(std::string_view name, std::string_view holder) override {
     return Write<bool>([&](Connection& c) -> Result<bool> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kReleaseLock));
-      s.Bind(1, name).Bind(2, holder);
-      TE_RETURN_IF_ERROR(s.Run());
-      return true;
-    }).status();
+             TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kReleaseLock));
+             s.Bind(1, name).Bind(2, holder);
+             TE_RETURN_IF_ERROR(s.Run());
+             return true;
+           })
+        .status();
   }
 
   Result<std::vector<ScheduleState>> ListScheduleStates() override {
@@ -798,12 +821,15 @@ class SqliteStore final : public ActionStore {
   Status UpsertUser(const User& user) override {
     TE_RETURN_IF_ERROR(ValidateUser(user));
     return Write<bool>([&](Connection& c) -> Result<bool> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpsertUser));
-      s.Bind(1, user.name).Bind(2, user.password_hash).Bind(3, JoinList(user.scopes));
-      s.Bind(4, JoinList(user.tenants)).Bind(5, user.disabled ? 1 : 0).Bind(6, clock_->NowMillis());
-      TE_RETURN_IF_ERROR(s.Run());
-      return true;
-    }).status();
+             TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpsertUser));
+             s.Bind(1, user.name).Bind(2, user.password_hash).Bind(3, JoinList(user.scopes));
+             s.Bind(4, JoinList(user.tenants))
+                 .Bind(5, user.disabled ? 1 : 0)
+                 .Bind(6, clock_->NowMillis());
+             TE_RETURN_IF_ERROR(s.Run());
+             return true;
+           })
+        .status();
   }
 
   Result<User> GetUser(std::string_view name) override {
@@ -853,12 +879,13 @@ class SqliteStore final : public ActionStore {
 
   Status RevokeToken(std::int64_t id) override {
     return Write<bool>([&](Connection& c) -> Result<bool> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kRevokeToken));
-      s.Bind(1, id).Bind(2, clock_->NowMillis());
-      TE_RETURN_IF_ERROR(s.Run());
-      if (c.changes() == 0) return NotFound("no token " + std::to_string(id));
-      return true;
-    }).status();
+             TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kRevokeToken));
+             s.Bind(1, id).Bind(2, clock_->NowMillis());
+             TE_RETURN_IF_ERROR(s.Run());
+             if (c.changes() == 0) return NotFound("no token " + std::to_string(id));
+             return true;
+           })
+        .status();
   }
 
   Result<std::vector<ApiToken>> ListTokens() override {
@@ -875,24 +902,28 @@ class SqliteStore final : public ActionStore {
   }
 
   Status TouchToken(std::int64_t id) override {
-    return Write<bool>([&](Connection& c) -> Result<bool> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kTouchToken));
-      s.Bind(1, id).Bind(2, clock_->NowMillis());
-      TE_RETURN_IF_ERROR(s.Run());
-      return true;
-    }, Durability::kRelaxed).status();
+    return Write<bool>(
+               [&](Connection& c) -> Result<bool> {
+                 TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kTouchToken));
+                 s.Bind(1, id).Bind(2, clock_->NowMillis());
+                 TE_RETURN_IF_ERROR(s.Run());
+                 return true;
+               },
+               Durability::kRelaxed)
+        .status();
   }
 
   Status CreateSession(const Session& session) override {
     TE_RETURN_IF_ERROR(ValidateSession(session));
     return Write<bool>([&](Connection& c) -> Result<bool> {
-      const Millis now = clock_->NowMillis();
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kCreateSession));
-      s.Bind(1, session.id_hash).Bind(2, session.user).Bind(3, session.csrf_token);
-      s.Bind(4, now).Bind(5, now).Bind(6, session.expires_at);
-      TE_RETURN_IF_ERROR(s.Run());
-      return true;
-    }).status();
+             const Millis now = clock_->NowMillis();
+             TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kCreateSession));
+             s.Bind(1, session.id_hash).Bind(2, session.user).Bind(3, session.csrf_token);
+             s.Bind(4, now).Bind(5, now).Bind(6, session.expires_at);
+             TE_RETURN_IF_ERROR(s.Run());
+             return true;
+           })
+        .status();
   }
 
   Result<Session> GetSession(std::string_view id_hash) override {
@@ -906,36 +937,46 @@ class SqliteStore final : public ActionStore {
   }
 
   Status TouchSession(std::string_view id_hash) override {
-    return Write<bool>([&](Connection& c) -> Result<bool> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kTouchSession));
-      s.Bind(1, id_hash).Bind(2, clock_->NowMillis());
-      TE_RETURN_IF_ERROR(s.Run());
-      return true;
-    }, Durability::kRelaxed).status();
+    return Write<bool>(
+               [&](Connection& c) -> Result<bool> {
+                 TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kTouchSession));
+                 s.Bind(1, id_hash).Bind(2, clock_->NowMillis());
+                 TE_RETURN_IF_ERROR(s.Run());
+                 return true;
+               },
+               Durability::kRelaxed)
+        .status();
   }
 
   Status DeleteSession(std::string_view id_hash) override {
     return Write<bool>([&](Connection& c) -> Result<bool> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kDeleteSession));
-      s.Bind(1, id_hash);
-      TE_RETURN_IF_ERROR(s.Run());
-      return true;
-    }).status();
+             TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kDeleteSession));
+             s.Bind(1, id_hash);
+             TE_RETURN_IF_ERROR(s.Run());
+             return true;
+           })
+        .status();
   }
 
   // --- workers ---
 
   Status ReportWorker(const WorkerInfo& w) override {
     TE_RETURN_IF_ERROR(ValidateWorker(w));
-    return Write<bool>([&](Connection& c) -> Result<bool> {
-      const Millis now = clock_->NowMillis();
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kReportWorker));
-      s.Bind(1, w.id.value).Bind(2, w.hostname).Bind(3, w.pid).Bind(4, static_cast<int>(w.state));
-      s.Bind(5, w.current.value).Bind(6, w.processed).Bind(7, w.failed);
-      s.Bind(8, w.started_at > 0 ? w.started_at : now).Bind(9, now);
-      TE_RETURN_IF_ERROR(s.Run());
-      return true;
-    }, Durability::kRelaxed).status();
+    return Write<bool>(
+               [&](Connection& c) -> Result<bool> {
+                 const Millis now = clock_->NowMillis();
+                 TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kReportWorker));
+                 s.Bind(1, w.id.value)
+                     .Bind(2, w.hostname)
+                     .Bind(3, w.pid)
+                     .Bind(4, static_cast<int>(w.state));
+                 s.Bind(5, w.current.value).Bind(6, w.processed).Bind(7, w.failed);
+                 s.Bind(8, w.started_at > 0 ? w.started_at : now).Bind(9, now);
+                 TE_RETURN_IF_ERROR(s.Run());
+                 return true;
+               },
+               Durability::kRelaxed)
+        .status();
   }
 
   Result<std::vector<WorkerInfo>> ListWorkers(Millis seen_within_ms) override {
@@ -966,29 +1007,39 @@ class SqliteStore final : public ActionStore {
   }
 
   Result<std::vector<AttemptRecord>> GetAttempts(ExecutionId id) override {
-    return Read<std::vector<AttemptRecord>>([&](Connection& c) -> Result<std::vector<AttemptRecord>> {
-      TE_RETURN_IF_ERROR(RequireExecution(c, id));
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListAttempts));
-      s.Bind(1, id.value);
-      std::vector<AttemptRecord> out;
-      while (true) {
-        TE_ASSIGN_OR_RETURN(bool row, s.Step());
-        if (!row) break;
-        out.push_back(ReadAttemptRow(StmtRow(s), id));
-      }
-      return out;
-    });
+    return Read<std::vector<AttemptRecord>>(
+        [&](Connection& c) -> Result<std::vector<AttemptRecord>> {
+          TE_RETURN_IF_ERROR(RequireExecution(c, id));
+          TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListAttempts));
+          s.Bind(1, id.value);
+          std::vector<AttemptRecord> out;
+          while (true) {
+            TE_ASSIGN_OR_RETURN(bool row, s.Step());
+            if (!row) break;
+            out.push_back(ReadAttemptRow(StmtRow(s), id));
+          }
+          return out;
+        });
   }
 
   Result<ExecutionPage> ListExecutions(const ExecutionFilter& f) override {
     TE_RETURN_IF_ERROR(ValidateListLimit(f.limit));
     return Read<ExecutionPage>([&](Connection& c) -> Result<ExecutionPage> {
-      const char* sql = f.job ? kListByJob : (f.tenant && !f.tenant->empty() ? kListByTenant
-                                                                              : kListAll);
+      const char* sql =
+          f.job ? kListByJob : (f.tenant && !f.tenant->empty() ? kListByTenant : kListAll);
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(sql));
-      if (f.job) s.Bind(1, f.job->value); else s.BindNull(1);
-      if (f.tenant) s.Bind(2, f.tenant->value); else s.BindNull(2);
-      if (f.status) s.Bind(3, static_cast<int>(*f.status)); else s.BindNull(3);
+      if (f.job)
+        s.Bind(1, f.job->value);
+      else
+        s.BindNull(1);
+      if (f.tenant)
+        s.Bind(2, f.tenant->value);
+      else
+        s.BindNull(2);
+      if (f.status)
+        s.Bind(3, static_cast<int>(*f.status));
+      else
+        s.BindNull(3);
       s.Bind(4, f.queued_from).Bind(5, f.queued_to).Bind(6, f.before.value).Bind(7, f.limit + 1);
       ExecutionPage page;
       while (true) {
@@ -1114,11 +1165,12 @@ class SqliteStore final : public ActionStore {
   Status WriteGrant(const char* sql, std::string_view principal, std::string_view tenant) {
     TE_RETURN_IF_ERROR(ValidateGrant(principal, tenant));
     return Write<bool>([&](Connection& c) -> Result<bool> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(sql));
-      s.Bind(1, principal).Bind(2, tenant);
-      TE_RETURN_IF_ERROR(s.Run());
-      return true;
-    }).status();
+             TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(sql));
+             s.Bind(1, principal).Bind(2, tenant);
+             TE_RETURN_IF_ERROR(s.Run());
+             return true;
+           })
+        .status();
   }
 
   static Status RequireExecution(Connection& c, ExecutionId id) {
@@ -1163,8 +1215,8 @@ class SqliteStore final : public ActionStore {
 
   // Writes a state-machine transition decided for `row`.
   Status Apply(Connection& c, const StateRow& row, const Transition& t, Millis now,
-                      std::optional<std::string_view> result,
-                      std::optional<std::string_view> error, std::optional<int> progress) {
+               std::optional<std::string_view> result, std::optional<std::string_view> error,
+               std::optional<int> progress) {
     TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kApplyTransition));
     s.Bind(1, row.id.value).Bind(2, static_cast<int>(t.to));
     s.Bind(3, t.to == ExecutionStatus::kQueued ? t.run_at : row.run_at);
@@ -1173,9 +1225,18 @@ class SqliteStore final : public ActionStore {
     s.Bind(9, t.cancel_requested ? 1 : 0);
     s.Bind(10, t.clear_lease ? 1 : 0);
     s.Bind(11, t.finished ? now : Millis{0});
-    if (result && !result->empty()) s.Bind(12, *result); else s.BindNull(12);
-    if (error) s.Bind(13, *error); else s.BindNull(13);
-    if (progress) s.Bind(14, *progress); else s.BindNull(14);
+    if (result && !result->empty())
+      s.Bind(12, *result);
+    else
+      s.BindNull(12);
+    if (error)
+      s.Bind(13, *error);
+    else
+      s.BindNull(13);
+    if (progress)
+      s.Bind(14, *progress);
+    else
+      s.BindNull(14);
     TE_RETURN_IF_ERROR(s.Run());
     op_counters_.CountTransition(row.queue, row.state.status, t.to, now);
     if (EndsFailedAttempt(row.state.status, t.to)) {
@@ -1410,8 +1471,7 @@ class SqliteStore final : public ActionStore {
         std::unique_lock<std::mutex> lock(mu_);
         work_cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
         if (queue_.empty()) return;  // stopping and drained
-        const std::size_t n = std::min<std::size_t>(queue_.size(),
-                                                    std::max(1, options_.max_group));
+        const std::size_t n = std::min<std::size_t>(queue_.size(), std::max(1, options_.max_group));
         batch.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
         queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       }
@@ -1459,10 +1519,9 @@ class SqliteStore final : public ActionStore {
       if (!sp.ok() || c.autocommit()) {
         // SQLite abandoned the transaction (disk full, I/O error): nothing of
         // this batch is durable, whatever the operations said.
-        Status aborted = !sp.ok() ? sp
-                         : op->result.ok()
-                             ? Unavailable("transaction aborted by the database")
-                             : op->result;
+        Status aborted = !sp.ok()          ? sp
+                         : op->result.ok() ? Unavailable("transaction aborted by the database")
+                                           : op->result;
         if (aborted.code() == ErrorCode::kInternal) aborted = Unavailable(aborted.message());
         for (Op* o : batch) o->result = aborted;
         if (!c.autocommit()) (void)c.Exec("ROLLBACK");

@@ -20,11 +20,11 @@
 namespace taskengine {
 
 struct SqliteStoreOptions {
-  std::string path;                  // database file; its directory must exist
-  SyncMode sync = SyncMode::kFull;   // PRAGMA synchronous. Default: FULL.
-  Clock* clock = nullptr;            // not owned; default: the system clock
-  RandomSource* random = nullptr;    // not owned; default: seeded from the clock
-  int read_connections = 4;          // size of the read pool. Default: 4.
+  std::string path;                 // database file; its directory must exist
+  SyncMode sync = SyncMode::kFull;  // PRAGMA synchronous. Default: FULL.
+  Clock* clock = nullptr;           // not owned; default: the system clock
+  RandomSource* random = nullptr;   // not owned; default: seeded from the clock
+  int read_connections = 4;         // size of the read pool. Default: 4.
   // Most operations in one group commit. Default: 1024.
   int max_group = 1024;
   // How long a writer waits for another process holding the write lock. Default: 5 s.

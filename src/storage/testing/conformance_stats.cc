@@ -9,8 +9,7 @@ namespace taskengine {
 namespace {
 
 // The ground truth: counts per (queue, status) from the executions.
-std::map<std::pair<std::string, int>, std::int64_t> CountByHand(
-    const std::vector<Execution>& all) {
+std::map<std::pair<std::string, int>, std::int64_t> CountByHand(const std::vector<Execution>& all) {
   std::map<std::pair<std::string, int>, std::int64_t> out;
   for (const Execution& e : all) out[{e.queue, static_cast<int>(e.status)}] += 1;
   return out;

@@ -50,11 +50,11 @@ struct ClientOptions {
 };
 
 struct DispatchOptions {
-  std::string tenant{};         // required for per-tenant jobs, empty for global ones
+  std::string tenant{};  // required for per-tenant jobs, empty for global ones
   Json payload = Json::object();
   std::string idempotency_key{};  // sent as Idempotency-Key; empty = none
   std::optional<std::int64_t> delay_ms{};
-  std::string lane{};           // empty = none
+  std::string lane{};  // empty = none
   // Further request fields (e.g. "run_at"), merged into the body.
   Json extra = Json::object();
 };
@@ -63,7 +63,7 @@ struct DispatchOptions {
 struct DispatchResult {
   std::string id{};
   std::string status{};      // "queued", ...
-  bool created = false;    // false: an earlier dispatch with the same key
+  bool created = false;      // false: an earlier dispatch with the same key
   std::string status_url{};  // "/api/v1/executions/<id>"
 };
 
@@ -74,7 +74,7 @@ struct BulkItem {
 
 // One item of a bulk dispatch answer: a DispatchResult, or an error.
 struct BulkItemResult {
-  Status status{};          // ok, or e.g. conflict
+  Status status{};        // ok, or e.g. conflict
   DispatchResult result;  // when status.ok()
 };
 
@@ -91,10 +91,10 @@ struct ExecutionPage {
 // ---- worker protocol (/api/v1/worker) ----
 
 struct LeaseRequest {
-  std::string worker_id{};            // required, e.g. "host:pid"
-  std::vector<std::string> queues{};  // 1..32, priority order
-  int max = 1;                      // 1..100
-  int wait_ms = 0;                  // 0..30000: long-poll
+  std::string worker_id{};                // required, e.g. "host:pid"
+  std::vector<std::string> queues{};      // 1..32, priority order
+  int max = 1;                            // 1..100
+  int wait_ms = 0;                        // 0..30000: long-poll
   std::string name{}, host{}, version{};  // optional registration details
   int pid = 0;
   int concurrency = 0;
@@ -118,7 +118,7 @@ struct Lease {
   std::string handler{};  // e.g. "command"; empty when the server named none
   Json handler_config = Json::object();
   std::int64_t timeout_ms = 0;  // 0 when the server sent none
-  Json raw{};                     // the whole lease object
+  Json raw{};                   // the whole lease object
 };
 
 struct HeartbeatItem {
@@ -150,16 +150,16 @@ struct FinishItem {
   std::string id{};
   std::int64_t claim_version = 0;
   Kind kind = Kind::kComplete;
-  std::optional<Json> result{};   // kComplete
+  std::optional<Json> result{};             // kComplete
   std::string failure_class = "retryable";  // kFail: retryable | permanent | ambiguous
-  std::string error{};            // kFail
+  std::string error{};                      // kFail
   std::int64_t retry_after_ms = 0;
 };
 
 struct FinishResult {
   std::string id{};
-  Status status{};       // ok, or stale / not_found
-  std::string state;   // the execution's status afterwards ("succeeded", "queued", ...)
+  Status status{};    // ok, or stale / not_found
+  std::string state;  // the execution's status afterwards ("succeeded", "queued", ...)
 };
 
 class Client {

@@ -44,7 +44,8 @@ class Status {
   bool transport_error() const { return !ok_ && http_status_ == 0; }
   // Worth retrying later: transport errors, 429 and 502/503/504.
   bool retryable() const {
-    return transport_error() || http_status_ == 429 || http_status_ == 502 || http_status_ == 503 || http_status_ == 504;
+    return transport_error() || http_status_ == 429 || http_status_ == 502 || http_status_ == 503 ||
+           http_status_ == 504;
   }
   // The claim this call was about is no longer current (409 stale).
   bool stale() const { return !ok_ && code_ == "stale"; }
@@ -69,7 +70,7 @@ class Status {
 template <typename T>
 class Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : value_(std::move(value)) {}          // NOLINT(google-explicit-constructor)
   Result(Status status) : status_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return value_.has_value(); }

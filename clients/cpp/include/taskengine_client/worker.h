@@ -52,10 +52,10 @@ enum class LeaseState {
 struct Outcome {
   enum class Kind { kComplete, kFail, kRelease };
   Kind kind = Kind::kComplete;
-  std::optional<Json> result;              // kComplete
+  std::optional<Json> result;               // kComplete
   std::string failure_class = "retryable";  // kFail: retryable | permanent | ambiguous
-  std::string error;                       // kFail
-  std::int64_t retry_after_ms = 0;         // kFail
+  std::string error;                        // kFail
+  std::int64_t retry_after_ms = 0;          // kFail
 
   static Outcome Complete(std::optional<Json> result = std::nullopt) {
     Outcome o;
@@ -212,7 +212,7 @@ class Worker {
   mutable std::mutex mu_;
   std::condition_variable cv_;  // work queued, slot freed, stopping
   // Protected by mu_:
-  std::deque<std::shared_ptr<LeaseContext>> queue_;           // leased, not started
+  std::deque<std::shared_ptr<LeaseContext>> queue_;  // leased, not started
   // Leased, not yet reported, by (execution id, claim version): after a stall
   // the same execution may be leased again while its stale lease still runs.
   std::map<std::pair<std::string, std::int64_t>, std::shared_ptr<LeaseContext>> held_;
