@@ -1,68 +1,123 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test:
-#   1. Release build: all CTest labels (unit, conformance, integration, drill).
-#   2. ASan+UBSan build: all labels again.
-#   3. TSan build (clang): the concurrency suites (engine, both backends'
+# Installs what is missing, builds, and runs every test. Each test source is
+# compiled once, in the tree where it proves the most (docs/testing.md):
+#   0. clang-format --dry-run -Werror over every C++ source of the tree.
+#   1. Release (gcc -O3, the shipped build; preset ci-release): the drills
+#      (label drill), the sized load drills (label load) at the CI sizes
+#      below; then the .deb is built from the same objects (ccache) and
+#      checked (tests/install/deb_test.sh).
+#   2. ASan+UBSan (clang; preset asan): the product instrumented; the unit,
+#      conformance and integration suites and every drill but `load`.
+#   3. TSan (clang): the concurrency suites (engine, both backends'
 #      conformance, the PostgreSQL store).
 #   4. libFuzzer targets (clang), each for a short run.
-#   After step 1 the .deb is built and checked (tests/install/deb_test.sh); at
-#   the end every build tree is audited against scripts/deps.sh
-#   (scripts/dep_audit.sh).
+#   At the end every build tree is audited against scripts/deps.sh
+#   (scripts/dep_audit.sh), and the time of each step is printed.
 # Steps 1-3 run against a throwaway PostgreSQL 15 cluster (scripts/pg_cluster.sh)
 # that is started here and stopped on exit.
-# Usage: ./test.sh [--quick]   (--quick: step 1 only)
+# Usage: ./test.sh [--quick | --full]
+#   --quick  step 1 only, with every test in Release (preset release)
+#   --full   the load drills at the sizes of quality.md (RD9: 10,000 jobs) and
+#            the library defaults, instead of the CI sizes
 set -euo pipefail
 cd "$(dirname "$0")"
-quick=0
-[ "${1:-}" = "--quick" ] && quick=1
+mode=${1:-}
 jobs=$(nproc)
 
-echo "==> checking Debian packages"
-scripts/deps.sh test
-
-run_preset() {
-  local preset=$1; shift
-  echo "==> [$preset] configure + build"
-  cmake --preset "$preset" >/dev/null
-  cmake --build "build/$preset" -j "$jobs" "$@"
-  echo "==> [$preset] ctest"
+# Steps and their wall times, printed at the end (and on failure).
+declare -a step_names=() step_secs=()
+step_start=$SECONDS
+step_name=""
+step() {
+  if [ -n "$step_name" ]; then
+    step_names+=("$step_name")
+    step_secs+=($((SECONDS - step_start)))
+  fi
+  step_name=$1
+  step_start=$SECONDS
+  [ -n "$1" ] && echo "==> $1"
+  return 0
+}
+print_times() {
+  step ""
+  echo "==> time per step (s)"
+  local i
+  for i in "${!step_names[@]}"; do
+    printf '    %5d  %s\n' "${step_secs[$i]}" "${step_names[$i]}"
+  done
+  printf '    %5d  total\n' "$SECONDS"
 }
 
-echo "==> starting a throwaway PostgreSQL cluster"
+# One compiler cache for every tree: the package build below reuses the
+# Release objects (same flags; the build directory is not part of the key).
+export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=true
+
+# Sizes of the load drills in CI (each takes 1-4 minutes here on 2 cores);
+# --full leaves the library defaults and runs RD9 at quality.md's 10,000.
+if [ "$mode" = "--full" ]; then
+  export TE_RD9_JOBS=10000
+else
+  export TE_RD9_JOBS=${TE_RD9_JOBS:-1000} \
+    TASKENGINE_RD10_JOBS=${TASKENGINE_RD10_JOBS:-500} \
+    TASKENGINE_RD11_JOBS=${TASKENGINE_RD11_JOBS:-200} \
+    TASKENGINE_MULTINODE_COMMAND_JOBS=${TASKENGINE_MULTINODE_COMMAND_JOBS:-300}
+fi
+
+step "checking Debian packages"
+scripts/deps.sh test
+
+step "clang-format --dry-run -Werror"
+git ls-files -z '*.cc' '*.h' | xargs -0 clang-format --dry-run -Werror
+
+build_preset() {
+  local preset=$1; shift
+  cmake --preset "$preset" >/dev/null
+  cmake --build "build/$preset" -j "$jobs" "$@"
+}
+
 pg_dir=$(mktemp -d /tmp/taskengine-test-pg.XXXXXX)
 stop_pg() {
   scripts/pg_cluster.sh stop "$pg_dir" >/dev/null 2>&1 || true
   rm -rf "$pg_dir"
+  print_times
 }
 trap stop_pg EXIT
+step "starting a throwaway PostgreSQL cluster"
 TASKENGINE_TEST_PG_URL=$(scripts/pg_cluster.sh start "$pg_dir")
 export TASKENGINE_TEST_PG_URL
 echo "    $TASKENGINE_TEST_PG_URL"
 
-run_preset release
-ctest --test-dir build/release --output-on-failure -j "$jobs"
-echo "==> [package] the .deb (scripts/package.sh) holds the binary, unit and config"
+release=ci-release
+[ "$mode" = "--quick" ] && release=release
+step "[$release] configure + build"
+build_preset "$release"
+step "[$release] ctest"
+ctest --test-dir "build/$release" --output-on-failure -j "$jobs"
+step "[package] the .deb (scripts/package.sh) holds the binary, unit and config"
 tests/install/deb_test.sh | tail -1
 
-if [ $quick -eq 1 ]; then exit 0; fi
+if [ "$mode" = "--quick" ]; then exit 0; fi
 
-run_preset asan
-# The process-heavy drills run at full size in Release above; under the
-# sanitizers they run smaller (every job there starts several processes).
+step "[asan] configure + build"
+build_preset asan
+step "[asan] ctest (all but the load drills)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  TE_RD9_JOBS=400 TASKENGINE_RD10_JOBS=400 TASKENGINE_RD11_JOBS=150 TASKENGINE_MULTINODE_JOBS=200 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs"
 
-run_preset tsan --target engine_test sqlite_conformance_test postgres_conformance_test pg_store_test
+tsan_tests=(engine_test sqlite_conformance_test postgres_conformance_test pg_store_test)
+step "[tsan] configure + build"
+build_preset tsan --target "${tsan_tests[@]}"
+step "[tsan] ctest"
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build/tsan --output-on-failure \
-  -R '^(engine_test|sqlite_conformance_test|postgres_conformance_test|pg_store_test)$'
+  -R "^($(IFS='|'; echo "${tsan_tests[*]}"))\$"
 
-echo "==> [fuzz] build + short runs"
+step "[fuzz] build"
 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
   -DCMAKE_CXX_COMPILER=clang++ -DTASKENGINE_BUILD_FUZZ=ON -DTASKENGINE_BUILD_TESTS=OFF \
   -DTASKENGINE_BUILD_BENCH=OFF >/dev/null
 cmake --build build/fuzz -j "$jobs" --target fuzz_targets
+step "[fuzz] short runs"
 for f in build/fuzz/tests/fuzz/*_fuzz; do
   name=$(basename "$f" _fuzz)
   corpus=tests/fuzz/corpus/$name
@@ -76,6 +131,7 @@ for f in build/fuzz/tests/fuzz/*_fuzz; do
   tail -1 "$work.log"
   rm -rf "$work" "$work.log"
 done
-echo "==> [deps] every file the builds used and every test tool comes from scripts/deps.sh"
-scripts/dep_audit.sh --tools build/release build/asan build/tsan build/fuzz
+step "[deps] every file the builds used and every test tool comes from scripts/deps.sh"
+scripts/dep_audit.sh --tools build/ci-release build/asan build/tsan build/fuzz
+step ""
 echo "==> all tests passed"

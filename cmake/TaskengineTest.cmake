@@ -1,12 +1,65 @@
-# te_add_test(<name> SOURCES <files...> LIBS <targets...> LABELS <labels...> [TIMEOUT <s>])
+# te_add_test(<name> SOURCES <files...> LIBS <targets...> LABELS <labels...> [TIMEOUT <s>]
+#             [RUNS_BINARY] [DEFINES <defs...>] [INCLUDES <dirs...>])
 # Builds a GoogleTest executable and registers it with CTest under its labels
-# (unit, conformance, integration, drill, e2e, slow).
+# (unit, conformance, integration, drill, load, slow). RUNS_BINARY: the test
+# starts the `taskengine` binary, whose path it gets as TASKENGINE_BIN. Tests labelled `load`
+# (the sized, process-heavy drills) are left out when
+# TASKENGINE_BUILD_LOAD_DRILLS is OFF: the sanitizer trees skip what the
+# Release tree runs at full CI size.
+#
+# Test code is compiled with TASKENGINE_TEST_OPT (default -O1) whatever the
+# build type: it drives the libraries, which keep the build type's flags, and
+# is not itself hot; -O3 made the test sources most of the build time. The
+# ASan+UBSan preset adds -fno-sanitize=all: the product code is instrumented,
+# the GoogleTest-heavy test code that drives it is not (with -g1, that took
+# src/core/schedule_test.cc from 37 s to 9 s to compile here).
+#
+# TASKENGINE_TEST_LABELS (a list; empty = every test) builds only the tests
+# with one of these labels: CI's Release tree builds the drills only, and
+# the ASan+UBSan tree everything else (see test.sh), so that no test source
+# is compiled twice.
+option(TASKENGINE_BUILD_LOAD_DRILLS "Build the process-heavy load drills (label load)" ON)
+set(TASKENGINE_TEST_LABELS "" CACHE STRING "Build only the tests with one of these labels (empty: all)")
+set(TASKENGINE_TEST_OPT "-O1" CACHE STRING "Compile options (a list) for test sources")
+
+# te_test_code(<target>): compile <target>'s own sources as test code.
+function(te_test_code target)
+  if(TASKENGINE_TEST_OPT)
+    target_compile_options(${target} PRIVATE ${TASKENGINE_TEST_OPT})
+  endif()
+endfunction()
+
 function(te_add_test name)
-  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "RUNS_BINARY" "TIMEOUT" "SOURCES;LIBS;LABELS;DEFINES;INCLUDES" ${ARGN})
   if(NOT TASKENGINE_BUILD_TESTS)
     return()
   endif()
+  if("load" IN_LIST T_LABELS AND NOT TASKENGINE_BUILD_LOAD_DRILLS)
+    return()
+  endif()
+  if(TASKENGINE_TEST_LABELS)
+    set(wanted FALSE)
+    foreach(label ${T_LABELS})
+      if(label IN_LIST TASKENGINE_TEST_LABELS)
+        set(wanted TRUE)
+      endif()
+    endforeach()
+    if(NOT wanted)
+      return()
+    endif()
+  endif()
   add_executable(${name} ${T_SOURCES})
+  te_test_code(${name})
+  if(T_RUNS_BINARY)
+    target_compile_definitions(${name} PRIVATE TASKENGINE_BIN="$<TARGET_FILE:taskengine>")
+    add_dependencies(${name} taskengine)
+  endif()
+  if(T_DEFINES)
+    target_compile_definitions(${name} PRIVATE ${T_DEFINES})
+  endif()
+  if(T_INCLUDES)
+    target_include_directories(${name} PRIVATE ${T_INCLUDES})
+  endif()
   target_link_libraries(${name} PRIVATE ${T_LIBS} te_testing_support GTest::gtest GTest::gmock GTest::gtest_main)
   add_test(NAME ${name} COMMAND ${name})
   if(NOT T_TIMEOUT)
