@@ -209,7 +209,9 @@ TEST(WorkerTest, TheSameExecutionLeasedAgainIsKeptApartFromItsStaleLease) {
       << "the new lease was lost with the stale one: " << server.Get(id).state;
   EXPECT_EQ(second_state.load(), static_cast<int>(LeaseState::kActive));
   EXPECT_GE(heartbeats_after_first.load(), 2) << "the new lease is still heartbeated";
-  EXPECT_EQ(running->worker().stats().completed, 1);
+  // The server answers the complete before the worker counts it.
+  EXPECT_TRUE(WaitFor([&] { return running->worker().stats().completed == 1; }))
+      << "completed: " << running->worker().stats().completed;
   EXPECT_EQ(running->worker().stats().lost, 1);
   running.reset();
 }
