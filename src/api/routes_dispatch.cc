@@ -1,8 +1,8 @@
 // Dispatch: single (with Idempotency-Key) and bulk (A1, A2, A5, I2).
-#include <cctype>
 
 #include "api/routes.h"
 #include "core/time_text.h"
+#include "engine/dispatcher.h"
 
 namespace taskengine::api {
 namespace {
@@ -80,24 +80,6 @@ Status ReadCommonFields(ApiContext& ctx, const Principal& principal, StrictObjec
   return Status::Ok();
 }
 
-// The id of the existing execution named by the engine's conflict message
-// ("... was already used by execution 42 ..."); 0 when absent. The engine
-// reports the id only in its message (a structured field would be better).
-std::int64_t ConflictingExecution(const std::string& message) {
-  constexpr std::string_view kMarker = "already used by execution ";
-  std::size_t pos = message.rfind(kMarker);
-  if (pos == std::string::npos) return 0;
-  pos += kMarker.size();
-  std::int64_t id = 0;
-  bool any = false;
-  while (pos < message.size() && std::isdigit(static_cast<unsigned char>(message[pos])) &&
-         id < 100'000'000'000'000'000LL) {
-    id = id * 10 + (message[pos++] - '0');
-    any = true;
-  }
-  return any ? id : 0;
-}
-
 // POST /api/v1/jobs/{name}/dispatch   Idempotency-Key: <key> (optional)
 //   {"tenant": "t1", "payload": {...}, "run_at": "RFC 3339" | "delay_ms": 0,
 //    "lane": "...", "parent": 17}
@@ -119,17 +101,15 @@ HttpResponse Dispatch(ApiContext& ctx, const RouteRequest& req) {
     return StatusResponse(s);
   }
   if (forbidden) return std::move(*forbidden);
-  Result<DispatchResult> result = ctx.engine->Dispatch(request);
-  if (!result.ok()) {
-    nlohmann::json details = nlohmann::json::object();
-    if (result.status().code() == ErrorCode::kConflict) {
-      std::int64_t existing = ConflictingExecution(result.status().message());
-      if (existing > 0) {
-        details["existing_execution_id"] = existing;
-        details["status_url"] = ExecutionUrl(ExecutionId(existing));
-      }
-    }
-    return StatusResponse(result.status(), details);
+  // One item through the batch call: a conflict comes back as an answer
+  // naming the existing execution, not as an error message.
+  auto results = ctx.engine->DispatchBatch({request});
+  if (!results.ok()) return StatusResponse(results.status());
+  const DispatchResult* result = &results->front();
+  if (result->conflict) {
+    return StatusResponse(ConflictStatus(request, result->id),
+                          Json{{"existing_execution_id", result->id.value},
+                               {"status_url", ExecutionUrl(result->id)}});
   }
   HttpResponse response = JsonResponse(result->created ? 202 : 200, DispatchResultToJson(*result));
   response.headers.emplace_back("Location", ExecutionUrl(result->id));
@@ -184,12 +164,8 @@ HttpResponse DispatchBulk(ApiContext& ctx, const RouteRequest& req) {
     item["index"] = i;
     item["conflict"] = r.conflict;
     if (r.conflict) {
-      item["error"] = {
-          {"code", "conflict"},
-          {"message", "idempotency key '" + requests[i].idempotency_key +
-                          "' was already used by execution " + std::to_string(r.id.value) +
-                          " with a different payload or requester; nothing was "
-                          "created for this item"}};
+      item["error"] = {{"code", "conflict"},
+                       {"message", ConflictStatus(requests[i], r.id).message()}};
     }
     out.push_back(std::move(item));
   }

@@ -137,6 +137,7 @@ Result<AdmitRequest> Dispatcher::Prepare(const DispatchRequest& r, const JobDefi
 
 Result<DispatchResult> Dispatcher::Dispatch(const DispatchRequest& request) {
   TE_ASSIGN_OR_RETURN(auto results, DispatchBatch({request}));
+  if (results.front().conflict) return ConflictStatus(request, results.front().id);
   return results.front();
 }
 
@@ -171,9 +172,6 @@ Result<std::vector<DispatchResult>> Dispatcher::DispatchBatch(
   out.reserve(admitted.size());
   bool created = false;
   for (std::size_t i = 0; i < admitted.size(); ++i) {
-    if (admitted[i].outcome == AdmitOutcome::kConflict && requests.size() == 1) {
-      return ConflictStatus(requests[i], admitted[i].id);
-    }
     created = created || admitted[i].outcome == AdmitOutcome::kCreated;
     out.push_back(ToDispatchResult(admitted[i]));
   }

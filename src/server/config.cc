@@ -434,6 +434,7 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
     TE_RETURN_IF_ERROR(t.Int("session_absolute_hours", 1, 30 * 24, &absolute_hours));
     c.http.session_absolute_ms = absolute_hours * 3'600'000;
     TE_RETURN_IF_ERROR(t.Bool("secure_cookies", &c.http.secure_cookies));
+    TE_RETURN_IF_ERROR(t.Bool("metrics_open", &c.http.metrics_open));
     TE_RETURN_IF_ERROR(t.Int("login_per_minute", 0, 100'000, &c.http.login_per_minute));
     TE_RETURN_IF_ERROR(t.Int("dispatch_per_second", 0, 1'000'000, &c.http.dispatch_per_second));
     TE_RETURN_IF_ERROR(t.Int("lease_per_second", 0, 1'000'000, &c.http.lease_per_second));

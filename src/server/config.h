@@ -97,7 +97,8 @@ struct HttpConfig {
   Millis session_idle_ms = 30 * 60'000;
   Millis session_absolute_ms = 12 * 3'600'000;
   bool secure_cookies = false;
-  int login_per_minute = 10;       // 0 = unlimited
+  bool metrics_open = false;  // GET /metrics without credentials (scrapers on a private network)
+  int login_per_minute = 10;  // 0 = unlimited
   int dispatch_per_second = 5000;  // 0 = unlimited
   int lease_per_second = 500;      // 0 = unlimited
   // Host names or addresses (no port) answered besides loopback, localhost

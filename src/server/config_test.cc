@@ -224,6 +224,15 @@ TEST(ConfigTest, DatabaseUrlFromTheEnvironmentWinsInOrder) {
                 {"TASKENGINE_DATABASE_SCHEMA"});
 }
 
+TEST(ConfigTest, MetricsOpenIsABooleanOfHttp) {
+  ASSERT_OK_AND_ASSIGN(ServerConfig d, ParseConfig("", "t.toml", NoEnv()));
+  EXPECT_FALSE(d.http.metrics_open);
+  ASSERT_OK_AND_ASSIGN(ServerConfig c,
+                       ParseConfig("[http]\nmetrics_open = true\n", "t.toml", NoEnv()));
+  EXPECT_TRUE(c.http.metrics_open);
+  EXPECT_FALSE(ParseConfig("[http]\nmetrics_open = 1\n", "t.toml", NoEnv()).ok());
+}
+
 // Issue 13: the names served besides loopback (DNS rebinding), the login
 // pool and the connection limits.
 TEST(ConfigTest, HttpHardeningKeys) {

@@ -211,6 +211,7 @@ Status Serve(const ServerConfig& config) {
   api::ApiOptions api_options;
   api_options.clock = engine->clock();
   api_options.queues = config.queues;
+  api_options.metrics_open = config.http.metrics_open;
   // /metrics shows the scheduler's totals too (I5); the API does not know it.
   api_options.extra_metrics = [&scheduler](std::string* out) {
     AppendSchedulerMetrics(scheduler.totals(), out);

@@ -104,6 +104,19 @@ TEST_F(ApiEndpointsTest, IdempotencyKeyRepeatsAndConflicts) {
   EXPECT_EQ(conflict.json()["error"]["details"]["existing_execution_id"], id);
   EXPECT_NE(conflict.json()["error"]["message"].get<std::string>().find(std::to_string(id)),
             std::string::npos);
+  // The same conflict as the only item of a bulk request is an answer for
+  // that item, naming the existing execution, like any other item.
+  json one = json::array();
+  one.push_back({{"job", "tenant-echo"},
+                 {"tenant", "a"},
+                 {"payload", {{"order", 19}}},
+                 {"idempotency_key", "order-17"}});
+  ClientResponse bulk = client_->Post("/api/v1/dispatch/bulk", kTenantA, {{"items", one}});
+  ASSERT_EQ(bulk.status, 202) << bulk.body;
+  ASSERT_EQ(bulk.json()["items"].size(), 1u) << bulk.body;
+  EXPECT_TRUE(bulk.json()["items"][0]["conflict"].get<bool>()) << bulk.body;
+  EXPECT_EQ(bulk.json()["items"][0]["id"], id) << bulk.body;
+  EXPECT_EQ(bulk.json()["items"][0]["error"]["code"], "conflict") << bulk.body;
   ClientResponse list = client_->Get("/api/v1/executions?job=tenant-echo", kAdmin);
   EXPECT_EQ(list.json()["items"].size(), 1u);
 

@@ -362,5 +362,24 @@ TEST_F(SecurityProbeTest, F9_ControlCharactersNeverReachTheTerminal) {
   EXPECT_TRUE(found) << records.dump();
 }
 
+// /metrics needs a global reader unless the configuration file opens it
+// (`[http] metrics_open = true`, for a scraper on a private network).
+TEST(MetricsAccessTest, OpenOnlyWhenTheConfigurationSaysSo) {
+  for (bool open : {false, true}) {
+    TaskengineInstall te(open ? "[http]\nmetrics_open = true\n" : "");
+    ASSERT_EQ(te.Run({"migrate"}).exit_code, 0);
+    ChildProcess serve;
+    const int port = te.StartServeOnEphemeralPort(&serve);
+    ASSERT_NE(port, 0) << ReadFile(te.serve_log());
+    TestClient client(port);
+    ClientResponse r = client.Get("/metrics");
+    EXPECT_EQ(r.status, open ? 200 : 401) << "metrics_open=" << open << ": " << r.body;
+    if (open) EXPECT_THAT(r.body, HasSubstr("# TYPE taskengine_"));
+    EXPECT_EQ(client.Get("/api/v1/stats").status, 401) << "only /metrics is opened";
+    serve.Signal(SIGTERM);
+    EXPECT_TRUE(serve.Wait(std::chrono::seconds(20)).has_value());
+  }
+}
+
 }  // namespace
 }  // namespace taskengine::testing
