@@ -55,10 +55,7 @@ int RunList(const GlobalFlags& flags, const ListFlags& f) {
   filter.limit = f.limit;
   filter.before = ExecutionId(f.before);
 
-  auto config = ResolveConfig(flags);
-  if (!config.ok()) return Fail(config.status());
-  ConfigureLogging(config->log_format, /*verbose=*/false);
-  auto engine = OpenEngine(*config, EngineMode::kClient);
+  auto engine = OpenClient(flags);
   if (!engine.ok()) return Fail(engine.status());
   auto page = (*engine)->store().ListExecutions(filter);
   if (!page.ok()) return Fail(page.status());
@@ -196,10 +193,7 @@ void PrintDetail(const ExecutionDetail& d) {
 
 int RunShow(const GlobalFlags& flags, const ShowFlags& f) {
   if (f.id <= 0) return Fail(InvalidArgument("the execution id must be a positive integer"));
-  auto config = ResolveConfig(flags);
-  if (!config.ok()) return Fail(config.status());
-  ConfigureLogging(config->log_format, /*verbose=*/false);
-  auto engine = OpenEngine(*config, EngineMode::kClient);
+  auto engine = OpenClient(flags);
   if (!engine.ok()) return Fail(engine.status());
   auto detail = ShowExecution(**engine, ExecutionId(f.id), f.logs);
   if (!detail.ok()) return Fail(detail.status());
@@ -213,10 +207,7 @@ int RunShow(const GlobalFlags& flags, const ShowFlags& f) {
 
 int RunResult(const GlobalFlags& flags, const ShowFlags& f) {
   if (f.id <= 0) return Fail(InvalidArgument("the execution id must be a positive integer"));
-  auto config = ResolveConfig(flags);
-  if (!config.ok()) return Fail(config.status());
-  ConfigureLogging(config->log_format, /*verbose=*/false);
-  auto engine = OpenEngine(*config, EngineMode::kClient);
+  auto engine = OpenClient(flags);
   if (!engine.ok()) return Fail(engine.status());
   auto e = (*engine)->GetExecution(ExecutionId(f.id));
   if (!e.ok()) {

@@ -18,10 +18,8 @@ namespace taskengine::cli {
 namespace {
 
 int RunJobList(const GlobalFlags& flags, bool show_secrets) {
-  auto config = ResolveConfig(flags);
-  if (!config.ok()) return Fail(config.status());
-  ConfigureLogging(config->log_format, /*verbose=*/false);
-  auto engine = OpenEngine(*config, EngineMode::kClient);
+  ServerConfig config;
+  auto engine = OpenClient(flags, &config);
   if (!engine.ok()) return Fail(engine.status());
   auto jobs = (*engine)->store().ListJobs();
   if (!jobs.ok()) return Fail(jobs.status());
@@ -32,7 +30,7 @@ int RunJobList(const GlobalFlags& flags, bool show_secrets) {
     for (const JobDefinition& j : *jobs) {
       list.push_back(JobToJson(j, (*schedules)[j.name.value]));
       list.back()["config"] =
-          api::RedactJobConfig(list.back()["config"], show_secrets, config->redact_keys);
+          api::RedactJobConfig(list.back()["config"], show_secrets, config.redact_keys);
     }
     PrintJson({{"items", std::move(list)}});
     return kExitOk;
@@ -74,10 +72,7 @@ int RunJobDispatch(const GlobalFlags& flags, DispatchFlags& d) {
   }
   auto request = BuildCliDispatch(d.in);
   if (!request.ok()) return Fail(request.status());
-  auto config = ResolveConfig(flags);
-  if (!config.ok()) return Fail(config.status());
-  ConfigureLogging(config->log_format, /*verbose=*/false);
-  auto engine = OpenEngine(*config, EngineMode::kClient);
+  auto engine = OpenClient(flags);
   if (!engine.ok()) return Fail(engine.status());
   auto result = (*engine)->Dispatch(*request);
   if (!result.ok()) {

@@ -92,12 +92,10 @@ int RunMigrate(const GlobalFlags& flags) {
 }
 
 int RunQueueStatus(const GlobalFlags& flags) {
-  auto config = ResolveConfig(flags);
-  if (!config.ok()) return Fail(config.status());
-  ConfigureLogging(config->log_format, /*verbose=*/false);
-  auto engine = OpenEngine(*config, EngineMode::kClient);
+  ServerConfig config;
+  auto engine = OpenClient(flags, &config);
   if (!engine.ok()) return Fail(engine.status());
-  auto rows = QueueStatus((*engine)->store(), *config, (*engine)->clock()->NowMillis());
+  auto rows = QueueStatus((*engine)->store(), config, (*engine)->clock()->NowMillis());
   if (!rows.ok()) return Fail(rows.status());
   if (flags.json) {
     nlohmann::ordered_json queues = nlohmann::ordered_json::array();
