@@ -10,7 +10,8 @@ Result<std::string> ExpandNamedConfig(std::string_view config_json, std::string_
                                       std::span<const std::string_view> owned,
                                       std::string_view kind) {
   nlohmann::json config = nlohmann::json::parse(config_json, nullptr, /*allow_exceptions=*/false);
-  if (!config.is_object()) return InvalidArgument("config must be a JSON object");
+  // Not an object: nothing to expand; the handler's own parser says what is wrong.
+  if (!config.is_object()) return std::string(config_json);
   auto ref = config.find(std::string(ref_key));
   if (ref == config.end()) return std::string(config_json);
   const std::string field = "config." + std::string(ref_key);

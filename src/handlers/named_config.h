@@ -30,8 +30,9 @@ inline constexpr std::string_view kCommandProfileKey = "profile";
 inline constexpr std::string_view kHttpTargetKey = "target";
 
 // `config_json` with its reference `ref_key` replaced by the keys of the
-// settings it names in `named`; unchanged when it has no `ref_key`.
-// kInvalidArgument when the config is not a JSON object, the reference is not
+// settings it names in `named`; unchanged when it has no `ref_key` or is not
+// a JSON object (the handler's parser refuses that). kInvalidArgument when the
+// reference is not
 // a string, names nothing in `named` (`kind` names the table in the message,
 // e.g. "[[command_profile]]"), or the config also sets one of `owned` (the
 // named settings say what runs: they are never mixed with inline ones).
