@@ -7,7 +7,9 @@
 #include <memory>
 #include <string>
 
+#include "api/job_edits.h"
 #include "cli.h"
+#include "server/job_seeding.h"
 #include "server/logging.h"
 #include "server/operations.h"
 #include "server/serve.h"
@@ -68,10 +70,84 @@ int RunBackup(const GlobalFlags& flags, const std::string& dest) {
   return kExitOk;
 }
 
-int RunMigrate(const GlobalFlags& flags) {
+struct MigrateFlags {
+  bool sync_jobs = false;
+  bool dry_run = false;
+  std::string as;
+};
+
+// One value of a difference, as printed: JSON, null for "none".
+std::string ShowValue(const nlohmann::ordered_json& v) { return v.dump(); }
+
+// `migrate --sync-jobs [--dry-run]`: the differences between the file's
+// [[job]]s and the database, field by field, then (unless --dry-run) the file
+// applied, each change audited job.sync.
+int RunSyncJobs(const GlobalFlags& flags, const ServerConfig& config, const MigrateFlags& f) {
+  auto actor = CliActor(f.as);
+  if (!actor.ok()) return Fail(actor.status());
+  OpenOptions options;
+  options.skip_seeding = true;
+  // A dry run changes nothing: an existing, migrated database only.
+  auto engine = OpenEngine(config, f.dry_run ? EngineMode::kClient : EngineMode::kMigrate, options);
+  if (!engine.ok()) return Fail(engine.status());
+  auto synced = SyncJobs((*engine)->store(), config.jobs, f.dry_run, *actor, config.redact_keys);
+  if (!synced.ok()) return Fail(synced.status());
+  int differ = 0;
+  int missing = 0;
+  for (const JobSync& s : *synced) {
+    if (s.created) {
+      ++missing;
+    } else if (!s.changes.empty()) {
+      ++differ;
+    }
+  }
+  if (flags.json) {
+    nlohmann::ordered_json jobs = nlohmann::ordered_json::array();
+    for (const JobSync& s : *synced) {
+      nlohmann::ordered_json changes = nlohmann::ordered_json::array();
+      for (const api::FieldChange& c : s.changes) {
+        changes.push_back({{"field", c.field}, {"database", c.before}, {"file", c.after}});
+      }
+      const char* state = s.created           ? (f.dry_run ? "missing" : "created")
+                          : s.changes.empty() ? "in_sync"
+                          : f.dry_run         ? "differs"
+                                              : "updated";
+      jobs.push_back({{"job", s.job}, {"state", state}, {"changes", std::move(changes)}});
+    }
+    PrintJson({{"dry_run", f.dry_run}, {"jobs", std::move(jobs)}});
+    return kExitOk;
+  }
+  for (const JobSync& s : *synced) {
+    if (s.created) {
+      std::cout << "job " << s.job << ": not in the database, "
+                << (f.dry_run ? "would be created" : "created") << std::endl;
+    } else if (s.changes.empty()) {
+      std::cout << "job " << s.job << ": in sync" << std::endl;
+      continue;
+    } else {
+      std::cout << "job " << s.job << ": differs (database -> file), "
+                << (f.dry_run ? "would be updated" : "updated") << std::endl;
+    }
+    for (const api::FieldChange& c : s.changes) {
+      std::cout << "  " << c.field << ": " << ShowValue(c.before) << " -> " << ShowValue(c.after)
+                << std::endl;
+    }
+  }
+  std::cout << synced->size() << " job" << (synced->size() == 1 ? "" : "s") << " in "
+            << (config.source.empty() ? "(no config file)" : config.source) << ": " << differ
+            << " differ, " << missing << " missing; "
+            << (f.dry_run ? "nothing changed (--dry-run)"
+                          : "the file was applied (audit action job.sync)")
+            << std::endl;
+  return kExitOk;
+}
+
+int RunMigrate(const GlobalFlags& flags, const MigrateFlags& f) {
   auto config = ResolveConfig(flags);
   if (!config.ok()) return Fail(config.status());
   ConfigureLogging(config->log_format, /*verbose=*/false);
+  if (f.dry_run && !f.sync_jobs) return Fail(InvalidArgument("--dry-run goes with --sync-jobs"));
+  if (f.sync_jobs) return RunSyncJobs(flags, *config, f);
   auto engine = OpenEngine(*config, EngineMode::kMigrate);
   if (!engine.ok()) return Fail(engine.status());
   auto version = (*engine)->store().SchemaVersion();
@@ -86,7 +162,8 @@ int RunMigrate(const GlobalFlags& flags) {
     std::cout << "database " << DescribeDatabase(*config) << " is at schema version " << *version
               << "; seeded " << config->jobs.size() << " job definition"
               << (config->jobs.size() == 1 ? "" : "s") << " from "
-              << (config->source.empty() ? "(no config file)" : config->source) << std::endl;
+              << (config->source.empty() ? "(no config file)" : config->source)
+              << " (runtime edits kept; see --sync-jobs)" << std::endl;
   }
   return kExitOk;
 }
@@ -136,9 +213,19 @@ void AddServerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* 
 
   CLI::App* migrate = AddVerb(
       app, "migrate",
-      "Create or upgrade the database schema and seed the [[job]] definitions of the config; "
-      "prints the schema version.");
-  verbs->push_back({migrate, [&flags] { return RunMigrate(flags); }});
+      "Create or upgrade the database schema and seed the [[job]] definitions of the config: "
+      "jobs the database lacks are created, jobs nobody edited at runtime follow the file, "
+      "edited ones are kept (a warning names them). Prints the schema version.");
+  auto migrate_flags = std::make_shared<MigrateFlags>();
+  migrate->add_flag("--sync-jobs", migrate_flags->sync_jobs,
+                    "Apply every [[job]] of the config file on purpose, also over runtime edits; "
+                    "prints the differences field by field; each change is audited job.sync");
+  migrate->add_flag("--dry-run", migrate_flags->dry_run,
+                    "With --sync-jobs: only print the differences; change nothing");
+  migrate->add_option("--as", migrate_flags->as,
+                      "Act as operator cli:NAME instead of cli:<unix user> (for the audit log)");
+  verbs->push_back(
+      {migrate, [&flags, migrate_flags] { return RunMigrate(flags, *migrate_flags); }});
 
   auto backup_dest = std::make_shared<std::string>();
   CLI::App* backup =

@@ -135,7 +135,14 @@ struct JobDefinition {
   Millis window_ms = 0;
   bool enabled = true;
   Millis created_at = 0;
+  // Every write of the row makes it larger than before (a version for
+  // compare-and-set edits, JobChange::expected_updated_at).
   Millis updated_at = 0;
+  // The digest (JobDefinitionDigest) of the definition the config file last
+  // seeded into this row; empty when the file never seeded it (created at
+  // runtime) or an older binary did. A row whose own digest differs was
+  // edited at runtime, and seeding leaves it alone (product.md §1).
+  std::string seed_digest;
 };
 
 // One run of a job (product.md §1). A snapshot read from the store.

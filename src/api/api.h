@@ -60,16 +60,21 @@ struct ApiOptions {
   LoginGuardOptions login;
 
   // --- job definitions: what the composition root, which knows the
-  // handlers, decides for PATCH /api/v1/jobs/{name} ---
+  // handlers, decides for the job routes (job_edits.h) ---
   // The config keys of jobs of `handler` that come from the server's
   // configuration only (W2, W3: what runs, where requests go): an edit may
   // repeat them unchanged (they are kept when left out), never set, change
   // or remove them. Default (empty): no key is protected.
   std::function<std::vector<std::string>(std::string_view handler)> server_owned_config_keys;
-  // Checks an edited definition exactly as configured definitions are
-  // checked when the configuration is loaded; an edit it refuses answers 400
-  // and changes nothing. Default (empty): the store's own checks only.
-  std::function<Status(const JobDefinition&)> check_job;
+  // Checks a created or edited definition exactly as configured definitions
+  // are checked when the configuration is loaded (the field it refuses in
+  // *field); a request it refuses answers 400 and changes nothing. Default
+  // (empty): the store's own checks only.
+  std::function<Status(const JobDefinition&, std::string* field)> check_job;
+  // The config a remote worker runs for `job`: its profile or target
+  // reference replaced by the named settings (handlers/named_config.h), as
+  // the in-process handlers see it. Default (empty): the stored config.
+  std::function<Result<std::string>(const JobDefinition& job)> expand_handler_config;
   // Config keys whose values are masked (RedactJobConfig) for every caller
   // but the global admin, on top of the built-in ones. Default: none.
   std::vector<std::string> redact_keys;

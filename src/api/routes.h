@@ -26,9 +26,6 @@ struct ApiContext {
   Authenticator* authenticator = nullptr;  // not owned
   Clock* clock = nullptr;                  // options.clock or the system clock
   ApiOptions options;
-  // Serializes job edits in this process (read, modify, write, audit): the
-  // store has no conditional update of a definition yet.
-  std::mutex job_edit_mu;
   // Runs the password checks of logins off the request threads. Declared
   // after what logins use, so it is destroyed (and drained) before them.
   std::unique_ptr<LoginGuard> login_guard;

@@ -1,15 +1,14 @@
-// Job definitions: list, get, update (I1).
+// Job definitions: list, get, create, update, enable, disable, delete (I1).
 #include <algorithm>
 
+#include "api/job_edits.h"
 #include "api/redaction.h"
 #include "api/routes.h"
-#include "core/schedule.h"
+#include "engine/scheduler.h"
 
 namespace taskengine::api {
 namespace {
 
-constexpr std::size_t kMaxDisplayName = 200;
-constexpr std::size_t kMaxSchedule = 200;
 constexpr std::size_t kMaxReason = 1000;
 
 // A tenant-bound principal sees the per-tenant definitions only (it may
@@ -46,34 +45,41 @@ HttpResponse JobResponse(ApiContext& ctx, const Principal& p, const JobDefinitio
   return JsonResponse(200, JobView(ctx, p, job, (*schedules)[job.name.value]));
 }
 
-// The config an edit asks for (`requested`, a JSON object) applied to the
-// current one: the keys the server's configuration owns are kept from
-// `current`, and may only be repeated unchanged; every other key is replaced
-// by the request's. kInvalidArgument naming the first owned key the request
-// sets, changes or drops (its name in *field).
-Result<nlohmann::json> EditedConfig(const ApiContext& ctx, const JobDefinition& job,
-                                    const nlohmann::json& requested, std::string* field) {
-  nlohmann::json current = nlohmann::json::parse(job.config_json, nullptr, false);
-  if (!current.is_object()) current = nlohmann::json::object();
-  std::vector<std::string> owned;
-  if (ctx.options.server_owned_config_keys)
-    owned = ctx.options.server_owned_config_keys(job.handler);
-  nlohmann::json edited = nlohmann::json::object();
-  for (const auto& [key, value] : requested.items()) {
-    const bool is_owned = std::find(owned.begin(), owned.end(), key) != owned.end();
-    auto kept = current.find(key);
-    if (is_owned && (kept == current.end() || *kept != value)) {
-      *field = "config." + key;
-      return InvalidArgument("config." + key + " of " + job.handler +
-                             " jobs comes from the server's configuration only "
-                             "(taskengine.toml): the API cannot set or change it");
-    }
-    edited[key] = value;
+// Without ApiOptions::check_job (an embedding that knows no handlers): the
+// schedule and time zone as the scheduler reads them.
+Status CheckScheduleOnly(const JobDefinition& job, std::string* field) {
+  if (auto schedule = CheckJobSchedule(job); !schedule.ok()) {
+    *field = "schedule";
+    return InvalidArgument("invalid schedule: " + schedule.status().message());
   }
-  for (const std::string& key : owned) {
-    if (auto kept = current.find(key); kept != current.end()) edited[key] = *kept;
-  }
-  return edited;
+  return Status::Ok();
+}
+
+// The job edits of job_edits.h over this server's store and decisions.
+JobEditor Editor(const ApiContext& ctx) {
+  JobEditor editor;
+  editor.store = ctx.store;
+  editor.check_job = ctx.options.check_job ? ctx.options.check_job : CheckScheduleOnly;
+  editor.server_owned_config_keys = ctx.options.server_owned_config_keys;
+  editor.redact_keys = ctx.options.redact_keys;
+  return editor;
+}
+
+// The error of a refused edit, with {"field": ...} when it names one.
+HttpResponse EditError(const Status& status, const std::string& field) {
+  if (field.empty()) return StatusResponse(status);
+  return StatusResponse(status, {{"field", field}});
+}
+
+// The optional {"reason": "..."} body of enable, disable and delete.
+Result<std::string> ReasonBody(const RouteRequest& req) {
+  auto body = ParseJsonBody(req.http, /*allow_empty=*/true);
+  if (!body.ok()) return body.status();
+  if (body->is_null()) return std::string();
+  StrictObject in(*body, "request body");
+  std::optional<std::string> reason = in.String("reason", kMaxReason);
+  TE_RETURN_IF_ERROR(in.Finish());
+  return reason.value_or("");
 }
 
 // GET /api/v1/jobs -> {"items": [JobDefinition...]} ordered by name.
@@ -103,111 +109,90 @@ HttpResponse GetJob(ApiContext& ctx, const RouteRequest& req) {
   return JobResponse(ctx, PrincipalOf(req), *job);
 }
 
+// POST /api/v1/jobs
+//   {"name": "...", "handler": "command" | "http", ...every field of
+//    JobDefinition by its JobToJson name..., "reason": "..."}
+// -> 201 JobDefinition. Fields left out take their defaults. The config may
+// not set the keys the server's configuration owns (a `command` job names a
+// [[command_profile]] with {"profile": NAME}, an `http` job a [[http_target]]
+// with {"target": NAME}). Checked as at load time (ApiOptions::check_job):
+// 400 naming the field, 409 when the name exists; nothing changes then.
+// Audited "job.create" (config secrets masked).
+HttpResponse CreateJobRoute(ApiContext& ctx, const RouteRequest& req) {
+  const Principal& principal = PrincipalOf(req);
+  if (!principal.all_tenants) return NeedsAllTenants("creating job definitions");
+  auto body = ParseJsonBody(req.http, /*allow_empty=*/false);
+  if (!body.ok()) return StatusResponse(body.status());
+  std::string field;
+  auto created = CreateJob(Editor(ctx), *body, principal.name, &field);
+  if (!created.ok()) return EditError(created.status(), field);
+  HttpResponse response = JobResponse(ctx, principal, *created);
+  if (response.status == 200) response.status = 201;
+  return response;
+}
+
 // PATCH /api/v1/jobs/{name}
-//   {"enabled": bool, "schedule": "cron" | null, "config": {...},
-//    "display_name": "...", "reason": "..."}   (at least one of the first four)
+//   {any field of POST /api/v1/jobs but name, handler and scope (which may
+//    only be repeated unchanged), "reason": "..."}   (at least one field)
 // -> 200 JobDefinition (after). "config" replaces the handler's editable
 // settings; the keys the server's configuration owns (what runs, where
 // requests go: ApiOptions::server_owned_config_keys) are kept and may only be
 // repeated unchanged, else 400 naming the field. The edited definition is
 // checked as at load time (ApiOptions::check_job); nothing changes when a
-// check fails. Audited as "job.update" with the changed fields before and
-// after (configs with their secrets masked).
+// check fails, and 409 when the job changed meanwhile. Audited "job.update"
+// with the changed fields before and after (configs with their secrets
+// masked).
 HttpResponse PatchJob(ApiContext& ctx, const RouteRequest& req) {
   const Principal& principal = PrincipalOf(req);
   if (!principal.all_tenants) return NeedsAllTenants("editing job definitions");
   auto body = ParseJsonBody(req.http, /*allow_empty=*/false);
   if (!body.ok()) return StatusResponse(body.status());
-  StrictObject in(*body, "request body");
-  std::optional<bool> enabled = in.Bool("enabled");
-  const nlohmann::json* schedule = in.Value("schedule");
-  const nlohmann::json* config = in.Value("config");
-  std::optional<std::string> display_name = in.String("display_name", kMaxDisplayName);
-  std::optional<std::string> reason = in.String("reason", kMaxReason);
-  if (schedule != nullptr && !schedule->is_null() && !schedule->is_string()) {
-    in.Fail("schedule", "must be a cron expression string or null");
-  }
-  if (schedule != nullptr && schedule->is_string() &&
-      schedule->get_ref<const std::string&>().size() > kMaxSchedule) {
-    in.Fail("schedule", "is longer than " + std::to_string(kMaxSchedule) + " bytes");
-  }
-  if (config != nullptr && !config->is_object()) in.Fail("config", "must be a JSON object");
-  if (Status s = in.Finish(); !s.ok()) return StatusResponse(s);
-  if (!enabled && schedule == nullptr && config == nullptr && !display_name) {
-    return StatusResponse(InvalidArgument(
-        "nothing to change: give at least one of enabled, schedule, config, display_name"));
-  }
-
-  std::lock_guard<std::mutex> lock(ctx.job_edit_mu);
   auto current = VisibleJob(ctx, principal, req.Param("name"));
   if (!current.ok()) return StatusResponse(current.status());
-  JobDefinition job = *current;
-  Json before = Json::object();
-  Json after = Json::object();
-  if (enabled && *enabled != job.enabled) {
-    before["enabled"] = job.enabled;
-    after["enabled"] = *enabled;
-    job.enabled = *enabled;
-  }
-  if (schedule != nullptr) {
-    std::string cron = schedule->is_null() ? "" : schedule->get<std::string>();
-    if (!cron.empty()) {
-      auto parsed = Schedule::Create(cron, job.timezone);
-      if (!parsed.ok()) {
-        return StatusResponse(
-            Status(parsed.status().code(), "invalid schedule: " + parsed.status().message()));
-      }
-      if (!parsed->cron().CanEverFire()) {
-        return StatusResponse(InvalidArgument("invalid schedule: '" + cron + "' never fires"));
-      }
-    }
-    if (cron != job.schedule) {
-      before["schedule"] = job.schedule.empty() ? Json(nullptr) : Json(job.schedule);
-      after["schedule"] = cron.empty() ? Json(nullptr) : Json(cron);
-      job.schedule = cron;
-    }
-  }
-  if (config != nullptr) {
-    std::string field;
-    auto edited = EditedConfig(ctx, job, *config, &field);
-    if (!edited.ok()) return StatusResponse(edited.status(), {{"field", field}});
-    nlohmann::json current = nlohmann::json::parse(job.config_json, nullptr, false);
-    if (!current.is_object()) current = nlohmann::json::object();
-    if (current != *edited) {
-      before["config"] =
-          RedactJobConfig(EmbeddedJson(job.config_json), /*reveal=*/false, ctx.options.redact_keys);
-      job.config_json = DumpJson(*edited);
-      after["config"] =
-          RedactJobConfig(EmbeddedJson(job.config_json), /*reveal=*/false, ctx.options.redact_keys);
-    }
-  }
-  if (display_name && *display_name != job.display_name) {
-    before["display_name"] = job.display_name;
-    after["display_name"] = *display_name;
-    job.display_name = *display_name;
-  }
-  if (after.empty()) return JobResponse(ctx, principal, job);  // no change: no audit
-  if ((after.contains("config") || after.contains("schedule")) && ctx.options.check_job) {
-    if (Status s = ctx.options.check_job(job); !s.ok()) return StatusResponse(s);
-  }
+  std::string field;
+  auto edited = EditJob(Editor(ctx), *current, *body, principal.name, &field);
+  if (!edited.ok()) return EditError(edited.status(), field);
+  return JobResponse(ctx, principal, *edited);
+}
 
-  if (Status s = ctx.store->UpsertJob(job); !s.ok()) return StatusResponse(s);
-  AuditRecord audit;
-  audit.actor = principal.name;
-  audit.action = "job.update";
-  audit.target = "job:" + job.name.value;
-  audit.before_json = DumpJson(before);
-  audit.after_json = DumpJson(after);
-  audit.reason = reason.value_or("");
-  if (Status s = ctx.store->AppendAudit(audit); !s.ok()) {
-    return StatusResponse(Status(s.code(), "job " + job.name.value +
-                                               " was updated but its audit record could not be "
-                                               "written: " +
-                                               s.message()));
+// POST /api/v1/jobs/{name}/enable   {"reason": "..."}  (optional body)
+// POST /api/v1/jobs/{name}/disable  {"reason": "..."}  (reason required)
+// -> 200 JobDefinition. A disabled job is not fired by the scheduler and its
+// dispatches are refused (400 "job NAME is disabled"); work already admitted
+// still runs. Audited
+// "job.enable" / "job.disable" with the reason; already so: no record.
+HttpResponse SetEnabledRoute(ApiContext& ctx, const RouteRequest& req, bool enabled) {
+  const Principal& principal = PrincipalOf(req);
+  if (!principal.all_tenants) {
+    return NeedsAllTenants(enabled ? "enabling jobs" : "disabling jobs");
   }
-  auto updated = ctx.store->GetJob(job.name);
-  if (!updated.ok()) return StatusResponse(updated.status());
-  return JobResponse(ctx, principal, *updated);
+  auto reason = ReasonBody(req);
+  if (!reason.ok()) return StatusResponse(reason.status());
+  auto current = VisibleJob(ctx, principal, req.Param("name"));
+  if (!current.ok()) return StatusResponse(current.status());
+  auto changed = SetJobEnabled(Editor(ctx), *current, enabled, principal.name, *reason);
+  if (!changed.ok()) {
+    return EditError(changed.status(),
+                     changed.status().code() == ErrorCode::kInvalidArgument ? "reason" : "");
+  }
+  return JobResponse(ctx, principal, *changed);
+}
+
+// DELETE /api/v1/jobs/{name}   {"reason": "..."}  (optional body)
+// -> 200 {"name": "...", "deleted": true}. 409 naming how many executions of
+// the job are open (queued or running): disabling is the safe verb. Its
+// finished executions keep their history. Audited "job.delete".
+HttpResponse DeleteJobRoute(ApiContext& ctx, const RouteRequest& req) {
+  const Principal& principal = PrincipalOf(req);
+  if (!principal.all_tenants) return NeedsAllTenants("deleting job definitions");
+  auto reason = ReasonBody(req);
+  if (!reason.ok()) return StatusResponse(reason.status());
+  auto current = VisibleJob(ctx, principal, req.Param("name"));
+  if (!current.ok()) return StatusResponse(current.status());
+  if (Status s = DeleteJob(Editor(ctx), *current, principal.name, *reason); !s.ok()) {
+    return StatusResponse(s);
+  }
+  return JsonResponse(200, Json{{"name", current->name.value}, {"deleted", true}});
 }
 
 }  // namespace
@@ -217,8 +202,16 @@ void RegisterJobRoutes(ApiContext& ctx, Router& router) {
              [&ctx](const RouteRequest& r) { return ListJobs(ctx, r); });
   router.Add(HttpMethod::kGet, "/api/v1/jobs/{name}", RouteAccess::Requires(Scope::kRead),
              [&ctx](const RouteRequest& r) { return GetJob(ctx, r); });
+  router.Add(HttpMethod::kPost, "/api/v1/jobs", RouteAccess::Requires(Scope::kAdmin),
+             [&ctx](const RouteRequest& r) { return CreateJobRoute(ctx, r); });
   router.Add(HttpMethod::kPatch, "/api/v1/jobs/{name}", RouteAccess::Requires(Scope::kAdmin),
              [&ctx](const RouteRequest& r) { return PatchJob(ctx, r); });
+  router.Add(HttpMethod::kDelete, "/api/v1/jobs/{name}", RouteAccess::Requires(Scope::kAdmin),
+             [&ctx](const RouteRequest& r) { return DeleteJobRoute(ctx, r); });
+  router.Add(HttpMethod::kPost, "/api/v1/jobs/{name}/enable", RouteAccess::Requires(Scope::kAdmin),
+             [&ctx](const RouteRequest& r) { return SetEnabledRoute(ctx, r, true); });
+  router.Add(HttpMethod::kPost, "/api/v1/jobs/{name}/disable", RouteAccess::Requires(Scope::kAdmin),
+             [&ctx](const RouteRequest& r) { return SetEnabledRoute(ctx, r, false); });
 }
 
 }  // namespace taskengine::api

@@ -494,6 +494,13 @@ void LeaseRoute(const ProtocolPtr& wp, const RouteRequest& req, const Responder&
     for (const Lease& lease : leases) {
       std::shared_ptr<const JobDefinition> job = wp->jobs.Get(lease.job);
       Json item = LeaseToJson(lease, job.get());
+      if (job != nullptr && wp->ctx.options.expand_handler_config) {
+        // A named profile or target becomes the settings it names (a
+        // reference the server cannot resolve is sent as stored: the worker
+        // refuses it as a bad config).
+        auto expanded = wp->ctx.options.expand_handler_config(*job);
+        if (expanded.ok()) item["handler_config"] = EmbeddedJson(*expanded);
+      }
       item["timeout_ms"] = job != nullptr ? Json(job->timeout_ms) : Json(nullptr);
       items.push_back(std::move(item));
     }

@@ -908,7 +908,11 @@ std::vector<std::string> BuildEnv(
 HandlerResult RunCommandHandler(
     JobContext& ctx, const CommandHandlerOptions& options,
     const std::vector<std::pair<std::string, std::string>>& inherited_env) {
-  Result<CommandSpec> spec = ParseConfig(ctx.config_json());
+  Result<std::string> config =
+      ExpandNamedConfig(ctx.config_json(), kCommandProfileKey, options.profiles,
+                        kCommandServerOwnedKeys, "[[command_profile]]");
+  if (!config.ok()) return HandlerResult::Permanent(config.status().message());
+  Result<CommandSpec> spec = ParseConfig(*config);
   if (!spec.ok()) return HandlerResult::Permanent(spec.status().message());
 
   // Do not start a command for an execution that is already stopping.
@@ -940,8 +944,11 @@ HandlerResult RunCommandHandler(
 
 }  // namespace
 
-Status CheckCommandHandlerConfig(const std::string& config_json) {
-  return ParseConfig(config_json).status();
+Status CheckCommandHandlerConfig(const std::string& config_json, const NamedConfigs& profiles) {
+  TE_ASSIGN_OR_RETURN(std::string config,
+                      ExpandNamedConfig(config_json, kCommandProfileKey, profiles,
+                                        kCommandServerOwnedKeys, "[[command_profile]]"));
+  return ParseConfig(config).status();
 }
 
 Handler MakeCommandHandler(CommandHandlerOptions options) {

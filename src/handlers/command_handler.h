@@ -66,6 +66,7 @@
 #include <string_view>
 #include <vector>
 
+#include "handlers/named_config.h"
 #include "taskengine/job.h"
 #include "taskengine/status.h"
 
@@ -106,6 +107,9 @@ struct CommandHandlerOptions {
   // be replaced by PATH, the allowlist or a job's configured "env" (which
   // cannot set TASKENGINE_* names). Invalid names are skipped. Default: none.
   std::map<std::string, std::string> server_env;
+  // The [[command_profile]]s of the server's configuration (named_config.h):
+  // a config {"profile": NAME, ...} runs what the profile says. Default: none.
+  NamedConfigs profiles;
 };
 
 // The exit code a command uses to report that the outcome of one of its
@@ -120,7 +124,9 @@ inline constexpr std::string_view kCommandServerOwnedKeys[] = {"argv", "cwd", "e
 // Checks a job's config exactly as the handler parses it before a run (see
 // the top of this file): unknown keys, argv, cwd, env (TASKENGINE_* names are
 // reserved) and timeout_ms. kInvalidArgument saying what is wrong.
-Status CheckCommandHandlerConfig(const std::string& config_json);
+// A config naming a profile is checked with the profile's keys in place
+// (ExpandNamedConfig over `profiles`).
+Status CheckCommandHandlerConfig(const std::string& config_json, const NamedConfigs& profiles = {});
 
 // Returns the `command` handler. The returned Handler is thread-safe: each call
 // keeps its state on its own stack, so many executions may run concurrently.

@@ -569,7 +569,7 @@ Result<std::string> HttpRunner::Perform(JobContext& ctx, const HttpHandlerConfig
 
 HandlerResult HttpRunner::Run(JobContext& ctx) const {
   if (!curl_ready) return HandlerResult::Retryable("libcurl could not be initialized");
-  auto parsed = ParseHttpHandlerConfig(ctx.config_json());
+  auto parsed = ParseHttpHandlerConfig(ctx.config_json(), options_.targets);
   if (!parsed.ok()) {
     return HandlerResult::Permanent("http handler config: " + parsed.status().message());
   }
@@ -860,6 +860,14 @@ Result<HttpHandlerConfig> ParseHttpHandlerConfig(std::string_view config_json) {
     c.max_response_bytes = static_cast<std::size_t>(cap);
   }
   return c;
+}
+
+Result<HttpHandlerConfig> ParseHttpHandlerConfig(std::string_view config_json,
+                                                 const NamedConfigs& targets) {
+  TE_ASSIGN_OR_RETURN(std::string config,
+                      ExpandNamedConfig(config_json, kHttpTargetKey, targets, kHttpServerOwnedKeys,
+                                        "[[http_target]]"));
+  return ParseHttpHandlerConfig(config);
 }
 
 Handler MakeHttpHandler(HttpHandlerOptions options) {

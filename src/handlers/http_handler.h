@@ -88,6 +88,7 @@
 #include <string_view>
 #include <vector>
 
+#include "handlers/named_config.h"
 #include "taskengine/clock.h"
 #include "taskengine/job.h"
 #include "taskengine/status.h"
@@ -168,6 +169,10 @@ struct HttpHandlerConfig {
 // scheme and its host against allow_hosts included. kInvalidArgument naming
 // the field otherwise. The server may call it to check seeded jobs early.
 Result<HttpHandlerConfig> ParseHttpHandlerConfig(std::string_view config_json);
+// ParseHttpHandlerConfig after replacing a {"target": NAME} reference by the
+// named target's keys (ExpandNamedConfig over `targets`).
+Result<HttpHandlerConfig> ParseHttpHandlerConfig(std::string_view config_json,
+                                                 const NamedConfigs& targets);
 
 // The config keys that say where requests go and with which credentials
 // (W3): the target, the SSRF guard's allowances and the static headers (which
@@ -199,6 +204,9 @@ struct HttpHandlerOptions {
   HostResolver resolver;
   // Value of the User-Agent header. Default: "taskengine".
   std::string user_agent = "taskengine";
+  // The [[http_target]]s of the server's configuration (named_config.h): a
+  // config {"target": NAME, ...} sends where the target says. Default: none.
+  NamedConfigs targets;
 };
 
 // The effect name the handler reserves ("<execution id>:http").

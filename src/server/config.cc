@@ -514,6 +514,45 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
     c.queues.push_back(QueueConfig{});
     queue_names.insert(c.queues.back().name);
   }
+  // [[command_profile]] and [[http_target]]: a name plus the server-owned keys
+  // of their handler, kept as JSON and checked like job configs at load.
+  auto read_named = [&](std::string_view table, std::initializer_list<std::string_view> keys,
+                        std::string_view required,
+                        std::map<std::string, std::string, std::less<>>* out) {
+    return ForEachTable(root, table, file, [&](TableReader& t, const toml::table& tbl) -> Status {
+      std::string name;
+      TE_RETURN_IF_ERROR(t.String("name", kMaxTextField, &name));
+      if (name.empty()) {
+        return InvalidArgument(Where(file, tbl.source()) + ": " + t.Qualified("name") +
+                               " is required");
+      }
+      if (!IsValidJobName(name)) {
+        return t.Error(*t.Get("name"), "name",
+                       "'" + name + "' is not a valid name ([a-z0-9][a-z0-9._-]{0,99})");
+      }
+      if (out->count(name) > 0) {
+        return t.Error(*t.Get("name"), "name", "'" + name + "' is defined twice");
+      }
+      if (t.Get(required) == nullptr) {
+        return InvalidArgument(Where(file, tbl.source()) + ": " +
+                               t.Qualified(std::string(required)) + " is required");
+      }
+      nlohmann::json settings = nlohmann::json::object();
+      for (std::string_view key : keys) {
+        if (const toml::node* n = t.Get(key)) {
+          TE_ASSIGN_OR_RETURN(settings[std::string(key)],
+                              ToJson(*n, t.Qualified(std::string(key)), file));
+        }
+      }
+      (*out)[name] = settings.dump();
+      return Status::Ok();
+    });
+  };
+  TE_RETURN_IF_ERROR(
+      read_named("command_profile", {"argv", "cwd", "env"}, "argv", &c.command_profiles));
+  TE_RETURN_IF_ERROR(read_named("http_target",
+                                {"url", "allow_hosts", "allow_http", "allow_private", "headers"},
+                                "url", &c.http_targets));
   std::set<std::string> job_names;
   TE_RETURN_IF_ERROR(
       ForEachTable(root, "job", file, [&](TableReader& t, const toml::table& tbl) -> Status {

@@ -59,10 +59,24 @@
 //   priority = 0                     # higher is claimed first
 //   concurrency = 0                  # 0 = all workers
 //
-//   [[job]]                          # job definitions seeded (upserted) into the database
+//   [[command_profile]]              # what a `command` job may run: jobs (from this file or
+//   name = "report"                  # the API) name it with config = { profile = "report" }
+//   argv = ["/usr/bin/env", "python3", "report.py"]   # required; argv[0] an absolute path
+//   cwd = "/srv/reports"             # optional
+//   env = { REPORT_DIR = "/srv/out" }  # optional
+//
+//   [[http_target]]                  # where an `http` job may send: config = { target = "hook" }
+//   name = "hook"
+//   url = "https://hooks.example.com/taskengine"      # required
+//   allow_hosts = ["hooks.example.com"]  # also: allow_http, allow_private, headers
+//
+//   [[job]]                          # job definitions seeded into the database: a job the
+//                                    # database lacks is created; one nobody edited at runtime
+//                                    # follows the file; an edited one is kept (and logged);
+//                                    # `taskengine migrate --sync-jobs` applies the file
 //   name = "hello"
 //   handler = "command"
-//   config = { argv = ["/bin/sh", "-c", "echo hi"] }   # a TOML table -> JSON object
+//   config = { argv = ["/bin/sh", "-c", "echo hi"] }   # or { profile = "report" }
 //   # also: display_name, queue, scope (global|per_tenant), schedule, timezone,
 //   # timeout_ms, lease_ms, max_attempts, backoff_base_ms, backoff_cap_ms,
 //   # max_permanent_attempts, max_unsupported_schema_attempts,
@@ -76,6 +90,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -146,6 +161,12 @@ struct ServerConfig {
   std::vector<std::string> redact_keys;
   // Seeds, in file order; names are unique and every queue is declared.
   std::vector<JobDefinition> jobs;
+  // [[command_profile]]: name -> {"argv": [...], "cwd": "...", "env": {...}}
+  // (JSON text). Checked by CheckJobsAgainstHandlers (server.h). Default: none.
+  std::map<std::string, std::string, std::less<>> command_profiles;
+  // [[http_target]]: name -> {"url": ..., "allow_hosts": [...], ...} (JSON
+  // text). Checked by CheckJobsAgainstHandlers. Default: none.
+  std::map<std::string, std::string, std::less<>> http_targets;
 };
 
 // Looks up an environment variable; nullopt when unset.

@@ -224,7 +224,12 @@ Status Serve(const ServerConfig& config) {
   // Job edits: what runs and where requests go stay the configuration's (W2,
   // W3); an edited definition is checked exactly as a configured one.
   api_options.server_owned_config_keys = ServerOwnedConfigKeys;
-  api_options.check_job = CheckJobDefinition;
+  api_options.check_job = [config](const JobDefinition& job, std::string* field) {
+    return CheckJobDefinition(job, config, field);
+  };
+  api_options.expand_handler_config = [config](const JobDefinition& job) {
+    return ExpandHandlerConfig(job, config);
+  };
   api_options.redact_keys = config.redact_keys;
   api::Api rest(engine.get(), authenticator.get(), api_options);
   rest.router().SetRateLimiter(&limiter);

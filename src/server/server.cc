@@ -3,27 +3,64 @@
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 
+#include "core/cron.h"
 #include "engine/scheduler.h"
 #include "handlers/command_handler.h"
 #include "handlers/http_handler.h"
+#include "handlers/named_config.h"
+#include "server/job_seeding.h"
 
 namespace taskengine {
 namespace {
 
 constexpr const char* kCommandHandler = "command";
 constexpr const char* kHttpHandler = "http";
+constexpr std::int64_t kDay = 86'400'000;
+constexpr std::size_t kMaxText = 200;
 
-Status CheckCommandConfig(const JobDefinition& job) {
-  auto bad = [&](const std::string& why) {
-    return InvalidArgument("job '" + job.name.value + "' (handler command): " + why);
-  };
-  nlohmann::json config =
-      nlohmann::json::parse(job.config_json, nullptr, /*allow_exceptions=*/false);
-  if (!config.is_object()) return bad("config must be a table");
+// A failed check: kInvalidArgument "job 'NAME': <field> <problem>", the field
+// in *field when asked.
+Status Bad(const JobDefinition& job, std::string_view field, const std::string& problem,
+           std::string* out_field) {
+  if (out_field != nullptr) *out_field = std::string(field);
+  return InvalidArgument("job '" + job.name.value + "': " + std::string(field) + " " + problem);
+}
+
+// A failed check of the handler's config: "job 'NAME' (handler H): <problem>",
+// field "config".
+Status BadConfig(const JobDefinition& job, const std::string& problem, std::string* out_field) {
+  if (out_field != nullptr) *out_field = "config";
+  return InvalidArgument("job '" + job.name.value + "' (handler " + job.handler + "): " + problem);
+}
+
+Status CheckRange(const JobDefinition& job, std::string_view field, std::int64_t value,
+                  std::int64_t min, std::int64_t max, std::string* out_field) {
+  if (value >= min && value <= max) return Status::Ok();
+  return Bad(job, field,
+             "must be between " + std::to_string(min) + " and " + std::to_string(max) + " (got " +
+                 std::to_string(value) + ")",
+             out_field);
+}
+
+// A `command` config (a profile reference expanded): an "argv" array of
+// strings whose first element is an absolute path, then everything the
+// handler reads before a run.
+Status CheckCommandConfig(const JobDefinition& job, const ServerConfig& server,
+                          std::string* field) {
+  auto bad = [&](const std::string& why) { return BadConfig(job, why, field); };
+  auto expanded = ExpandNamedConfig(job.config_json, kCommandProfileKey, server.command_profiles,
+                                    kCommandServerOwnedKeys, "[[command_profile]]");
+  if (!expanded.ok()) return bad(expanded.status().message());
+  nlohmann::json config = nlohmann::json::parse(*expanded, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) return bad("must be a table");
   auto argv = config.find("argv");
-  if (argv == config.end())
-    return bad("config.argv is required, e.g. [\"/usr/bin/env\", \"true\"]");
+  if (argv == config.end()) {
+    return bad(
+        "config.argv is required, e.g. [\"/usr/bin/env\", \"true\"], or config.profile naming a "
+        "[[command_profile]]");
+  }
   if (!argv->is_array() || argv->empty()) return bad("config.argv must be a non-empty array");
   for (const auto& arg : *argv) {
     if (!arg.is_string()) return bad("config.argv must hold only strings");
@@ -33,7 +70,27 @@ Status CheckCommandConfig(const JobDefinition& job) {
     return bad("config.argv[0] must be an absolute path (no PATH search), got '" + program + "'");
   }
   // Everything else exactly as the handler reads it before a run.
-  if (Status s = CheckCommandHandlerConfig(job.config_json); !s.ok()) return bad(s.message());
+  if (Status s = CheckCommandHandlerConfig(*expanded); !s.ok()) return bad(s.message());
+  return Status::Ok();
+}
+
+// The settings of a named profile or target, checked as a job using it.
+Status CheckNamedSettings(const ServerConfig& config) {
+  for (const auto& [name, settings] : config.command_profiles) {
+    JobDefinition probe;
+    probe.name = JobName(name);
+    probe.handler = kCommandHandler;
+    probe.config_json = settings;
+    if (Status s = CheckCommandConfig(probe, config, nullptr); !s.ok()) {
+      return InvalidArgument("[[command_profile]] '" + name +
+                             "': " + s.message().substr(s.message().find("): ") + 3));
+    }
+  }
+  for (const auto& [name, settings] : config.http_targets) {
+    if (auto http = ParseHttpHandlerConfig(settings); !http.ok()) {
+      return InvalidArgument("[[http_target]] '" + name + "': " + http.status().message());
+    }
+  }
   return Status::Ok();
 }
 
@@ -78,24 +135,119 @@ std::map<std::string, std::string> CommandEnvironment(const ServerConfig& config
 
 std::vector<std::string> BuiltinHandlerNames() { return {kCommandHandler, kHttpHandler}; }
 
-Status CheckJobDefinition(const JobDefinition& job) {
-  if (auto schedule = CheckJobSchedule(job); !schedule.ok()) return schedule.status();
+Status CheckJobDefinition(const JobDefinition& job, const ServerConfig& config,
+                          std::string* field) {
+  if (!IsValidJobName(job.name.value)) {
+    return Bad(job, "name", "must match [a-z0-9][a-z0-9._-]{0,99}", field);
+  }
+  if (job.display_name.size() > kMaxText) {
+    return Bad(job, "display_name", "is longer than 200 bytes", field);
+  }
   const std::vector<std::string> known = BuiltinHandlerNames();
   if (std::find(known.begin(), known.end(), job.handler) == known.end()) {
     std::string list;
     for (const std::string& name : known) list += (list.empty() ? "" : ", ") + name;
-    return InvalidArgument("job '" + job.name.value + "' names handler '" + job.handler +
-                           "', which this server does not have (known: " + list + ")");
+    return Bad(job, "handler",
+               "'" + job.handler.substr(0, 100) +
+                   "' is not a handler of this server (known: " + list + ")",
+               field);
   }
-  if (job.handler == kCommandHandler) TE_RETURN_IF_ERROR(CheckCommandConfig(job));
+  if (!IsValidQueueName(job.queue)) {
+    return Bad(job, "queue", "'" + job.queue.substr(0, 100) + "' is not a valid queue name", field);
+  }
+  const bool declared =
+      config.queues.empty()  // a ServerConfig built by hand: "default"
+          ? job.queue == QueueConfig{}.name
+          : std::any_of(config.queues.begin(), config.queues.end(),
+                        [&](const QueueConfig& q) { return q.name == job.queue; });
+  if (!declared) {
+    return Bad(job, "queue",
+               "'" + job.queue + "' is not a queue of the server's configuration (its work " +
+                   "would never run)",
+               field);
+  }
+  if (job.schedule.size() > kMaxText)
+    return Bad(job, "schedule", "is longer than 200 bytes", field);
+  if (!job.schedule.empty()) {
+    auto cron = ParseCron(job.schedule);
+    if (!cron.ok()) {
+      if (field != nullptr) *field = "schedule";
+      return InvalidArgument("job '" + job.name.value + "': invalid schedule \"" + job.schedule +
+                             "\": " + cron.status().message());
+    }
+    if (!cron->CanEverFire()) {
+      if (field != nullptr) *field = "schedule";
+      return InvalidArgument("job '" + job.name.value + "': invalid schedule \"" + job.schedule +
+                             "\": it never fires");
+    }
+  }
+  if (job.timezone.empty() || job.timezone.size() > 64) {
+    return Bad(job, "timezone", "must be an IANA time zone name, e.g. Europe/Paris", field);
+  }
+  TE_RETURN_IF_ERROR(
+      CheckRange(job, "catch_up_window_ms", job.catch_up_window_ms, 0, 7 * kDay, field));
+  TE_RETURN_IF_ERROR(CheckRange(job, "window_ms", job.window_ms, 0, 366 * kDay, field));
+  if (job.window_ms % 60'000 != 0) {
+    return Bad(job, "window_ms", "must be a whole number of minutes", field);
+  }
+  if (auto schedule = CheckJobSchedule(job); !schedule.ok()) {
+    if (field != nullptr) *field = "timezone";  // the other causes are checked above
+    return schedule.status();
+  }
+  TE_RETURN_IF_ERROR(CheckRange(job, "timeout_ms", job.timeout_ms, 1, 7 * kDay, field));
+  TE_RETURN_IF_ERROR(CheckRange(job, "lease_ms", job.lease_ms, 100, kDay, field));
+  const RetryPolicy& p = job.retry;
+  TE_RETURN_IF_ERROR(CheckRange(job, "max_attempts", p.max_attempts, 1, 1000, field));
+  TE_RETURN_IF_ERROR(CheckRange(job, "backoff_base_ms", p.backoff_base_ms, 0, kDay, field));
+  TE_RETURN_IF_ERROR(CheckRange(job, "backoff_cap_ms", p.backoff_cap_ms, 0, 7 * kDay, field));
+  if (p.backoff_cap_ms < p.backoff_base_ms) {
+    return Bad(job, "backoff_cap_ms",
+               "(" + std::to_string(p.backoff_cap_ms) + ") must not be below backoff_base_ms (" +
+                   std::to_string(p.backoff_base_ms) + ")",
+               field);
+  }
+  TE_RETURN_IF_ERROR(
+      CheckRange(job, "max_permanent_attempts", p.max_permanent_attempts, 1, 1000, field));
+  TE_RETURN_IF_ERROR(CheckRange(job, "max_unsupported_schema_attempts",
+                                p.max_unsupported_schema_attempts, 1, 1000, field));
+  TE_RETURN_IF_ERROR(
+      CheckRange(job, "max_ambiguous_attempts", p.max_ambiguous_attempts, 1, 1000, field));
+  TE_RETURN_IF_ERROR(CheckRange(job, "max_consecutive_lease_expiries",
+                                p.max_consecutive_lease_expiries, 1, 1000, field));
+  if (job.lane_template.size() > kMaxText) {
+    return Bad(job, "lane_template", "is longer than 200 bytes", field);
+  }
+  std::set<int> versions;
+  for (int v : job.accepted_schema_versions) {
+    if (v < 1 || v > 1'000'000) {
+      return Bad(job, "accepted_schema_versions", "must hold integers from 1 to 1000000", field);
+    }
+    if (!versions.insert(v).second) {
+      return Bad(job, "accepted_schema_versions", "lists " + std::to_string(v) + " twice", field);
+    }
+  }
+  if (job.handler == kCommandHandler) {
+    TE_RETURN_IF_ERROR(CheckCommandConfig(job, config, field));
+  }
   if (job.handler == kHttpHandler) {
-    auto http = ParseHttpHandlerConfig(job.config_json);
+    auto http = ParseHttpHandlerConfig(job.config_json, config.http_targets);
     if (!http.ok()) {
-      return InvalidArgument("job '" + job.name.value +
-                             "' (handler http): " + http.status().message());
+      return BadConfig(job, http.status().message(), field);
     }
   }
   return Status::Ok();
+}
+
+Result<std::string> ExpandHandlerConfig(const JobDefinition& job, const ServerConfig& config) {
+  if (job.handler == kCommandHandler) {
+    return ExpandNamedConfig(job.config_json, kCommandProfileKey, config.command_profiles,
+                             kCommandServerOwnedKeys, "[[command_profile]]");
+  }
+  if (job.handler == kHttpHandler) {
+    return ExpandNamedConfig(job.config_json, kHttpTargetKey, config.http_targets,
+                             kHttpServerOwnedKeys, "[[http_target]]");
+  }
+  return job.config_json;
 }
 
 std::vector<std::string> ServerOwnedConfigKeys(std::string_view handler) {
@@ -109,11 +261,15 @@ std::vector<std::string> ServerOwnedConfigKeys(std::string_view handler) {
 }
 
 Status CheckJobsAgainstHandlers(const ServerConfig& config) {
-  for (const JobDefinition& job : config.jobs) TE_RETURN_IF_ERROR(CheckJobDefinition(job));
+  TE_RETURN_IF_ERROR(CheckNamedSettings(config));
+  for (const JobDefinition& job : config.jobs) {
+    TE_RETURN_IF_ERROR(CheckJobDefinition(job, config));
+  }
   return Status::Ok();
 }
 
-Result<std::unique_ptr<Engine>> OpenEngine(const ServerConfig& config, EngineMode mode) {
+Result<std::unique_ptr<Engine>> OpenEngine(const ServerConfig& config, EngineMode mode,
+                                           const OpenOptions& options) {
   const bool seed = mode != EngineMode::kClient;
   if (seed) TE_RETURN_IF_ERROR(CheckJobsAgainstHandlers(config));
   const std::string& path = config.database_path;
@@ -134,16 +290,14 @@ Result<std::unique_ptr<Engine>> OpenEngine(const ServerConfig& config, EngineMod
   std::unique_ptr<Engine> engine = std::move(opened).value();
   CommandHandlerOptions command_options;
   command_options.server_env = CommandEnvironment(config);
+  command_options.profiles = config.command_profiles;
   TE_RETURN_IF_ERROR(
       engine->RegisterHandler(kCommandHandler, MakeCommandHandler(std::move(command_options))));
-  TE_RETURN_IF_ERROR(engine->RegisterHandler(kHttpHandler, MakeHttpHandler()));
-  if (seed) {
-    for (const JobDefinition& job : config.jobs) {
-      Status s = engine->DefineJob(job);
-      if (!s.ok()) {
-        return Status(s.code(), "seeding job '" + job.name.value + "': " + s.message());
-      }
-    }
+  HttpHandlerOptions http_options;
+  http_options.targets = config.http_targets;
+  TE_RETURN_IF_ERROR(engine->RegisterHandler(kHttpHandler, MakeHttpHandler(http_options)));
+  if (seed && !options.skip_seeding) {
+    TE_RETURN_IF_ERROR(SeedJobs(engine->store(), config.jobs, engine->clock()->NowMillis()));
   }
   if (mode == EngineMode::kServe) {
     Status s = engine->Start();

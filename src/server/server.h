@@ -46,26 +46,50 @@ std::map<std::string, std::string> CommandEnvironment(const ServerConfig& config
 std::vector<std::string> BuiltinHandlerNames();
 
 // THE check of a job definition, shared by config loading (`serve`,
-// `migrate`: CheckJobsAgainstHandlers) and the API's job edits: its schedule
-// and time zone (CheckJobSchedule), a built-in handler, and that handler's
-// config as the handler reads it — `command`: an "argv" array of strings whose
-// first element is an absolute path, then CheckCommandHandlerConfig; `http`:
+// `migrate`: CheckJobsAgainstHandlers) and the job edits of the API and the
+// CLI (job_edits.h): the name, the lengths of the texts, a built-in handler,
+// a queue `config` declares, a schedule that parses and can fire, the time
+// zone and windows (CheckJobSchedule), the ranges of the timeouts and retry
+// settings, the accepted schema versions, and the handler's config as the
+// handler reads it with a profile/target reference expanded from `config`
+// (named_config.h) — `command`: an "argv" array of strings whose first
+// element is an absolute path, then CheckCommandHandlerConfig; `http`:
 // ParseHttpHandlerConfig (scheme, allow_hosts, allow_private, headers, ...).
-// kInvalidArgument naming the job and the problem otherwise.
-Status CheckJobDefinition(const JobDefinition& job);
+// kInvalidArgument "job 'NAME': FIELD problem" otherwise, FIELD (the JSON
+// name, e.g. "schedule") also in *field when given.
+Status CheckJobDefinition(const JobDefinition& job, const ServerConfig& config,
+                          std::string* field = nullptr);
+
+// The config a handler of `job` runs with: a `command` job's profile or an
+// `http` job's target reference replaced by the settings `config` names
+// (named_config.h); other configs as stored. kInvalidArgument for an unknown
+// name.
+Result<std::string> ExpandHandlerConfig(const JobDefinition& job, const ServerConfig& config);
 
 // The config keys of built-in handler `handler` that come from the server's
 // configuration only (W2, W3): kCommandServerOwnedKeys, kHttpServerOwnedKeys;
 // none for other names (CheckJobDefinition refuses those).
 std::vector<std::string> ServerOwnedConfigKeys(std::string_view handler);
 
-// CheckJobDefinition for every seeded job. kInvalidArgument naming the job.
+// The [[command_profile]]s and [[http_target]]s checked as the handlers read
+// them, then CheckJobDefinition for every seeded job. kInvalidArgument naming
+// the profile, target or job.
 Status CheckJobsAgainstHandlers(const ServerConfig& config);
 
+struct OpenOptions {
+  // kServe, kMigrate: do not seed config.jobs (`migrate --sync-jobs` applies
+  // them itself). Default: false.
+  bool skip_seeding = false;
+};
+
 // Opens the engine for `mode` (see EngineMode), registers the built-in
-// handlers (the `command` handler with CommandEnvironment(config)) and, for kServe and kMigrate,
-// upserts config.jobs. A database that cannot be opened, created or migrated answers kUnavailable
-// with the path in the message; a bad seed answers kInvalidArgument and starts nothing.
-Result<std::unique_ptr<Engine>> OpenEngine(const ServerConfig& config, EngineMode mode);
+// handlers (the `command` handler with CommandEnvironment(config) and the
+// profiles, the `http` handler with the targets) and, for kServe and kMigrate,
+// seeds config.jobs (SeedJobs, job_seeding.h: the file creates what the
+// database lacks and never overwrites a runtime edit). A database that cannot
+// be opened, created or migrated answers kUnavailable with the path in the
+// message; a bad seed answers kInvalidArgument and starts nothing.
+Result<std::unique_ptr<Engine>> OpenEngine(const ServerConfig& config, EngineMode mode,
+                                           const OpenOptions& options = {});
 
 }  // namespace taskengine

@@ -176,6 +176,17 @@ struct AuditRecord {
   std::string reason;
 };
 
+// One edit of a job definition (Store::ChangeJob).
+struct JobChange {
+  enum class Kind { kCreate, kReplace, kDelete };
+  Kind kind = Kind::kReplace;
+  JobDefinition job;  // kDelete reads only the name
+  // kReplace, kDelete: the updated_at the caller read; 0 = whatever it is now.
+  Millis expected_updated_at = 0;
+  // Appended in the same transaction (its `at` is now when 0). None = no record.
+  std::optional<AuditRecord> audit;
+};
+
 struct AuditFilter {
   std::string target;          // exact target; empty = any
   std::int64_t before_id = 0;  // cursor: only records with id < before_id; 0 = newest
@@ -257,6 +268,20 @@ class Store {
   // Inserts or replaces a definition by name; a replacement keeps created_at
   // and sets updated_at to now. kInvalidArgument for bad names.
   virtual Status UpsertJob(const JobDefinition& job) = 0;
+  // Writes one change of a definition and its audit record in ONE transaction
+  // (X4: no edit without its record). Answers:
+  //   kCreate:  kConflict when the name exists.
+  //   kReplace: kNotFound when missing; keeps created_at; updated_at becomes
+  //             max(now, previous + 1).
+  //   kDelete:  kNotFound when missing; kConflict naming how many when the job
+  //             has open (queued or running) executions, and nothing changes.
+  //             Removes the job's schedule state; its executions keep their
+  //             history.
+  //   kReplace and kDelete with expected_updated_at != 0: kConflict when the
+  //   row's updated_at is another (changed since the caller read it).
+  // kInvalidArgument for a bad definition or audit record. Nothing is written
+  // unless everything is.
+  virtual Status ChangeJob(const JobChange& change) = 0;
   virtual Result<JobDefinition> GetJob(const JobName& name) = 0;
   virtual Result<std::vector<JobDefinition>> ListJobs() = 0;
 

@@ -114,6 +114,7 @@ JobDefinition ReadJobRow(const Row& s) {
   j.catch_up = static_cast<CatchUpPolicy>(std::clamp<std::int64_t>(s.Int(22), 0, 2));
   j.catch_up_window_ms = s.Int(23);
   j.window_ms = s.Int(24);
+  j.seed_digest = s.Text(25);
   return j;
 }
 

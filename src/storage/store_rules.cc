@@ -59,6 +59,27 @@ Status ValidateJob(const JobDefinition& j) {
   return Status::Ok();
 }
 
+Status CheckJobChange(const JobChange& change, bool exists, Millis updated_at) {
+  const std::string& name = change.job.name.value;
+  if (change.kind == JobChange::Kind::kCreate) {
+    if (exists) return Conflict("job " + name + " already exists");
+    return Status::Ok();
+  }
+  if (!exists) return NotFound("no job named '" + name + "'");
+  if (change.expected_updated_at != 0 && change.expected_updated_at != updated_at) {
+    return Conflict("job " + name + " was changed by someone else meanwhile: read it again");
+  }
+  return Status::Ok();
+}
+
+Status CheckJobDeletable(const std::string& job, std::int64_t open) {
+  if (open == 0) return Status::Ok();
+  return Conflict("job " + job + " has " + std::to_string(open) + " open execution" +
+                  (open == 1 ? "" : "s") +
+                  " (queued or running): cancel or let them finish first, or disable the job "
+                  "instead");
+}
+
 Status ValidateTenant(const Tenant& tenant) {
   if (!IsValidTenantId(tenant.id.value)) {
     return InvalidArgument("invalid tenant id '" + tenant.id.value +

@@ -23,6 +23,11 @@ namespace taskengine::storage_internal {
 // --- validation (before any SQL runs) --------------------------------------
 
 Status ValidateJob(const JobDefinition& job);
+// Store::ChangeJob's answers from what the transaction read: whether the row
+// exists and its updated_at. kConflict / kNotFound as store.h says.
+Status CheckJobChange(const JobChange& change, bool exists, Millis updated_at);
+// kConflict naming `open` when a job to delete has open executions.
+Status CheckJobDeletable(const std::string& job, std::int64_t open);
 Status ValidateTenant(const Tenant& tenant);
 Status ValidateUser(const User& user);
 Status ValidateToken(const ApiToken& token);

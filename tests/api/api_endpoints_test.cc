@@ -493,7 +493,7 @@ TEST_F(ApiEndpointsTest, UnknownPathsMethodsAndIds) {
   EXPECT_EQ(method.error_code(), "method_not_allowed");
   ClientResponse put = client_->Request("PUT", "/api/v1/jobs/echo", kAdmin, "{}");
   EXPECT_EQ(put.status, 405);
-  EXPECT_EQ(put.header("allow"), "GET, PATCH");
+  EXPECT_EQ(put.header("allow"), "DELETE, GET, PATCH");  // DELETE: job:delete
   EXPECT_EQ(client_->Get("/api/v1/executions/abc", kAdmin).status, 400);
   EXPECT_EQ(client_->Get("/api/v1/executions/0", kAdmin).status, 400);
   ClientResponse missing = client_->Get("/api/v1/executions/424242", kAdmin);

@@ -250,17 +250,24 @@ constexpr const char* kIsGranted =
   "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                       \
   "max_ambiguous_attempts, max_consecutive_lease_expiries, lane_template, config_json, enabled, " \
   "created_at, updated_at, accepted_schema_versions, max_unsupported_schema_attempts, catch_up, " \
-  "catch_up_window_ms, window_ms"
+  "catch_up_window_ms, window_ms, seed_digest"
 constexpr const char* kUpsertJob =
     "INSERT INTO job_definitions (" TE_PG_JOB_COLUMNS
     ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,"
-    " $19, $19, $20, $21, $22, $23, $24) ON CONFLICT (name) DO UPDATE SET display_name = $2,"
+    " $19, $19, $20, $21, $22, $23, $24, $25) ON CONFLICT (name) DO UPDATE SET display_name = $2,"
     " handler = $3, queue = $4, scope = $5, schedule = $6, timezone = $7, timeout_ms = $8,"
     " lease_ms = $9, max_attempts = $10, backoff_base_ms = $11, backoff_cap_ms = $12,"
     " max_permanent_attempts = $13, max_ambiguous_attempts = $14,"
     " max_consecutive_lease_expiries = $15, lane_template = $16, config_json = $17, enabled = $18,"
-    " updated_at = $19, accepted_schema_versions = $20, max_unsupported_schema_attempts = $21,"
-    " catch_up = $22, catch_up_window_ms = $23, window_ms = $24";
+    " updated_at = GREATEST($19, job_definitions.updated_at + 1),"
+    " accepted_schema_versions = $20, max_unsupported_schema_attempts = $21,"
+    " catch_up = $22, catch_up_window_ms = $23, window_ms = $24, seed_digest = $25";
+constexpr const char* kJobVersion =
+    "SELECT updated_at FROM job_definitions WHERE name = $1 FOR UPDATE";
+constexpr const char* kCountOpenOfJob =
+    "SELECT COUNT(*) FROM executions WHERE job = $1 AND status IN (0, 1)";
+constexpr const char* kDeleteJob = "DELETE FROM job_definitions WHERE name = $1";
+constexpr const char* kDeleteJobScheduleState = "DELETE FROM schedule_state WHERE job = $1";
 constexpr const char* kGetJob = "SELECT " TE_PG_JOB_COLUMNS " FROM job_definitions WHERE name = $1";
 constexpr const char* kListJobs = "SELECT " TE_PG_JOB_COLUMNS " FROM job_definitions ORDER BY name";
 
@@ -518,22 +525,58 @@ class PostgresStore final : public ActionStore {
     TE_RETURN_IF_ERROR(ValidateJob(job));
     const Millis now = clock_->NowMillis();
     return Write<bool>([&](Tx& tx) -> Result<bool> {
-             Params p;
-             p.Add(job.name.value).Add(job.display_name).Add(job.handler).Add(job.queue);
-             p.Add(static_cast<int>(job.scope)).Add(job.schedule).Add(job.timezone);
-             p.Add(job.timeout_ms).Add(job.lease_ms).Add(job.retry.max_attempts);
-             p.Add(job.retry.backoff_base_ms).Add(job.retry.backoff_cap_ms);
-             p.Add(job.retry.max_permanent_attempts).Add(job.retry.max_ambiguous_attempts);
-             p.Add(job.retry.max_consecutive_lease_expiries).Add(job.lane_template);
-             p.Add(job.config_json).Add(job.enabled ? 1 : 0).Add(now);
-             p.Add(FormatIntList(job.accepted_schema_versions));
-             p.Add(job.retry.max_unsupported_schema_attempts);
-             p.Add(static_cast<int>(job.catch_up)).Add(job.catch_up_window_ms);
-             p.Add(job.window_ms);
-             TE_RETURN_IF_ERROR(tx.Q(kUpsertJob, p).status());
+             TE_RETURN_IF_ERROR(WriteJob(tx, job, now));
              return true;
            })
         .status();
+  }
+
+  Status ChangeJob(const JobChange& change) override {
+    if (change.kind == JobChange::Kind::kDelete) {
+      if (!IsValidJobName(change.job.name.value)) return NotFound("no job named that");
+    } else {
+      TE_RETURN_IF_ERROR(ValidateJob(change.job));
+    }
+    if (change.audit) TE_RETURN_IF_ERROR(ValidateAuditRecord(*change.audit));
+    const Millis now = clock_->NowMillis();
+    const std::string& name = change.job.name.value;
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+             TE_ASSIGN_OR_RETURN(PgResult v, tx.Q(kJobVersion, Params().Add(name)));
+             const bool exists = v.rows() > 0;
+             TE_RETURN_IF_ERROR(CheckJobChange(change, exists, exists ? v.Int(0, 0) : 0));
+             if (change.kind == JobChange::Kind::kDelete) {
+               TE_ASSIGN_OR_RETURN(PgResult n, tx.Q(kCountOpenOfJob, Params().Add(name)));
+               TE_RETURN_IF_ERROR(CheckJobDeletable(name, n.rows() > 0 ? n.Int(0, 0) : 0));
+               TE_RETURN_IF_ERROR(tx.Q(kDeleteJob, Params().Add(name)).status());
+               TE_RETURN_IF_ERROR(tx.Q(kDeleteJobScheduleState, Params().Add(name)).status());
+             } else {
+               TE_RETURN_IF_ERROR(WriteJob(tx, change.job, now));
+             }
+             if (change.audit) {
+               AuditRecord r = *change.audit;
+               if (r.at == 0) r.at = now;
+               TE_RETURN_IF_ERROR(InsertAudit(tx, r));
+             }
+             return true;
+           })
+        .status();
+  }
+
+  // Inserts `job`, or replaces the row of its name (keeping created_at).
+  static Status WriteJob(Tx& tx, const JobDefinition& job, Millis now) {
+    Params p;
+    p.Add(job.name.value).Add(job.display_name).Add(job.handler).Add(job.queue);
+    p.Add(static_cast<int>(job.scope)).Add(job.schedule).Add(job.timezone);
+    p.Add(job.timeout_ms).Add(job.lease_ms).Add(job.retry.max_attempts);
+    p.Add(job.retry.backoff_base_ms).Add(job.retry.backoff_cap_ms);
+    p.Add(job.retry.max_permanent_attempts).Add(job.retry.max_ambiguous_attempts);
+    p.Add(job.retry.max_consecutive_lease_expiries).Add(job.lane_template);
+    p.Add(job.config_json).Add(job.enabled ? 1 : 0).Add(now);
+    p.Add(FormatIntList(job.accepted_schema_versions));
+    p.Add(job.retry.max_unsupported_schema_attempts);
+    p.Add(static_cast<int>(job.catch_up)).Add(job.catch_up_window_ms);
+    p.Add(job.window_ms).Add(job.seed_digest);
+    return tx.Q(kUpsertJob, p).status();
   }
 
   Result<JobDefinition> GetJob(const JobName& name) override {

@@ -493,9 +493,11 @@ TEST(PgStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
   pg::PgConn admin;
   ASSERT_OK(admin.Connect(cluster.url(), "te_o1m"));
   // Back to version 5: one lane per key, so b's member waited behind a's
-  // (and no handler_started column, which version 7 adds).
+  // (and no handler_started column, which version 7 adds, nor
+  // job_definitions.seed_digest, which version 8 adds).
   ASSERT_OK(
       admin.Exec("ALTER TABLE executions DROP COLUMN handler_started;"
+                 "ALTER TABLE job_definitions DROP COLUMN seed_digest;"
                  " DROP INDEX executions_lane_open; CREATE INDEX executions_lane_open ON executions"
                  " (lane_key, id) WHERE lane_key <> '' AND status IN (0, 1, 3, 4);"
                  " UPDATE executions SET lane_parked = 1 WHERE id = " +

@@ -286,6 +286,13 @@ UPDATE executions SET lane_parked = 0
     R"sql(
 ALTER TABLE executions ADD COLUMN handler_started INTEGER NOT NULL DEFAULT 1;
 )sql",
+    // Version 10: product.md §1, the config file seeds definitions and the
+    // database is the source of truth. The digest of the definition the file
+    // last seeded into a row ('' = not seeded, or seeded by an older binary):
+    // a row whose definition no longer has this digest was edited at runtime.
+    R"sql(
+ALTER TABLE job_definitions ADD COLUMN seed_digest TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

@@ -176,18 +176,23 @@ constexpr const char* kIsGranted =
   "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                       \
   "max_ambiguous_attempts, max_consecutive_lease_expiries, lane_template, config_json, enabled, " \
   "created_at, updated_at, accepted_schema_versions, max_unsupported_schema_attempts, catch_up, " \
-  "catch_up_window_ms, window_ms"
+  "catch_up_window_ms, window_ms, seed_digest"
 constexpr const char* kUpsertJob =
     "INSERT INTO job_definitions (" TE_JOB_COLUMNS
     ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-    " ?19, ?19, ?20, ?21, ?22, ?23, ?24) ON CONFLICT(name) DO UPDATE SET display_name = ?2, "
+    " ?19, ?19, ?20, ?21, ?22, ?23, ?24, ?25) ON CONFLICT(name) DO UPDATE SET display_name = ?2, "
     "handler = ?3, queue = ?4,"
     " scope = ?5, schedule = ?6, timezone = ?7, timeout_ms = ?8, lease_ms = ?9, max_attempts = ?10,"
     " backoff_base_ms = ?11, backoff_cap_ms = ?12, max_permanent_attempts = ?13,"
     " max_ambiguous_attempts = ?14, max_consecutive_lease_expiries = ?15, lane_template = ?16,"
-    " config_json = ?17, enabled = ?18, updated_at = ?19, accepted_schema_versions = ?20,"
-    " max_unsupported_schema_attempts = ?21, catch_up = ?22, catch_up_window_ms = ?23,"
-    " window_ms = ?24";
+    " config_json = ?17, enabled = ?18, updated_at = MAX(?19, updated_at + 1),"
+    " accepted_schema_versions = ?20, max_unsupported_schema_attempts = ?21, catch_up = ?22,"
+    " catch_up_window_ms = ?23, window_ms = ?24, seed_digest = ?25";
+constexpr const char* kJobVersion = "SELECT updated_at FROM job_definitions WHERE name = ?1";
+constexpr const char* kCountOpenOfJob =
+    "SELECT COUNT(*) FROM executions WHERE job = ?1 AND status IN (0, 1)";
+constexpr const char* kDeleteJob = "DELETE FROM job_definitions WHERE name = ?1";
+constexpr const char* kDeleteJobScheduleState = "DELETE FROM schedule_state WHERE job = ?1";
 constexpr const char* kGetJob = "SELECT " TE_JOB_COLUMNS " FROM job_definitions WHERE name = ?1";
 constexpr const char* kListJobs = "SELECT " TE_JOB_COLUMNS " FROM job_definitions ORDER BY name";
 
@@ -384,26 +389,65 @@ class SqliteStore final : public ActionStore {
     TE_RETURN_IF_ERROR(ValidateJob(job));
     const Millis now = clock_->NowMillis();
     return Write<bool>([&](Connection& c) -> Result<bool> {
-             TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpsertJob));
-             s.Bind(1, job.name.value)
-                 .Bind(2, job.display_name)
-                 .Bind(3, job.handler)
-                 .Bind(4, job.queue);
-             s.Bind(5, static_cast<int>(job.scope)).Bind(6, job.schedule).Bind(7, job.timezone);
-             s.Bind(8, job.timeout_ms).Bind(9, job.lease_ms).Bind(10, job.retry.max_attempts);
-             s.Bind(11, job.retry.backoff_base_ms).Bind(12, job.retry.backoff_cap_ms);
-             s.Bind(13, job.retry.max_permanent_attempts)
-                 .Bind(14, job.retry.max_ambiguous_attempts);
-             s.Bind(15, job.retry.max_consecutive_lease_expiries).Bind(16, job.lane_template);
-             s.Bind(17, job.config_json).Bind(18, job.enabled ? 1 : 0).Bind(19, now);
-             s.Bind(20, FormatIntList(job.accepted_schema_versions));
-             s.Bind(21, job.retry.max_unsupported_schema_attempts);
-             s.Bind(22, static_cast<int>(job.catch_up)).Bind(23, job.catch_up_window_ms);
-             s.Bind(24, job.window_ms);
-             TE_RETURN_IF_ERROR(s.Run());
+             TE_RETURN_IF_ERROR(WriteJob(c, job, now));
              return true;
            })
         .status();
+  }
+
+  Status ChangeJob(const JobChange& change) override {
+    if (change.kind == JobChange::Kind::kDelete) {
+      if (!IsValidJobName(change.job.name.value)) return NotFound("no job named that");
+    } else {
+      TE_RETURN_IF_ERROR(ValidateJob(change.job));
+    }
+    if (change.audit) TE_RETURN_IF_ERROR(ValidateAuditRecord(*change.audit));
+    const Millis now = clock_->NowMillis();
+    const std::string& name = change.job.name.value;
+    return Write<bool>([&](Connection& c) -> Result<bool> {
+             TE_ASSIGN_OR_RETURN(Stmt v, c.Prepare(kJobVersion));
+             v.Bind(1, name);
+             TE_ASSIGN_OR_RETURN(bool exists, v.Step());
+             const Millis version = exists ? v.Int(0) : 0;
+             TE_RETURN_IF_ERROR(CheckJobChange(change, exists, version));
+             if (change.kind == JobChange::Kind::kDelete) {
+               TE_ASSIGN_OR_RETURN(Stmt n, c.Prepare(kCountOpenOfJob));
+               n.Bind(1, name);
+               TE_ASSIGN_OR_RETURN(bool row, n.Step());
+               TE_RETURN_IF_ERROR(CheckJobDeletable(name, row ? n.Int(0) : 0));
+               for (const char* sql : {kDeleteJob, kDeleteJobScheduleState}) {
+                 TE_ASSIGN_OR_RETURN(Stmt d, c.Prepare(sql));
+                 d.Bind(1, name);
+                 TE_RETURN_IF_ERROR(d.Run());
+               }
+             } else {
+               TE_RETURN_IF_ERROR(WriteJob(c, change.job, now));
+             }
+             if (change.audit) {
+               AuditRecord r = *change.audit;
+               if (r.at == 0) r.at = now;
+               TE_RETURN_IF_ERROR(InsertAudit(c, r));
+             }
+             return true;
+           })
+        .status();
+  }
+
+  // Inserts `job`, or replaces the row of its name (keeping created_at).
+  static Status WriteJob(Connection& c, const JobDefinition& job, Millis now) {
+    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpsertJob));
+    s.Bind(1, job.name.value).Bind(2, job.display_name).Bind(3, job.handler).Bind(4, job.queue);
+    s.Bind(5, static_cast<int>(job.scope)).Bind(6, job.schedule).Bind(7, job.timezone);
+    s.Bind(8, job.timeout_ms).Bind(9, job.lease_ms).Bind(10, job.retry.max_attempts);
+    s.Bind(11, job.retry.backoff_base_ms).Bind(12, job.retry.backoff_cap_ms);
+    s.Bind(13, job.retry.max_permanent_attempts).Bind(14, job.retry.max_ambiguous_attempts);
+    s.Bind(15, job.retry.max_consecutive_lease_expiries).Bind(16, job.lane_template);
+    s.Bind(17, job.config_json).Bind(18, job.enabled ? 1 : 0).Bind(19, now);
+    s.Bind(20, FormatIntList(job.accepted_schema_versions));
+    s.Bind(21, job.retry.max_unsupported_schema_attempts);
+    s.Bind(22, static_cast<int>(job.catch_up)).Bind(23, job.catch_up_window_ms);
+    s.Bind(24, job.window_ms).Bind(25, job.seed_digest);
+    return s.Run();
   }
 
   Result<JobDefinition> GetJob(const JobName& name) override {

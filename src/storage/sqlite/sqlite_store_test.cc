@@ -122,11 +122,13 @@ TEST(SqliteStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
   }
   {
     // Back to version 7: one lane per key, so b's member waited behind a's
-    // (and no handler_started column, which version 9 adds).
+    // (and no handler_started column, which version 9 adds, nor
+    // job_definitions.seed_digest, which version 10 adds).
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(o.path.c_str(), &db), SQLITE_OK);
     const std::string downgrade =
         "ALTER TABLE executions DROP COLUMN handler_started;"
+        "ALTER TABLE job_definitions DROP COLUMN seed_digest;"
         "DROP INDEX executions_lane_open;"
         "CREATE INDEX executions_lane_open ON executions(lane_key, id)"
         "  WHERE lane_key <> '' AND status IN (0, 1, 3, 4);"

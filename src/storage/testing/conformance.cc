@@ -387,6 +387,7 @@ JobDefinition FullJob() {
   job.accepted_schema_versions = {1, 3, 4};
   job.config_json = "{\"argv\":[\"/bin/true\"],\"env\":{}}";
   job.enabled = false;
+  job.seed_digest = "d1g35t";
   return job;
 }
 
@@ -405,7 +406,8 @@ std::string DescribeJob(const JobDefinition& j) {
     << "\nretry.max_consecutive_lease_expiries=" << j.retry.max_consecutive_lease_expiries
     << "\nlane_template=" << j.lane_template << "\naccepted_schema_versions=";
   for (int v : j.accepted_schema_versions) o << v << ",";
-  o << "\nconfig_json=" << j.config_json << "\nenabled=" << j.enabled << "\n";
+  o << "\nconfig_json=" << j.config_json << "\nenabled=" << j.enabled
+    << "\nseed_digest=" << j.seed_digest << "\n";
   return o.str();
 }
 
@@ -492,6 +494,89 @@ TEST_P(StoreConformance, Jobs_GetMissingIsNotFound) {
   DefineJob("present");
   Result<JobDefinition> r = store().GetJob(JobName("absent"));
   EXPECT_EQ(r.status().code(), ErrorCode::kNotFound) << r.status().ToString();
+}
+
+// --- product.md §1: definitions edited at runtime, each with its audit record ---
+
+namespace {
+
+AuditRecord JobAudit(const std::string& action, const std::string& job) {
+  AuditRecord r;
+  r.actor = "admin";
+  r.action = action;
+  r.target = "job:" + job;
+  r.before_json = "{}";
+  r.after_json = "{\"enabled\":false}";
+  r.reason = "maintenance";
+  return r;
+}
+
+}  // namespace
+
+TEST_P(StoreConformance, Jobs_ChangeCreatesReplacesAndDeletesWithTheirAudit) {
+  JobChange create{JobChange::Kind::kCreate, FullJob(), 0, JobAudit("job.create", "j")};
+  ASSERT_OK(store().ChangeJob(create));
+  ASSERT_OK_AND_ASSIGN(JobDefinition created, store().GetJob(FullJob().name));
+  EXPECT_EQ(DescribeJob(created), DescribeJob(FullJob()));
+  ASSERT_EQ(Audit("job:j").size(), 1u);
+  EXPECT_EQ(Audit("job:j")[0].reason, "maintenance");
+
+  // Twice: a conflict, nothing written (no second record either).
+  Status again = store().ChangeJob(create);
+  EXPECT_EQ(again.code(), ErrorCode::kConflict) << again.ToString();
+  EXPECT_EQ(Audit("job:j").size(), 1u);
+
+  // Replace within the same millisecond still moves updated_at forward.
+  JobDefinition edited = created;
+  edited.enabled = true;
+  edited.schedule = "*/5 * * * *";
+  ASSERT_OK(store().ChangeJob(
+      {JobChange::Kind::kReplace, edited, created.updated_at, JobAudit("job.update", "j")}));
+  ASSERT_OK_AND_ASSIGN(JobDefinition replaced, store().GetJob(edited.name));
+  EXPECT_EQ(DescribeJob(replaced), DescribeJob(edited));
+  EXPECT_EQ(replaced.created_at, created.created_at);
+  EXPECT_GT(replaced.updated_at, created.updated_at);
+  EXPECT_EQ(Audit("job:j").size(), 2u);
+
+  // A stale version: kConflict, nothing changes.
+  JobDefinition stale = edited;
+  stale.enabled = false;
+  Status lost = store().ChangeJob(
+      {JobChange::Kind::kReplace, stale, created.updated_at, JobAudit("job.update", "j")});
+  EXPECT_EQ(lost.code(), ErrorCode::kConflict) << lost.ToString();
+  ASSERT_OK_AND_ASSIGN(JobDefinition unchanged, store().GetJob(edited.name));
+  EXPECT_EQ(DescribeJob(unchanged), DescribeJob(edited));
+  EXPECT_EQ(Audit("job:j").size(), 2u);
+
+  JobChange remove{JobChange::Kind::kDelete, edited, 0, JobAudit("job.delete", "j")};
+  ASSERT_OK(store().ChangeJob(remove));
+  EXPECT_EQ(store().GetJob(edited.name).status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(Audit("job:j").size(), 3u);
+  EXPECT_EQ(store().ChangeJob(remove).code(), ErrorCode::kNotFound);
+  JobChange missing{JobChange::Kind::kReplace, edited, 0, std::nullopt};
+  EXPECT_EQ(store().ChangeJob(missing).code(), ErrorCode::kNotFound);
+  EXPECT_EQ(Audit("job:j").size(), 3u);
+}
+
+TEST_P(StoreConformance, Jobs_DeleteIsRefusedWhileExecutionsAreOpen) {
+  DefineJob("busy");
+  AdmitOne(MakeRequest("busy", 1));
+  AdmitOne(MakeRequest("busy", 2));
+  const Lease running = ClaimOne();  // one running, one queued
+  JobChange remove{JobChange::Kind::kDelete, MakeJob("busy"), 0, JobAudit("job.delete", "busy")};
+  Status s = store().ChangeJob(remove);
+  EXPECT_EQ(s.code(), ErrorCode::kConflict) << s.ToString();
+  EXPECT_NE(s.message().find("2 open executions"), std::string::npos) << s.message();
+  EXPECT_OK(store().GetJob(JobName("busy")).status());
+  EXPECT_TRUE(Audit("job:busy").empty());
+
+  // Terminal executions keep their history and do not block the delete.
+  ASSERT_OK(store().Complete(Ref(running), "").status());
+  ASSERT_OK(store().Complete(Ref(ClaimOne()), "").status());
+  ASSERT_OK(store().ChangeJob(remove));
+  EXPECT_EQ(store().GetJob(JobName("busy")).status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(CountExecutions(), 2);
+  EXPECT_EQ(Audit("job:busy").size(), 1u);
 }
 
 }  // namespace taskengine
