@@ -141,6 +141,9 @@ int RunWorkerStart(const GlobalFlags& flags, WorkerFlags f) {
 
   taskengine_client::WorkerOptions options;
   options.queues = SplitQueues(f.queues);
+  // W4: jobs of other handlers (e.g. `http`) stay queued for a worker that
+  // runs them instead of failing here.
+  options.handlers = {"command"};
   options.concurrency = f.concurrency;
   options.max_jobs = f.max_jobs;
   options.name = f.name;

@@ -20,7 +20,8 @@ namespace {
 std::string RemoteCountableEffect(const DrillFiles& f, const std::string& name) {
   std::string s = CountableEffect(f, name);
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
-           {"effect:reserve", "worker:effect reserve"}, {"effect:commit", "worker:effect commit"}}) {
+           {"effect:reserve", "worker:effect reserve"},
+           {"effect:commit", "worker:effect commit"}}) {
     for (std::size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) {
       s.replace(p, from.size(), to);
     }
@@ -35,7 +36,8 @@ std::string RemoteJob(const DrillFiles& f, const std::string& sleep_s = "0") {
                   "payload=$(cat)\n"
                   "echo '{\"progress\": 50}'\n"
                   "echo '{\"log\": \"remote run\", \"level\": \"warn\"}'\n"
-                  "sleep " + sleep_s + "\n" + RemoteCountableEffect(f, "notice") +
+                  "sleep " +
+                      sleep_s + "\n" + RemoteCountableEffect(f, "notice") +
                       "echo \"{\\\"result\\\": {\\\"got\\\": $payload}}\"\n",
                   "queue = \"remote\"\nlease_ms = 3000\ntimeout_ms = 30000\nmax_attempts = 5\n"
                   "backoff_base_ms = 50\nbackoff_cap_ms = 100\n");
@@ -98,8 +100,9 @@ class WorkerCliTest : public ::testing::Test {
   // goes to <dir>/<log>.
   void StartWorker(ChildProcess* child, const std::string& verb,
                    const std::vector<std::string>& args, const std::string& log = "worker.log") {
-    std::vector<std::string> argv = {TASKENGINE_BIN, verb, "--server=" + url_, "--queues=remote",
-                                     "--poll-ms=1000", "--kill-grace-ms=1000"};
+    std::vector<std::string> argv = {TASKENGINE_BIN,     verb,
+                                     "--server=" + url_, "--queues=remote",
+                                     "--poll-ms=1000",   "--kill-grace-ms=1000"};
     argv.insert(argv.end(), args.begin(), args.end());
     SpawnOptions o;
     o.env = ChildEnvironment({"TASKENGINE_TOKEN=" + token_});
@@ -109,7 +112,9 @@ class WorkerCliTest : public ::testing::Test {
     std::string error;
     ASSERT_TRUE(child->Start(argv, o, &error)) << error;
   }
-  std::string Log(const std::string& name = "worker.log") { return ReadFile(te_->dir().File(name)); }
+  std::string Log(const std::string& name = "worker.log") {
+    return ReadFile(te_->dir().File(name));
+  }
 
   std::vector<std::int64_t> DispatchMany(int n) {
     std::vector<std::int64_t> ids;
@@ -138,7 +143,8 @@ TEST_F(WorkerCliTest, WorkerStartRunsCommandJobsEndToEnd) {
   ASSERT_NO_FATAL_FAILURE(StartWorker(&worker, "worker:start", {"--concurrency=3"}));
   std::map<std::int64_t, nlohmann::json> all;
   ASSERT_TRUE(WaitAllTerminal(*te_, ids, milliseconds(60'000), &all))
-      << DescribeStatuses(all) << "\nworker log:\n" << Log();
+      << DescribeStatuses(all) << "\nworker log:\n"
+      << Log();
   std::map<std::int64_t, int> once;
   for (std::int64_t id : ids) once[id] = 1;
   auto shown = ExpectInvariants(*te_, files_, ids, once);
@@ -169,26 +175,26 @@ TEST_F(WorkerCliTest, ExitCodesAndCancelReachTheServer) {
   ChildProcess worker;
   ASSERT_NO_FATAL_FAILURE(StartWorker(&worker, "worker:start", {"--concurrency=3"}));
   nlohmann::json last;
-  ASSERT_TRUE(WaitExecution(*te_, slow, milliseconds(20'000),
-                            [](const nlohmann::json& j) { return j["status"] == "running"; },
-                            &last))
+  ASSERT_TRUE(WaitExecution(
+      *te_, slow, milliseconds(20'000),
+      [](const nlohmann::json& j) { return j["status"] == "running"; }, &last))
       << last.dump() << Log();
   const auto t_cancel = std::chrono::steady_clock::now();
   ASSERT_EQ(te_->Run({"execution:cancel", std::to_string(slow), "--reason", "test"}).exit_code, 0);
-  ASSERT_TRUE(WaitExecution(*te_, slow, milliseconds(20'000),
-                            [](const nlohmann::json& j) { return j["status"] == "canceled"; },
-                            &last))
+  ASSERT_TRUE(WaitExecution(
+      *te_, slow, milliseconds(20'000),
+      [](const nlohmann::json& j) { return j["status"] == "canceled"; }, &last))
       << last.dump() << Log();
   std::cout << "[ measure ] cancel of a remote command took " << MillisSince(t_cancel) << " ms"
             << std::endl;
-  ASSERT_TRUE(WaitExecution(*te_, permanent, milliseconds(20'000),
-                            [](const nlohmann::json& j) { return IsTerminalStatus(j["status"]); },
-                            &last));
+  ASSERT_TRUE(WaitExecution(
+      *te_, permanent, milliseconds(20'000),
+      [](const nlohmann::json& j) { return IsTerminalStatus(j["status"]); }, &last));
   EXPECT_EQ(last["failure_class"], "permanent") << last.dump();
   EXPECT_NE(last.dump().find("bad input"), std::string::npos) << last.dump();
-  ASSERT_TRUE(WaitExecution(*te_, retry, milliseconds(20'000),
-                            [](const nlohmann::json& j) { return IsTerminalStatus(j["status"]); },
-                            &last));
+  ASSERT_TRUE(WaitExecution(
+      *te_, retry, milliseconds(20'000),
+      [](const nlohmann::json& j) { return IsTerminalStatus(j["status"]); }, &last));
   EXPECT_EQ(last["status"], "failed") << last.dump();
   EXPECT_EQ(last["attempt"], 2) << last.dump();
   EXPECT_EQ(last["failure_class"], "retryable") << last.dump();
@@ -198,7 +204,8 @@ TEST_F(WorkerCliTest, WorkerStartExitsAfterMaxJobs) {
   ASSERT_NO_FATAL_FAILURE(Setup(RemoteJob(files_)));
   const std::vector<std::int64_t> ids = DispatchMany(5);
   ChildProcess worker;
-  ASSERT_NO_FATAL_FAILURE(StartWorker(&worker, "worker:start", {"--concurrency=1", "--max-jobs=3"}));
+  ASSERT_NO_FATAL_FAILURE(
+      StartWorker(&worker, "worker:start", {"--concurrency=1", "--max-jobs=3"}));
   auto status = worker.Wait(milliseconds(60'000));
   ASSERT_TRUE(status.has_value()) << "worker:start did not exit after --max-jobs\n" << Log();
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << Log();
@@ -287,18 +294,48 @@ TEST_F(WorkerCliTest, LeasesOfAWorkerThatDiedWhileItsPollWasParkedCostNoAttempt)
   }
 }
 
+// W4 (issue 14, bug 3): worker:start runs `command` handlers only and says
+// so when it leases, so an `http` job of the same queue is never leased to it
+// (once, it was leased and failed permanent: quarantined on first contact).
+// It stays queued at attempt 0 while the worker runs the command jobs around it.
+TEST_F(WorkerCliTest, WorkerStartLeavesJobsOfOtherHandlersQueued) {
+  const std::string http_job =
+      "\n[[job]]\nname = \"call-sink\"\nhandler = \"http\"\nqueue = \"remote\"\n"
+      "config = { url = \"https://hooks.example.com/in\", allow_hosts = [\"hooks.example.com\"] "
+      "}\n";
+  ASSERT_NO_FATAL_FAILURE(Setup(RemoteJob(files_) + http_job));
+  std::vector<std::int64_t> ids = DispatchMany(2);
+  const std::int64_t http = DispatchJob(*te_, "call-sink");
+  const std::vector<std::int64_t> more = DispatchMany(2);
+  ids.insert(ids.end(), more.begin(), more.end());
+  ChildProcess worker;
+  ASSERT_NO_FATAL_FAILURE(StartWorker(&worker, "worker:start", {"--concurrency=2"}));
+  std::map<std::int64_t, nlohmann::json> all;
+  ASSERT_TRUE(WaitAllTerminal(*te_, ids, milliseconds(60'000), &all))
+      << DescribeStatuses(all) << "\nworker log:\n"
+      << Log();
+  for (std::int64_t id : ids) EXPECT_EQ(all[id].value("status", ""), "succeeded") << all[id];
+  // A few more polls of the worker pass over it.
+  std::this_thread::sleep_for(milliseconds(1'500));
+  const nlohmann::json j = ShowJson(*te_, http);
+  EXPECT_EQ(j.value("status", ""), "queued") << j.dump();
+  EXPECT_EQ(j["attempt"], 0) << j.dump();
+  EXPECT_EQ(j["claim_version"], 0) << "never leased: " << j.dump();
+  EXPECT_TRUE(j["attempts"].empty()) << j.dump();
+}
+
 TEST_F(WorkerCliTest, BadFlagsAndARefusedTokenExit1) {
   ASSERT_NO_FATAL_FAILURE(Setup(RemoteJob(files_)));
-  ProcessResult no_server = RunProcess({TASKENGINE_BIN, "worker:start", "--token=x"}, "",
-                                       milliseconds(10'000));
+  ProcessResult no_server =
+      RunProcess({TASKENGINE_BIN, "worker:start", "--token=x"}, "", milliseconds(10'000));
   EXPECT_EQ(no_server.exit_code, 1) << no_server.Describe();
   EXPECT_NE(no_server.err.find("--server"), std::string::npos) << no_server.err;
   ProcessResult no_token =
       RunProcess({TASKENGINE_BIN, "worker:start", "--server=" + url_}, "", milliseconds(10'000));
   EXPECT_EQ(no_token.exit_code, 1) << no_token.Describe();
-  ProcessResult refused = RunProcess(
-      {TASKENGINE_BIN, "worker:start", "--server=" + url_, "--token=not-a-token"}, "",
-      milliseconds(20'000));
+  ProcessResult refused =
+      RunProcess({TASKENGINE_BIN, "worker:start", "--server=" + url_, "--token=not-a-token"}, "",
+                 milliseconds(20'000));
   EXPECT_EQ(refused.exit_code, 1) << refused.Describe();
   EXPECT_NE(refused.err.find("refused"), std::string::npos) << refused.err;
 }
@@ -319,8 +356,10 @@ TEST_F(WorkerCliTest, AWorkerSurvivesAServeRestart) {
   const std::vector<std::int64_t> more = DispatchMany(3);
   ids.insert(ids.end(), more.begin(), more.end());
   ASSERT_TRUE(WaitAllTerminal(*te_, ids, milliseconds(60'000), &all))
-      << DescribeStatuses(all) << "\nworker log:\n" << Log() << "\nserve log:\n"
-      << ReadFile(te_->serve_log()) << "\nconfig:\n" << ReadFile(te_->config_path());
+      << DescribeStatuses(all) << "\nworker log:\n"
+      << Log() << "\nserve log:\n"
+      << ReadFile(te_->serve_log()) << "\nconfig:\n"
+      << ReadFile(te_->config_path());
   std::map<std::int64_t, int> once;
   for (std::int64_t id : ids) once[id] = 1;
   ExpectInvariants(*te_, files_, ids, once);
@@ -350,14 +389,15 @@ TEST_F(WorkerCliTest, ManagerRestartsAKilledWorkerAndStopsOnSigterm) {
       milliseconds(10)))
       << Log("manager.log");
   const long long restart_ms = MillisSince(killed_at);
-  std::cout << "[ measure ] worker:manager restarted a kill -9'd worker in " << restart_ms
-            << " ms" << std::endl;
+  std::cout << "[ measure ] worker:manager restarted a kill -9'd worker in " << restart_ms << " ms"
+            << std::endl;
   EXPECT_LT(restart_ms, 1'500);
   // The workers, old and new, run jobs.
   const std::vector<std::int64_t> ids = DispatchMany(4);
   std::map<std::int64_t, nlohmann::json> all;
   ASSERT_TRUE(WaitAllTerminal(*te_, ids, milliseconds(60'000), &all))
-      << DescribeStatuses(all) << "\n" << Log("manager.log");
+      << DescribeStatuses(all) << "\n"
+      << Log("manager.log");
   manager.Signal(SIGTERM);
   auto status = manager.Wait(milliseconds(15'000));
   ASSERT_TRUE(status.has_value()) << Log("manager.log");
