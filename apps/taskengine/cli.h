@@ -97,7 +97,7 @@ struct Verb {
 // adding a subcommand but matches such names fine, so it is renamed after).
 CLI::App* AddVerb(CLI::App& app, const std::string& name, const std::string& description);
 
-// serve, migrate, queue:status
+// serve, migrate, backup, queue:status, worker:list
 void AddServerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
 // job:list, job:dispatch
 void AddJobVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);

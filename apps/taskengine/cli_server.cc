@@ -1,4 +1,4 @@
-// serve, migrate, queue:status.
+// serve, migrate, backup, queue:status, worker:list.
 #include <unistd.h>
 
 #include <cstdio>
@@ -194,6 +194,43 @@ int RunQueueStatus(const GlobalFlags& flags) {
   return kExitOk;
 }
 
+// W5: the workers the store knows (every node's pool, every remote worker),
+// as GET /api/v1/workers shows them (WorkerToJson) without the registration
+// details only the serving process holds (name, version, queues, handlers).
+int RunWorkerList(const GlobalFlags& flags) {
+  auto config = ResolveConfig(flags);
+  if (!config.ok()) return Fail(config.status());
+  ConfigureLogging(config->log_format, /*verbose=*/false);
+  auto engine = OpenEngine(*config, EngineMode::kClient);
+  if (!engine.ok()) return Fail(engine.status());
+  auto workers = (*engine)->store().ListWorkers(0);
+  if (!workers.ok()) return Fail(workers.status());
+  const Millis now = (*engine)->clock()->NowMillis();
+  nlohmann::ordered_json items = nlohmann::ordered_json::array();
+  for (const WorkerInfo& w : *workers) items.push_back(WorkerToJson(w, nullptr, now));
+  if (flags.json) {
+    PrintJson({{"items", std::move(items)}});
+    return kExitOk;
+  }
+  Table table({"ID", "STATE", "KIND", "HOST", "PID", "CONCURRENCY", "BUSY", "PROCESSED", "FAILED",
+               "STARTED", "LAST HEARTBEAT"});
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const auto text = [&](const char* field) {
+      const auto& v = items[i][field];
+      if (v.is_null()) return std::string("-");
+      return v.is_string() ? v.get<std::string>() : v.dump();
+    };
+    const WorkerInfo& row = (*workers)[i];
+    table.Add({text("id"), text("state"), text("kind"), text("host"), text("pid"),
+               text("concurrency"), text("busy"), text("processed"), text("failed"),
+               ShortTime(row.started_at),
+               ShortTime(row.last_heartbeat_at) + " (" +
+                   FormatDuration(std::max<Millis>(0, now - row.last_heartbeat_at)) + " ago)"});
+  }
+  table.Print(std::cout);
+  return kExitOk;
+}
+
 }  // namespace
 
 void AddServerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs) {
@@ -240,6 +277,15 @@ void AddServerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* 
       AddVerb(app, "queue:status",
               "Queued, due and running executions and the oldest queued age, per queue.");
   verbs->push_back({queue_status, [&flags] { return RunQueueStatus(flags); }});
+
+  CLI::App* worker_list = AddVerb(
+      app, "worker:list",
+      "Workers (W5): the in-process pool of every serve node (kind pool; its threads are its "
+      "concurrency) and every remote worker process (kind remote), with state (idle, busy, "
+      "stopped, or stale: no heartbeat for 5 s (pool) / 35 s (remote)), host, pid, "
+      "concurrency, busy, processed and failed counts, start and last heartbeat. --json prints "
+      "the documents of GET /api/v1/workers.");
+  verbs->push_back({worker_list, [&flags] { return RunWorkerList(flags); }});
 }
 
 }  // namespace taskengine::cli

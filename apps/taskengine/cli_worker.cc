@@ -13,7 +13,12 @@
 //
 // worker:manager keeps N worker:start children alive: a child that exits is
 // started again at once (a crash loop backs off, up to 10 s), and SIGTERM is
-// forwarded to every child, which get --grace-ms to stop before SIGKILL. It is
+// forwarded to every child, which get --grace-ms to stop before SIGKILL. Each
+// child also proves it is alive: it writes a byte every 500 ms to a pipe the
+// manager gave it (TASKENGINE_WORKER_HEARTBEAT_FD); a child silent for
+// --hang-timeout-ms (SIGSTOPped, frozen, swapped out) is killed with SIGKILL
+// and replaced like one that crashed, and the sweeper recovers its leases
+// once they expire. It is
 // a child subreaper: the `command` processes of a worker that crashed are
 // re-parented to it and killed (process group) as soon as the crash is seen,
 // so they cannot go on acting on the dead worker's claims.
@@ -59,7 +64,30 @@ struct WorkerFlags {
   // worker:manager only
   int workers = 2;
   int grace_ms = 30'000;
+  int hang_timeout_ms = 30'000;
 };
+
+// worker:manager -> worker:start: the descriptor of the pipe a child writes
+// its liveness beats to.
+constexpr const char* kHeartbeatFdEnv = "TASKENGINE_WORKER_HEARTBEAT_FD";
+constexpr auto kLivenessBeat = std::chrono::milliseconds(500);
+
+// The write end of the manager's liveness pipe, or -1 when not run by a
+// manager. Takes the variable out of the environment and marks the
+// descriptor close-on-exec, so `command` processes inherit neither.
+int TakeHeartbeatFd() {
+  const char* v = std::getenv(kHeartbeatFdEnv);
+  if (v == nullptr) return -1;
+  int fd = -1;
+  try {
+    fd = std::stoi(v);
+  } catch (...) {
+    fd = -1;
+  }
+  unsetenv(kHeartbeatFdEnv);
+  if (fd < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) return -1;
+  return fd;
+}
 
 std::string EnvOr(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
@@ -141,6 +169,9 @@ int RunWorkerStart(const GlobalFlags& flags, WorkerFlags f) {
 
   taskengine_client::WorkerOptions options;
   options.queues = SplitQueues(f.queues);
+  // W4: jobs of other handlers (e.g. `http`) stay queued for a worker that
+  // runs them instead of failing here.
+  options.handlers = {"command"};
   options.concurrency = f.concurrency;
   options.max_jobs = f.max_jobs;
   options.name = f.name;
@@ -158,9 +189,17 @@ int RunWorkerStart(const GlobalFlags& flags, WorkerFlags f) {
       });
 
   std::atomic<bool> done{false};
+  const int heartbeat_fd = TakeHeartbeatFd();
   std::thread watcher([&] {
     const timespec tick{0, 100'000'000};
+    SteadyClock::time_point beat_at;
     while (!done) {
+      if (heartbeat_fd >= 0 && SteadyClock::now() >= beat_at) {
+        // Liveness for worker:manager; a full pipe (the manager is behind) is fine.
+        const char beat = 1;
+        (void)!write(heartbeat_fd, &beat, 1);
+        beat_at = SteadyClock::now() + kLivenessBeat;
+      }
       int sig = sigtimedwait(&stop_signals, nullptr, &tick);
       if (sig == SIGTERM || sig == SIGINT) {
         std::cerr << "taskengine: worker " << worker.worker_id()
@@ -202,15 +241,38 @@ struct Child {
   SteadyClock::time_point started;
   SteadyClock::time_point restart_at;
   int fast_exits = 0;  // consecutive exits within kHealthyRun of starting
+  int beats = -1;      // read end of its liveness pipe (non-blocking); -1 = none
+  SteadyClock::time_point last_beat;
+  bool hang_killed = false;  // killed for silence; its exit is reported as such
 };
+
+// Reads every byte waiting in `c`'s liveness pipe; true when there was any.
+bool DrainBeats(Child& c) {
+  if (c.beats < 0) return false;
+  bool any = false;
+  char buf[256];
+  while (read(c.beats, buf, sizeof(buf)) > 0) any = true;
+  return any;
+}
+
+void CloseBeats(Child& c) {
+  if (c.beats >= 0) close(c.beats);
+  c.beats = -1;
+}
 
 constexpr auto kHealthyRun = std::chrono::seconds(2);
 constexpr auto kMaxRestartDelay = std::chrono::seconds(10);
 
-pid_t SpawnWorker(const std::vector<std::string>& argv, const std::string& token) {
+// Starts a worker:start child with `argv`; `beat_fd` (or -1) is the write end
+// of its liveness pipe, handed over by number in TASKENGINE_WORKER_HEARTBEAT_FD.
+pid_t SpawnWorker(const std::vector<std::string>& argv, const std::string& token, int beat_fd) {
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid != 0) return pid;  // parent (or -1)
+  if (beat_fd >= 0) {
+    fcntl(beat_fd, F_SETFD, 0);  // inherited across exec (the child re-marks it)
+    setenv(kHeartbeatFdEnv, std::to_string(beat_fd).c_str(), 1);
+  }
   // Child: default signal mask, and SIGTERM when the manager dies.
   sigset_t none;
   sigemptyset(&none);
@@ -268,6 +330,10 @@ std::string DescribeExit(int status) {
 int RunWorkerManager(const GlobalFlags& flags, WorkerFlags f) {
   if (int code = Resolve(&f); code != kExitOk) return code;
   if (f.workers < 1 || f.workers > 256) return Fail(InvalidArgument("--workers must be 1..256"));
+  if (f.hang_timeout_ms != 0 && (f.hang_timeout_ms < 1'000 || f.hang_timeout_ms > 3'600'000)) {
+    return Fail(InvalidArgument("--hang-timeout-ms must be 0 (off) or 1000..3600000"));
+  }
+  const auto hang_timeout = milliseconds(f.hang_timeout_ms);
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
@@ -292,8 +358,19 @@ int RunWorkerManager(const GlobalFlags& flags, WorkerFlags f) {
   std::vector<Child> children(static_cast<std::size_t>(f.workers));
   auto start = [&](std::size_t i) {
     Child& c = children[i];
-    c.pid = SpawnWorker(argv, f.token);
+    CloseBeats(c);
+    int pipe_fds[2] = {-1, -1};
+    if (hang_timeout.count() > 0 && pipe2(pipe_fds, O_NONBLOCK | O_CLOEXEC) != 0) {
+      std::cerr << "taskengine: worker:manager: cannot create a liveness pipe; worker " << i
+                << " is watched for exits only" << std::endl;
+      pipe_fds[0] = pipe_fds[1] = -1;
+    }
+    c.pid = SpawnWorker(argv, f.token, pipe_fds[1]);
+    if (pipe_fds[1] >= 0) close(pipe_fds[1]);
+    c.beats = pipe_fds[0];
     c.started = SteadyClock::now();
+    c.last_beat = c.started;
+    c.hang_killed = false;
     if (c.pid < 0) {
       std::cerr << "taskengine: worker:manager: fork failed; retrying" << std::endl;
       c.restart_at = SteadyClock::now() + std::chrono::seconds(1);
@@ -328,8 +405,10 @@ int RunWorkerManager(const GlobalFlags& flags, WorkerFlags f) {
                                          kMaxRestartDelay);
         }
         c.restart_at = SteadyClock::now() + delay;
+        CloseBeats(c);
         std::cerr << "taskengine: worker:manager: worker " << i << " (pid " << pid << ") ended ("
-                  << DescribeExit(status) << "); restarting"
+                  << (c.hang_killed ? "killed: no heartbeat" : DescribeExit(status))
+                  << "); restarting"
                   << (delay.count() > 0 ? " in " + std::to_string(delay.count()) + " ms" : "")
                   << std::endl;
       }
@@ -354,8 +433,24 @@ int RunWorkerManager(const GlobalFlags& flags, WorkerFlags f) {
         }
       }
     } else {
+      const auto now = SteadyClock::now();
       for (std::size_t i = 0; i < children.size(); ++i) {
-        if (children[i].pid < 0 && SteadyClock::now() >= children[i].restart_at) start(i);
+        Child& c = children[i];
+        if (c.pid < 0) {
+          if (now >= c.restart_at) start(i);
+          continue;
+        }
+        if (DrainBeats(c)) c.last_beat = now;
+        if (c.beats >= 0 && !c.hang_killed && now - c.last_beat > hang_timeout) {
+          // Hung or stopped: SIGKILL works on a stopped process too; the
+          // reaping above restarts it and kills its orphaned commands.
+          c.hang_killed = true;
+          kill(c.pid, SIGKILL);
+          std::cerr << "taskengine: worker:manager: worker " << i << " (pid " << c.pid
+                    << ") sent no heartbeat for "
+                    << std::chrono::duration_cast<milliseconds>(now - c.last_beat).count()
+                    << " ms (hung or stopped); killing it (SIGKILL)" << std::endl;
+        }
       }
     }
     const timespec tick{0, 50'000'000};
@@ -370,6 +465,7 @@ int RunWorkerManager(const GlobalFlags& flags, WorkerFlags f) {
       }
     }
   }
+  for (Child& c : children) CloseBeats(c);
   std::cerr << "taskengine: worker:manager: stopped" << std::endl;
   return kExitOk;
 }
@@ -476,12 +572,18 @@ void AddWorkerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* 
   CLI::App* manager = AddVerb(
       app, "worker:manager",
       "Keep --workers worker:start processes alive (same flags): a worker that exits or "
-      "crashes is restarted at once (a crash loop backs off up to 10 s). SIGTERM/SIGINT are "
-      "forwarded to every worker, which get --grace-ms to stop before SIGKILL.");
+      "crashes is restarted at once (a crash loop backs off up to 10 s), and one that sends no "
+      "liveness heartbeat (every 500 ms, over a pipe) for --hang-timeout-ms (hung, "
+      "SIGSTOPped) is killed with SIGKILL and restarted; its leases expire and the sweeper "
+      "recovers them. SIGTERM/SIGINT are forwarded to every worker, which get --grace-ms to "
+      "stop before SIGKILL.");
   AddConnectionFlags(manager, mf.get());
   manager->add_option("--workers", mf->workers, "Worker processes to keep. Default: 2");
   manager->add_option("--grace-ms", mf->grace_ms,
                       "How long stopping workers may take before SIGKILL. Default: 30000");
+  manager->add_option("--hang-timeout-ms", mf->hang_timeout_ms,
+                      "Restart a worker silent this long (1000..3600000; 0 = only restart "
+                      "workers that exit). Default: 30000");
   verbs->push_back({manager, [&flags, mf] { return RunWorkerManager(flags, *mf); }});
 
   auto ef = std::make_shared<EffectVerbFlags>();

@@ -84,7 +84,9 @@ struct EngineOptions {
   // On Stop(): how long running handlers may finish before their leases are
   // released (L6). Default: 10 s.
   Millis shutdown_grace_ms = 10'000;
-  // This engine's worker identity. Default: "<hostname>:<pid>".
+  // This engine's worker identity: its in-process pool claims and registers
+  // (GET /api/v1/workers, kind "pool") under it. Default:
+  // "<hostname>:<pid>:pool".
   std::string worker_id;
   // Run the sweeper in this engine. Default: true.
   bool run_sweeper = true;

@@ -293,22 +293,45 @@ struct Session {
   Millis expires_at = 0;  // absolute timeout
 };
 
-// W5: a worker process or thread that leases executions.
-enum class WorkerState : int { kIdle = 0, kBusy = 1, kStopped = 2 };
+// W5: a worker that leases executions: the in-process pool of an engine
+// (one per process, its threads counted in `threads`) or a remote worker
+// process (the HTTP worker protocol).
+// kStale is never stored: it is the state a reader sees for a worker, not
+// stopped, whose last heartbeat is older than WorkerStaleAfterMs (LiveState).
+enum class WorkerState : int { kIdle = 0, kBusy = 1, kStopped = 2, kStale = 3 };
 std::string_view ToString(WorkerState s);
 std::optional<WorkerState> ParseWorkerState(std::string_view s);
 
+enum class WorkerKind : int { kRemote = 0, kPool = 1 };
+std::string_view ToString(WorkerKind k);
+
 struct WorkerInfo {
   WorkerId id;
+  WorkerKind kind = WorkerKind::kRemote;
   std::string hostname;
   std::int64_t pid = 0;
-  WorkerState state = WorkerState::kIdle;
-  ExecutionId current;         // 0 = none
-  std::int64_t processed = 0;  // executions finished by this worker
-  std::int64_t failed = 0;     // of which failed
+  WorkerState state = WorkerState::kIdle;  // as reported: idle, busy or stopped
+  int threads = 0;                         // handler threads (pool) or concurrency; 0 = unknown
+  int busy = 0;                            // executions running now
+  std::vector<ExecutionId> current;        // executions in hand (at most kMaxWorkerCurrent)
+  std::int64_t processed = 0;              // executions finished by this worker
+  std::int64_t failed = 0;                 // of which failed
   Millis started_at = 0;
   Millis last_heartbeat_at = 0;
 };
+
+// Most executions a worker row lists in `current` (busy counts them all).
+inline constexpr std::size_t kMaxWorkerCurrent = 100;
+// How often a pool reports (WorkerPoolOptions), and the heartbeat a remote
+// worker of the C++ SDK sends when idle (WorkerOptions::idle_heartbeat).
+inline constexpr Millis kPoolReportIntervalMs = 1'000;
+inline constexpr Millis kRemoteIdleHeartbeatMs = 10'000;
+// A worker is stale after missing about three reports: 5 s for a pool,
+// 35 s for a remote worker.
+Millis WorkerStaleAfterMs(WorkerKind kind);
+// The state to show at `now`: kStale for a worker that is not stopped and
+// has not reported for WorkerStaleAfterMs(kind), else w.state.
+WorkerState LiveState(const WorkerInfo& w, Millis now);
 
 enum class LogLevel : int { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
 std::string_view ToString(LogLevel l);

@@ -41,24 +41,43 @@ std::size_t LeaseBroker::parked() const {
   return parked_.size() + in_round_;
 }
 
-LeaseBroker::Claimed LeaseBroker::ClaimFor(const WorkerId& worker,
-                                           const std::vector<std::string>& queues, int max,
-                                           bool mark_started, std::set<std::string>* drained) {
+namespace {
+
+// The handler filter of `poll` as text: "*" for any, else the names, each
+// after a NUL.
+std::string HandlersKey(const LeasePoll& poll) {
+  if (!poll.handlers) return "*";
+  std::string key;
+  for (const std::string& h : *poll.handlers) key += '\0' + h;
+  return key;
+}
+
+// `queue` drained for the handler filter of `poll`.
+std::string DrainedKey(const LeasePoll& poll, const std::string& queue) {
+  return queue + '\1' + HandlersKey(poll);
+}
+
+}  // namespace
+
+LeaseBroker::Claimed LeaseBroker::ClaimFor(const LeasePoll& poll, int max,
+                                           std::set<std::string>* drained) {
   Claimed out;
-  for (const std::string& queue : queues) {
+  for (const std::string& queue : poll.queues) {
     const int wanted = max - static_cast<int>(out.leases.size());
     if (wanted <= 0) break;
-    if (drained->count(queue) > 0) continue;
+    const std::string drained_key = DrainedKey(poll, queue);
+    if (drained->count(drained_key) > 0) continue;
     ClaimRequest request;
-    request.worker = worker;
+    request.worker = poll.worker;
     request.slots.push_back(QueueSlot{queue, wanted});
-    request.mark_started = mark_started;
+    request.mark_started = poll.mark_started;
+    request.handlers = poll.handlers;
     Result<std::vector<Lease>> got = store_->Claim(request);
     if (!got.ok()) {
       out.status = got.status();
       break;
     }
-    if (static_cast<int>(got->size()) < wanted) drained->insert(queue);
+    if (static_cast<int>(got->size()) < wanted) drained->insert(drained_key);
     for (Lease& lease : *got) out.leases.push_back(std::move(lease));
   }
   return out;
@@ -78,7 +97,7 @@ Status LeaseBroker::Submit(LeasePoll poll) {
     return Status::Ok();
   }
   std::set<std::string> drained;
-  Claimed claimed = ClaimFor(poll.worker, poll.queues, poll.max, poll.mark_started, &drained);
+  Claimed claimed = ClaimFor(poll, poll.max, &drained);
   if (!claimed.status.ok() && claimed.leases.empty()) return claimed.status;
   if (!claimed.leases.empty() || poll.wait.count() <= 0) {
     poll.deliver(std::move(claimed.leases));
@@ -114,7 +133,7 @@ std::vector<LeaseBroker::Parked> LeaseBroker::ServeRound(std::vector<Parked> bat
   std::map<std::string, std::size_t> group_of;
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const LeasePoll& p = batch[i].poll;
-    std::string key = p.worker.value + (p.mark_started ? "\1" : "\2");
+    std::string key = p.worker.value + (p.mark_started ? "\1" : "\2") + HandlersKey(p) + '\3';
     for (const std::string& q : p.queues) key += '\0' + q;
     auto [it, inserted] = group_of.emplace(std::move(key), groups.size());
     if (inserted) groups.emplace_back();
@@ -127,9 +146,11 @@ std::vector<LeaseBroker::Parked> LeaseBroker::ServeRound(std::vector<Parked> bat
   for (const Group& g : groups) {
     const LeasePoll& first = batch[g.members.front()].poll;
     bool all_drained = true;
-    for (const std::string& q : first.queues) all_drained = all_drained && drained.count(q) > 0;
+    for (const std::string& q : first.queues) {
+      all_drained = all_drained && drained.count(DrainedKey(first, q)) > 0;
+    }
     if (all_drained) continue;
-    Claimed claimed = ClaimFor(first.worker, first.queues, g.wanted, first.mark_started, &drained);
+    Claimed claimed = ClaimFor(first, g.wanted, &drained);
     if (!claimed.status.ok()) {
       spdlog::warn("lease broker: claim for worker {} failed: {}", first.worker.value,
                    claimed.status.ToString());

@@ -10,10 +10,10 @@
 //   - the bounded poll interval passes (other processes may admit), or
 //   - a poll's deadline passes (it is answered with an empty list).
 // Concurrent polls of the same worker for the same queues (and the same
-// LeasePoll::mark_started) are merged into one store Claim. Stop() answers every parked poll with
-// an empty list. The HTTP layer does not tell when a waiting client went away: its poll is still
-// served, and leases handed to it lapse and are recovered by the sweeper like those of a crashed
-// worker (L4).
+// LeasePoll::mark_started and handlers) are merged into one store Claim. Stop() answers every
+// parked poll with an empty list. The HTTP layer does not tell when a waiting client went away: its
+// poll is still served, and leases handed to it lapse and are recovered by the sweeper like those
+// of a crashed worker (L4).
 //
 // CallBatcher: callers that arrive while a store batch call runs are handed
 // to the next batch together (leader/follower group commit), so N concurrent
@@ -63,6 +63,9 @@ struct LeasePoll {
   // through the batch heartbeat): then the leases of a worker that went away
   // before it received them expire as free requeues.
   bool mark_started = true;
+  // W4: the handlers the worker can run (ClaimRequest::handlers); nullopt =
+  // any.
+  std::optional<std::vector<std::string>> handlers;
   // Receives the leases (possibly none) exactly once: on the submitting
   // thread or on the broker thread. Must not block for long (it renders and
   // sends a response). REQUIRES: set.
@@ -116,11 +119,12 @@ class LeaseBroker {
     Status status;  // the first claim error, if any (leases may still hold some)
   };
 
-  // Claims up to `max` for `worker` from `queues` in order, one store claim
-  // per queue until `max` is reached. Skips queues in `*drained` and adds the
-  // ones a claim found drained.
-  Claimed ClaimFor(const WorkerId& worker, const std::vector<std::string>& queues, int max,
-                   bool mark_started, std::set<std::string>* drained);
+  // Claims up to poll.max (or `max` when set) for the poll's worker from its
+  // queues in order, one store claim per queue until the maximum is reached.
+  // Skips queues in `*drained` and adds the ones a claim found drained (keys:
+  // DrainedKey, since a queue drained of one handler set may hold work of
+  // another).
+  Claimed ClaimFor(const LeasePoll& poll, int max, std::set<std::string>* drained);
   // Serves `batch` (FIFO); returns the polls that got nothing, in order.
   std::vector<Parked> ServeRound(std::vector<Parked> batch);
   void Loop();

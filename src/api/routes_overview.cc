@@ -11,7 +11,7 @@
 namespace taskengine::api {
 namespace {
 
-// Workers that reported within this window count as active.
+// Rows older than this are stale for every kind (LiveState decides per row).
 constexpr Millis kActiveWorkerWindowMs = 60'000;
 
 // {"queued": n, "running": n, ...} for every status.
@@ -31,10 +31,16 @@ Json AgeOrNull(Millis since, Millis now) {
 // -> {"queued", "running", "by_status": {...}, "oldest_due_age_ms",
 //     "queues": [{"queue", "queued", "running", "by_status", "oldest_due_at",
 //                 "oldest_due_age_ms"}],
-//     "active_workers", "last_24h": {status: count of executions that ended
+//     "active_workers", "active_worker_threads", "busy_worker_threads",
+//     "last_24h": {status: count of executions that ended
 //     with it}, "engine": {"claimed", "succeeded", "failed", "released",
 //     "stale", "published"}}
 // From the store's counters: the cost does not grow with history (P8).
+// Workers (W5): "active_workers" counts live worker registrations (not
+// stopped, not stale), i.e. processes: each node's in-process pool is one,
+// each remote worker process one. "active_worker_threads" sums their
+// concurrency (pool handler threads, remote --concurrency) and
+// "busy_worker_threads" the executions they run now.
 HttpResponse Stats(ApiContext& ctx, const RouteRequest& req) {
   if (!PrincipalOf(req).all_tenants) return NeedsAllTenants("global stats");
   auto query = QueryParams::Parse(req.http.query);
@@ -45,8 +51,14 @@ HttpResponse Stats(ApiContext& ctx, const RouteRequest& req) {
   if (!stats.ok()) return StatusResponse(stats.status());
   auto workers = ctx.store->ListWorkers(kActiveWorkerWindowMs);
   if (!workers.ok()) return StatusResponse(workers.status());
-  std::int64_t active = 0;
-  for (const WorkerInfo& w : *workers) active += w.state != WorkerState::kStopped ? 1 : 0;
+  std::int64_t active = 0, threads = 0, busy = 0;
+  for (const WorkerInfo& w : *workers) {
+    const WorkerState state = LiveState(w, now);
+    if (state != WorkerState::kIdle && state != WorkerState::kBusy) continue;
+    ++active;
+    threads += w.threads;
+    busy += w.busy;
+  }
 
   Millis oldest_due = 0;
   Json queues = Json::array();
@@ -76,6 +88,8 @@ HttpResponse Stats(ApiContext& ctx, const RouteRequest& req) {
       {"oldest_due_age_ms", AgeOrNull(oldest_due, now)},
       {"queues", std::move(queues)},
       {"active_workers", active},
+      {"active_worker_threads", threads},
+      {"busy_worker_threads", busy},
       {"last_24h", std::move(last_day)},
       {"engine",
        {{"claimed", es.claimed},

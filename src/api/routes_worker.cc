@@ -36,6 +36,8 @@ namespace {
 constexpr std::int64_t kMaxLeaseBatch = 100;
 constexpr std::int64_t kMaxWaitMs = 30'000;
 constexpr std::size_t kMaxQueues = 32;
+constexpr std::size_t kMaxHandlers = 64;
+constexpr std::size_t kMaxHandlerName = 100;
 constexpr std::size_t kMaxWorkerId = 200;
 constexpr std::size_t kMaxLabel = 255;  // name, host, version
 constexpr std::int64_t kMaxConcurrency = 100'000;
@@ -59,6 +61,12 @@ bool IsValidWorkerId(std::string_view id) {
   return true;
 }
 
+// Handler names in a lease request: 1..100 visible ASCII characters.
+bool IsValidHandlerName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxHandlerName) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) { return c >= 0x21 && c <= 0x7e; });
+}
+
 std::string IdText(ExecutionId id) { return std::to_string(id.value); }
 
 // --- worker registry ------------------------------------------------------------
@@ -72,6 +80,7 @@ class WorkerRegistry {
     std::optional<std::int64_t> pid;
     std::optional<int> concurrency;
     std::vector<std::string> queues;
+    std::optional<std::vector<std::string>> handlers;
   };
 
   // A lease request: updates the registration. Returns the row to report to
@@ -86,6 +95,7 @@ class WorkerRegistry {
     if (r.pid) e.pid = *r.pid;
     if (r.concurrency) e.details.concurrency = *r.concurrency;
     e.details.queues = r.queues;
+    e.details.handlers = r.handlers.value_or(std::vector<std::string>{});
     return ReportIfDue(r.id, e);
   }
 
@@ -175,8 +185,14 @@ class WorkerRegistry {
     w.id = id;
     w.hostname = e.host;
     w.pid = e.pid;
+    w.kind = WorkerKind::kRemote;
     w.state = e.current.empty() ? WorkerState::kIdle : WorkerState::kBusy;
-    w.current = e.current.empty() ? ExecutionId() : ExecutionId(*e.current.begin());
+    w.threads = e.details.concurrency;
+    w.busy = static_cast<int>(e.current.size());
+    for (std::int64_t x : e.current) {
+      if (w.current.size() >= kMaxWorkerCurrent) break;
+      w.current.push_back(ExecutionId(x));
+    }
     w.processed = e.processed;
     w.failed = e.failed;
     w.started_at = e.started_at;
@@ -419,11 +435,14 @@ std::optional<FinishRequest::Kind> ParseKind(std::string_view kind) {
 
 // POST /api/v1/worker/lease
 //   {"worker_id": "host-1:123", "queues": ["default"], "max": 1..100 (1),
-//    "wait_ms": 0..30000 (0), "confirm_start": false, "name", "host", "pid",
-//    "version", "concurrency"}
+//    "wait_ms": 0..30000 (0), "confirm_start": false, "handlers": ["command"],
+//    "name", "host", "pid", "version", "concurrency"}
 // -> 200 {"leases": [Lease...]}: as soon as at least one execution is leased,
 //    else an empty list once wait_ms has passed (or the server stops).
 //    503 when too many polls are parked.
+// W4: with "handlers" (1..64 names) only executions whose job's handler is
+// one of them are leased; the others stay queued for a worker that can run
+// them. Without it, any handler (workers that do not say).
 // L4: with "confirm_start": true the leases count as started only once the
 // worker says so (a /worker/heartbeats item with "started": true) before it
 // runs their handlers, so leases a worker never received (it went away while
@@ -447,6 +466,7 @@ void LeaseRoute(const ProtocolPtr& wp, const RouteRequest& req, const Responder&
   std::optional<std::int64_t> max = in.Int("max", 1, kMaxLeaseBatch);
   std::optional<std::int64_t> wait_ms = in.Int("wait_ms", 0, kMaxWaitMs);
   std::optional<bool> confirm_start = in.Bool("confirm_start");
+  const nlohmann::json* handlers = in.Value("handlers");
   WorkerRegistry::Registration reg;
   reg.name = in.String("name", kMaxLabel);
   reg.host = in.String("host", kMaxLabel);
@@ -474,6 +494,20 @@ void LeaseRoute(const ProtocolPtr& wp, const RouteRequest& req, const Responder&
       }
     }
   }
+  if (in.ok() && handlers != nullptr && !handlers->is_null()) {
+    if (!handlers->is_array() || handlers->empty() || handlers->size() > kMaxHandlers) {
+      in.Fail("handlers", "must be an array of 1..64 handler names");
+    } else {
+      reg.handlers.emplace();
+      for (const nlohmann::json& h : *handlers) {
+        if (!h.is_string() || !IsValidHandlerName(h.get_ref<const std::string&>())) {
+          in.Fail("handlers", "holds an invalid handler name (1..100 visible ASCII characters)");
+          break;
+        }
+        reg.handlers->push_back(h.get<std::string>());
+      }
+    }
+  }
   if (Status s = in.Finish(); !s.ok()) {
     respond.Send(StatusResponse(s));
     return;
@@ -487,6 +521,7 @@ void LeaseRoute(const ProtocolPtr& wp, const RouteRequest& req, const Responder&
   poll.max = static_cast<int>(max.value_or(1));
   poll.wait = std::chrono::milliseconds(wait_ms.value_or(0));
   poll.mark_started = !confirm_start.value_or(false);
+  poll.handlers = reg.handlers;
   poll.deliver = [wp, respond, worker = reg.id](std::vector<Lease> leases) {
     wp->workers.OnLeased(worker, leases);
     wp->metrics->claims += static_cast<std::int64_t>(leases.size());
@@ -817,12 +852,15 @@ HttpResponse FinishBatchRoute(WorkerProtocol& wp, const RouteRequest& req) {
 
 // --- workers list -----------------------------------------------------------------------------
 
-// GET /api/v1/workers -> {"items": [Worker...]} by id. Needs access to every tenant.
+// GET /api/v1/workers -> {"items": [Worker...]} by id: the in-process pool of
+// every node (kind "pool") and the remote workers (kind "remote"), live,
+// stale or stopped. Needs access to every tenant.
 HttpResponse ListWorkersRoute(WorkerProtocol& wp, const RouteRequest& req) {
   if (!PrincipalOf(req).all_tenants) return NeedsAllTenants("the workers list");
   auto query = QueryParams::Parse(req.http.query);
   if (!query.ok()) return StatusResponse(query.status());
   if (Status s = query->RejectUnknown({}); !s.ok()) return StatusResponse(s);
+  const Millis now = wp.ctx.clock->NowMillis();
   Result<std::vector<WorkerInfo>> stored = wp.ctx.store->ListWorkers(0);
   if (!stored.ok()) return StatusResponse(stored.status());
   std::map<std::string, WorkerDetails> details;
@@ -834,7 +872,7 @@ HttpResponse ListWorkersRoute(WorkerProtocol& wp, const RouteRequest& req) {
   Json items = Json::array();
   for (const auto& [id, row] : rows) {
     auto d = details.find(id);
-    items.push_back(WorkerToJson(row, d == details.end() ? nullptr : &d->second));
+    items.push_back(WorkerToJson(row, d == details.end() ? nullptr : &d->second, now));
   }
   return JsonResponse(200, Json{{"items", std::move(items)}});
 }

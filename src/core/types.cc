@@ -44,10 +44,22 @@ std::string_view ToString(CatchUpPolicy p) { return kCatchUpNames.at(static_cast
 std::optional<CatchUpPolicy> ParseCatchUpPolicy(std::string_view s) {
   return ParseByName<CatchUpPolicy>(s, kCatchUpNames);
 }
-constexpr std::array<std::string_view, 3> kWorkerStateNames = {"idle", "busy", "stopped"};
+constexpr std::array<std::string_view, 4> kWorkerStateNames = {"idle", "busy", "stopped", "stale"};
 std::string_view ToString(WorkerState s) { return kWorkerStateNames.at(static_cast<int>(s)); }
 std::optional<WorkerState> ParseWorkerState(std::string_view s) {
   return ParseByName<WorkerState>(s, kWorkerStateNames);
+}
+constexpr std::array<std::string_view, 2> kWorkerKindNames = {"remote", "pool"};
+std::string_view ToString(WorkerKind k) { return kWorkerKindNames.at(static_cast<int>(k)); }
+
+Millis WorkerStaleAfterMs(WorkerKind kind) {
+  return kind == WorkerKind::kPool ? 5 * kPoolReportIntervalMs : 3 * kRemoteIdleHeartbeatMs + 5'000;
+}
+
+WorkerState LiveState(const WorkerInfo& w, Millis now) {
+  if (w.state == WorkerState::kStopped) return w.state;
+  if (now - w.last_heartbeat_at > WorkerStaleAfterMs(w.kind)) return WorkerState::kStale;
+  return w.state;
 }
 std::string_view ToString(LogLevel l) { return kLevelNames.at(static_cast<int>(l)); }
 

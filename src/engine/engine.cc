@@ -19,11 +19,15 @@
 namespace taskengine {
 namespace {
 
-std::string DefaultWorkerId() {
+std::string HostName() {
   char host[256] = {0};
-  if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "localhost");
-  return std::string(host) + ":" + std::to_string(getpid());
+  if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') return "localhost";
+  return host;
 }
+
+// "<hostname>:<pid>:pool": unique per process, apart from the ids of remote
+// workers (the C++ SDK's default is "<hostname>:<pid>") even in one process.
+std::string DefaultWorkerId() { return HostName() + ":" + std::to_string(getpid()) + ":pool"; }
 
 // The default Authorizer: the store's grants table.
 class GrantsAuthorizer final : public Authorizer {
@@ -175,6 +179,8 @@ class EngineImpl final : public Engine {
       po.poll_interval_ms = options_.poll_interval_ms;
       po.shutdown_grace_ms = options_.shutdown_grace_ms;
       po.worker_id = options_.worker_id;
+      po.hostname = HostName();
+      po.pid = getpid();
       po.on_published = [this](ExecutionId id, ExecutionStatus status) {
         cancel_latency_.Observed(id, status, options_.clock->NowMillis());
       };

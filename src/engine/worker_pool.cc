@@ -197,6 +197,21 @@ Status WorkerPool::Start() {
   if (started_) return Conflict("worker pool already started");
   if (options_.worker_threads < 1) return InvalidArgument("worker pool needs at least one thread");
   started_ = true;
+  started_at_ = clock_->NowMillis();
+  reported_at_ = started_at_;
+  {
+    // The registration without mu_ (Registration takes it).
+    WorkerInfo w;
+    w.id = WorkerId(options_.worker_id);
+    w.kind = WorkerKind::kPool;
+    w.hostname = options_.hostname;
+    w.pid = options_.pid;
+    w.threads = options_.worker_threads;
+    w.started_at = started_at_;
+    if (Status s = store_->ReportWorker(w); !s.ok()) {
+      spdlog::warn("worker pool {}: registration failed: {}", options_.worker_id, s.ToString());
+    }
+  }
   claimer_ = std::thread([this] { ClaimLoop(); });
   completer_ = std::thread([this] { CompleteLoop(); });
   keeper_ = std::thread([this] { KeepLoop(); });
@@ -245,6 +260,37 @@ void WorkerPool::DropUnstarted(const std::shared_ptr<Task>& task) {
   ++stale_;
   wake_ = true;
   claim_cv_.notify_one();
+}
+
+WorkerInfo WorkerPool::Registration(bool stopped) {
+  WorkerInfo w;
+  w.id = WorkerId(options_.worker_id);
+  w.kind = WorkerKind::kPool;
+  w.hostname = options_.hostname;
+  w.pid = options_.pid;
+  w.threads = options_.worker_threads;
+  w.started_at = started_at_;
+  w.processed = succeeded_.load() + failed_.load();
+  w.failed = failed_.load();
+  if (!stopped) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const QueueState& q : queues_) w.busy += q.running;
+    for (const auto& [id, task] : in_hand_) {
+      if (task->started && !task->finished && w.current.size() < kMaxWorkerCurrent) {
+        w.current.push_back(task->lease.id);
+      }
+    }
+    std::sort(w.current.begin(), w.current.end(),
+              [](ExecutionId a, ExecutionId b) { return a.value < b.value; });
+  }
+  w.state = stopped ? WorkerState::kStopped : w.busy > 0 ? WorkerState::kBusy : WorkerState::kIdle;
+  return w;
+}
+
+void WorkerPool::Report(bool stopped) {
+  if (Status s = store_->ReportWorker(Registration(stopped)); !s.ok()) {
+    spdlog::warn("worker pool {}: registration failed: {}", options_.worker_id, s.ToString());
+  }
 }
 
 EngineStats WorkerPool::stats() const {
@@ -673,6 +719,10 @@ void WorkerPool::KeepLoop() {
     if (stop_keeper_) break;
     keep_lock.unlock();
     const Millis now = clock_->NowMillis();
+    if (now - reported_at_ >= options_.report_interval_ms) {
+      reported_at_ = now;
+      Report(/*stopped=*/false);
+    }
     std::vector<std::shared_ptr<Task>> due;
     std::vector<HeartbeatRequest> requests;
     {
@@ -791,6 +841,7 @@ void WorkerPool::Stop() {
   }
   keep_cv_.notify_all();
   keeper_.join();
+  Report(/*stopped=*/true);
 }
 
 }  // namespace taskengine

@@ -15,6 +15,9 @@
 //  - a lease keeper that heartbeats every lease in hand at a third of its
 //    duration, learns about cancellation, and stops heartbeating a handler
 //    past its timeout (its lease then expires and the sweeper recovers it).
+//    It also registers the pool as a worker (W5, Store::ReportWorker, kind
+//    kPool): at Start, every `report_interval_ms`, and as stopped at the end
+//    of Stop, so GET /api/v1/workers of every node shows it.
 // Leases are tracked by (execution, claim version): a lease found stale (a
 // heartbeat or mark answered kStale, or the same execution claimed again
 // after a stall) is dropped at once, unstarted, or its handler learns the
@@ -57,6 +60,12 @@ struct WorkerPoolOptions {
   Millis poll_interval_ms = 1000;
   Millis shutdown_grace_ms = 10'000;
   std::string worker_id;
+  // What the pool's worker registration says about its process.
+  std::string hostname;
+  std::int64_t pid = 0;
+  // How often the pool reports its registration (a heartbeat). Readers show
+  // it stale after WorkerStaleAfterMs(kPool). Default: kPoolReportIntervalMs.
+  Millis report_interval_ms = kPoolReportIntervalMs;
   // Called on the completer thread after each outcome the store recorded,
   // with the status it left the execution in (e.g. the engine observes
   // cancel latency). Must be cheap and must not block. May be empty.
@@ -131,6 +140,11 @@ class WorkerPool {
   void CompleteLoop();
   void KeepLoop();
   void RunTask(const std::shared_ptr<Task>& task);
+  // The pool's worker registration now; `stopped` after Stop. Takes mu_.
+  WorkerInfo Registration(bool stopped);
+  // Reports Registration(stopped) to the store; a failure is logged (the
+  // next report is due within report_interval_ms).
+  void Report(bool stopped);
   void Finish(const std::shared_ptr<Task>& task, FinishRequest request);
   std::shared_ptr<Task> NextReady();  // REQUIRES: mu_ held
   Result<std::shared_ptr<const JobDefinition>> Definition(const JobName& job);
@@ -168,6 +182,9 @@ class WorkerPool {
   std::mutex keep_mu_;
   std::condition_variable keep_cv_;
   bool stop_keeper_ = false;  // protected by keep_mu_
+  // Set by Start; read by the keeper thread and Stop (after Start).
+  Millis started_at_ = 0;
+  Millis reported_at_ = 0;  // the keeper thread's only
 
   std::mutex defs_mu_;
   std::unordered_map<std::string, std::shared_ptr<const JobDefinition>> defs_;  // by job name

@@ -7,6 +7,43 @@
 
 namespace taskengine::storage_internal {
 
+Result<std::string> HandlerFilter(const std::vector<std::string>& handlers) {
+  std::string out(1, '\x1f');
+  for (const std::string& h : handlers) {
+    const bool control = std::any_of(h.begin(), h.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+    if (h.empty() || control) {
+      return InvalidArgument("handler names are non-empty, without control characters");
+    }
+    out += h;
+    out += '\x1f';
+  }
+  return out;
+}
+
+std::string FormatIdList(const std::vector<ExecutionId>& ids, std::size_t max) {
+  std::string out;
+  for (std::size_t i = 0; i < ids.size() && i < max; ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(ids[i].value);
+  }
+  return out;
+}
+
+std::vector<ExecutionId> ParseIdList(std::string_view text) {
+  std::vector<ExecutionId> out;
+  for (const std::string& item : SplitList(text)) {
+    std::int64_t value = 0;
+    bool ok = item.size() <= 18;
+    for (char c : item) ok = ok && c >= '0' && c <= '9';
+    if (!ok) continue;
+    for (char c : item) value = value * 10 + (c - '0');
+    if (value > 0) out.push_back(ExecutionId(value));
+  }
+  return out;
+}
+
 std::vector<int> ParseIntList(std::string_view text) {
   std::vector<int> out;
   int value = 0;

@@ -7,15 +7,26 @@
 #include <vector>
 
 #include "taskengine/status.h"
+#include "taskengine/types.h"
 
 namespace taskengine::storage_internal {
 
 // "3,1,2" <-> {3, 1, 2}; non-digits other than commas are ignored.
 std::vector<int> ParseIntList(std::string_view text);
 std::string FormatIntList(const std::vector<int>& values);
+// "42,7" <-> {42, 7}, at most `max` ids written; items that are not
+// positive integers are dropped.
+std::string FormatIdList(const std::vector<ExecutionId>& ids, std::size_t max);
+std::vector<ExecutionId> ParseIdList(std::string_view text);
 // "a,b" <-> {"a", "b"}; empty items are dropped.
 std::vector<std::string> SplitList(std::string_view text);
 std::string JoinList(const std::vector<std::string>& items);
+// A claim's handler filter (ClaimRequest::handlers) as one text parameter:
+// each name between unit separators (0x1f), "\x1fcommand\x1fhttp\x1f", so that
+// `instr(list, char(31) || handler || char(31)) > 0` (SQLite) and `strpos`
+// (PostgreSQL) match a job's handler exactly. An empty list matches nothing.
+// kInvalidArgument for an empty name or one with a control character.
+Result<std::string> HandlerFilter(const std::vector<std::string>& handlers);
 // kInvalidArgument for an unknown scope or a malformed tenant ("*" = all).
 Status ValidatePrincipalLists(const std::vector<std::string>& scopes,
                               const std::vector<std::string>& tenants);

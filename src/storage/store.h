@@ -71,6 +71,12 @@ struct ClaimRequest {
   // MarkStarted when it hands a lease to a handler: the expiry of a lease
   // whose handler never started is a free requeue. Default: true.
   bool mark_started = true;
+  // The handlers the claimer can run (W4): only executions whose job's
+  // handler is one of these are claimed; the others stay queued, untouched,
+  // for a claimer that can run them. An execution whose job definition is
+  // gone has no handler and is not claimed. nullopt = any handler (the
+  // in-process pool; remote workers that do not say). Default: nullopt.
+  std::optional<std::vector<std::string>> handlers;
 };
 
 // A claimed execution: everything a worker needs to run it.
@@ -450,10 +456,13 @@ class Store {
 
   // --- workers (W5) ---
   // Inserts or updates a worker's registration and heartbeat (relaxed
-  // durability: a lost heartbeat is harmless). `processed` and `failed` are
-  // the worker's own running totals. kInvalidArgument for an empty id.
+  // durability: a lost heartbeat is harmless); last_heartbeat_at becomes now
+  // and started_at, when 0, now. `processed` and `failed` are the worker's
+  // own running totals; `current` keeps its first kMaxWorkerCurrent ids.
+  // kInvalidArgument for an empty id, a kStale state or negative counts.
   virtual Status ReportWorker(const WorkerInfo& worker) = 0;
-  // Workers seen within `seen_within_ms` (0 = all), by id.
+  // Workers seen within `seen_within_ms` (0 = all), by id, with the state
+  // they reported (LiveState tells a reader which are stale).
   virtual Result<std::vector<WorkerInfo>> ListWorkers(Millis seen_within_ms) = 0;
 
   // --- wakeups (A3) ---

@@ -189,11 +189,19 @@ WorkerInfo ReadWorkerRow(const Row& s) {
   w.hostname = s.Text(1);
   w.pid = s.Int(2);
   w.state = static_cast<WorkerState>(std::clamp<std::int64_t>(s.Int(3), 0, 2));
-  w.current = ExecutionId(s.Int(4));
   w.processed = s.Int(5);
   w.failed = s.Int(6);
   w.started_at = s.Int(7);
   w.last_heartbeat_at = s.Int(8);
+  w.kind = static_cast<WorkerKind>(std::clamp<std::int64_t>(s.Int(9), 0, 1));
+  w.threads = static_cast<int>(s.Int(10));
+  w.busy = static_cast<int>(s.Int(11));
+  w.current = ParseIdList(s.TextView(12));
+  if (w.current.empty() && s.Int(4) != 0) {
+    // A row of an older binary: one current execution, counted as busy.
+    w.current.push_back(ExecutionId(s.Int(4)));
+    w.busy = std::max(w.busy, 1);
+  }
   return w;
 }
 

@@ -74,8 +74,12 @@ ApiToken ReadTokenRow(const Row& r);
 Session ReadSessionRow(const Row& r);
 // id, name, active, created_at.
 Tenant ReadTenantRow(const Row& r);
+// The columns ReadWorkerRow reads (the same names on both backends).
+#define TE_WORKER_COLUMNS                                                       \
+  "id, hostname, pid, state, current_execution, processed, failed, started_at," \
+  " last_heartbeat_at, kind, threads, busy, current_executions"
 // id, hostname, pid, state, current_execution, processed, failed, started_at,
-// last_heartbeat_at.
+// last_heartbeat_at, kind, threads, busy, current_executions.
 WorkerInfo ReadWorkerRow(const Row& r);
 // id, at, actor, tenant, action, target, before_json, after_json, reason.
 AuditRecord ReadAuditRow(const Row& r);

@@ -119,6 +119,10 @@ Status ValidateWorker(const WorkerInfo& w) {
   if (w.id.empty() || w.id.value.size() > 200 || w.hostname.size() > 255) {
     return InvalidArgument("a worker needs an id (at most 200 bytes)");
   }
+  if (w.state == WorkerState::kStale) {
+    return InvalidArgument("stale is a state readers see, never one a worker reports");
+  }
+  if (w.threads < 0 || w.busy < 0) return InvalidArgument("worker threads and busy are >= 0");
   return Status::Ok();
 }
 

@@ -280,27 +280,34 @@ Json TenantToJson(const Tenant& tenant) {
   };
 }
 
-Json WorkerToJson(const WorkerInfo& w, const WorkerDetails* details) {
+Json WorkerToJson(const WorkerInfo& w, const WorkerDetails* details, Millis now) {
+  const std::vector<ExecutionId>& ids = details != nullptr ? details->current : w.current;
   Json current = Json::array();
-  if (details != nullptr) {
-    for (ExecutionId id : details->current) current.push_back(std::to_string(id.value));
-  } else if (w.current.value != 0) {
-    current.push_back(std::to_string(w.current.value));
-  }
-  const Millis last_seen =
+  for (ExecutionId id : ids) current.push_back(std::to_string(id.value));
+  WorkerInfo seen = w;
+  seen.last_heartbeat_at =
       std::max(w.last_heartbeat_at, details != nullptr ? details->last_seen_at : Millis{0});
+  const WorkerState state = LiveState(seen, now);
+  const bool live = state == WorkerState::kIdle || state == WorkerState::kBusy;
+  const int concurrency =
+      w.threads > 0 ? w.threads : (details != nullptr ? details->concurrency : 0);
+  const int busy = live ? w.busy : 0;
   return {
       {"id", w.id.value},
+      {"kind", std::string(ToString(w.kind))},
       {"name", details != nullptr ? StringOrNull(details->name) : Json(nullptr)},
       {"host", StringOrNull(w.hostname)},
       {"pid", w.pid == 0 ? Json(nullptr) : Json(w.pid)},
       {"version", details != nullptr ? StringOrNull(details->version) : Json(nullptr)},
       {"queues", details != nullptr ? Json(details->queues) : Json::array()},
-      {"concurrency",
-       details != nullptr && details->concurrency > 0 ? Json(details->concurrency) : Json(nullptr)},
-      {"state", std::string(ToString(w.state))},
+      {"handlers", details != nullptr ? Json(details->handlers) : Json::array()},
+      {"concurrency", concurrency > 0 ? Json(concurrency) : Json(nullptr)},
+      {"busy", busy},
+      {"idle", concurrency > 0 ? Json(live ? std::max(0, concurrency - busy) : 0) : Json(nullptr)},
+      {"state", std::string(ToString(state))},
       {"started_at", TimeOrNull(w.started_at)},
-      {"last_seen_at", TimeOrNull(last_seen)},
+      {"last_seen_at", TimeOrNull(seen.last_heartbeat_at)},
+      {"stale_after_ms", WorkerStaleAfterMs(w.kind)},
       {"processed", w.processed},
       {"failed", w.failed},
       {"current", std::move(current)},

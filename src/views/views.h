@@ -102,19 +102,27 @@ Json QueueToJson(const QueueView& queue);
 // What an API process learned about a remote worker from the worker protocol
 // beyond the store's row (registration fields, leases in hand).
 struct WorkerDetails {
-  std::string name;                  // empty = not given
-  std::string version;               // empty = not given
-  std::vector<std::string> queues;   // as in its last lease request
-  int concurrency = 0;               // 0 = not given
-  std::vector<ExecutionId> current;  // executions it holds, by id
+  std::string name;                   // empty = not given
+  std::string version;                // empty = not given
+  std::vector<std::string> queues;    // as in its last lease request
+  std::vector<std::string> handlers;  // as in its last lease request; empty = any
+  int concurrency = 0;                // 0 = not given
+  std::vector<ExecutionId> current;   // executions it holds, by id
   Millis last_seen_at = 0;
 };
 
-// {"id", "name", "host", "pid", "version", "queues", "concurrency", "state",
-//  "started_at", "last_seen_at", "processed", "failed", "current": ["42", ...]}
-// Without `details` (a worker of another process or node), name, version and
-// concurrency are null, queues empty and current from the store's row.
-Json WorkerToJson(const WorkerInfo& worker, const WorkerDetails* details);
+// {"id", "kind" ("pool" | "remote"), "name", "host", "pid", "version",
+//  "queues", "handlers", "concurrency", "busy", "idle", "state", "started_at",
+//  "last_seen_at", "stale_after_ms", "processed", "failed",
+//  "current": ["42", ...]}
+// "state" is LiveState at `now`: idle, busy, stopped or stale (no report for
+// stale_after_ms). "concurrency" is a pool's handler threads or a remote
+// worker's declared concurrency (null when unknown); "busy" the executions
+// running now; "idle" concurrency - busy (null when concurrency is unknown,
+// 0 when stopped or stale). Without `details` (a worker of another process
+// or node), name, version are null, queues and handlers empty, and current
+// from the store's row.
+Json WorkerToJson(const WorkerInfo& worker, const WorkerDetails* details, Millis now);
 
 // A lease as the worker protocol hands it out (ids as decimal strings):
 // {"id", "claim_version", "job", "tenant", "queue", "attempt", "payload",

@@ -70,5 +70,42 @@ TEST(ViewsTest, DetailListsEscapedEffectsOnlyWhenCanceled) {
   EXPECT_EQ(ExecutionDetailToJson(d)["escaped_effects"].size(), 1u);
 }
 
+// W5: a pool's state, busy and idle threads as readers see them: live while
+// it reports, stale once it missed its reports, stopped when it said so.
+TEST(ViewsTest, WorkerStateIsComputedAtReadTime) {
+  WorkerInfo pool;
+  pool.id = WorkerId("h:7:pool");
+  pool.kind = WorkerKind::kPool;
+  pool.state = WorkerState::kBusy;
+  pool.threads = 4;
+  pool.busy = 3;
+  pool.current = {ExecutionId(11), ExecutionId(12), ExecutionId(13)};
+  pool.last_heartbeat_at = 100'000;
+  Json live = WorkerToJson(pool, nullptr, 100'500);
+  EXPECT_EQ(live["kind"], "pool");
+  EXPECT_EQ(live["state"], "busy");
+  EXPECT_EQ(live["concurrency"], 4);
+  EXPECT_EQ(live["busy"], 3);
+  EXPECT_EQ(live["idle"], 1);
+  EXPECT_EQ(live["current"], Json::array({"11", "12", "13"}));
+  EXPECT_EQ(live["stale_after_ms"], 5'000);
+  Json stale = WorkerToJson(pool, nullptr, 100'000 + 5'001);
+  EXPECT_EQ(stale["state"], "stale");
+  EXPECT_EQ(stale["busy"], 0);
+  EXPECT_EQ(stale["idle"], 0);
+  pool.state = WorkerState::kStopped;
+  EXPECT_EQ(WorkerToJson(pool, nullptr, 10'000'000)["state"], "stopped");
+
+  WorkerInfo remote;
+  remote.id = WorkerId("h:8");
+  remote.last_heartbeat_at = 100'000;
+  Json r = WorkerToJson(remote, nullptr, 100'000 + 30'000);
+  EXPECT_EQ(r["kind"], "remote");
+  EXPECT_EQ(r["state"], "idle") << "a remote worker heartbeats every 10 s when idle";
+  EXPECT_EQ(r["concurrency"], nullptr);
+  EXPECT_EQ(r["idle"], nullptr);
+  EXPECT_EQ(WorkerToJson(remote, nullptr, 100'000 + 35'001)["state"], "stale");
+}
+
 }  // namespace
 }  // namespace taskengine

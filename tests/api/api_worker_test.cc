@@ -190,6 +190,48 @@ TEST_F(ApiWorkerTest, LeaseTakesAtMostMaxInQueuePriorityOrder) {
   EXPECT_EQ(rest.json()["leases"][0]["id"], std::to_string(ids[2]));
 }
 
+// W4: "handlers" limits the lease to jobs of those handlers; the others
+// stay queued, unleased, for a worker that names their handler (or none).
+TEST_F(ApiWorkerTest, LeaseWithHandlersTakesOnlyJobsOfThoseHandlers) {
+  JobDefinition http = RemoteJob("sink", JobScope::kGlobal, 30'000);
+  http.handler = "http";
+  http.config_json =
+      R"({"url":"https://hooks.example.com/in","allow_hosts":["hooks.example.com"]})";
+  ASSERT_OK(harness_->engine().DefineJob(http));
+  const std::int64_t h = Dispatch("sink");
+  const std::int64_t c = Dispatch("remote");
+  json body = {{"worker_id", "w-cmd"},
+               {"queues", {"remote"}},
+               {"max", 10},
+               {"wait_ms", 0},
+               {"handlers", {"command"}}};
+  ClientResponse r = client_->Post("/api/v1/worker/lease", kWorker, body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(r.json()["leases"].size(), 1u) << r.body;
+  EXPECT_EQ(r.json()["leases"][0]["id"], std::to_string(c));
+  json sink = Detail(json{{"id", std::to_string(h)}});
+  EXPECT_EQ(sink["status"], "queued") << sink.dump();
+  EXPECT_EQ(sink["attempt"], 0) << sink.dump();
+  // A parked poll is not answered with it either.
+  body["wait_ms"] = 300;
+  r = client_->Post("/api/v1/worker/lease", kWorker, body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["leases"], json::array()) << r.body;
+  // The workers list shows what the worker runs.
+  const json workers = client_->Get("/api/v1/workers", kReader).json();
+  json found;
+  for (const json& w : workers["items"]) {
+    if (w["id"] == "w-cmd") found = w;
+  }
+  EXPECT_EQ(found["handlers"], json::array({"command"})) << found.dump();
+  // A worker that names http, or none, gets it.
+  body["handlers"] = {"http"};
+  body["wait_ms"] = 0;
+  r = client_->Post("/api/v1/worker/lease", kWorker, body);
+  ASSERT_EQ(r.json()["leases"].size(), 1u) << r.body;
+  EXPECT_EQ(r.json()["leases"][0]["id"], std::to_string(h));
+}
+
 TEST_F(ApiWorkerTest, BadLeaseRequestsAre400AndClaimNothing) {
   std::int64_t id = Dispatch("remote");
   const json good = {{"worker_id", "w"}, {"queues", {"remote"}}};
@@ -219,6 +261,12 @@ TEST_F(ApiWorkerTest, BadLeaseRequestsAre400AndClaimNothing) {
   bad.push_back(with("worker_id", ""));
   bad.push_back(with("worker_id", "has space"));
   bad.push_back(with("concurrency", 0));
+  bad.push_back(with("handlers", json::array()));
+  bad.push_back(with("handlers", "command"));
+  bad.push_back(with("handlers", {"com mand"}));
+  bad.push_back(with("handlers", {""}));
+  bad.push_back(with("handlers", {std::string(101, 'h')}));
+  bad.push_back(with("handlers", {1}));
   bad.push_back(with("unknown", 1));
   for (const json& b : bad) {
     ClientResponse r = client_->Post("/api/v1/worker/lease", kWorker, b);

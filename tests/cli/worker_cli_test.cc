@@ -305,6 +305,36 @@ TEST_F(WorkerCliTest, LeasesOfAWorkerThatDiedWhileItsPollWasParkedCostNoAttempt)
   }
 }
 
+// W4 (issue 14, bug 3): worker:start runs `command` handlers only and says
+// so when it leases, so an `http` job of the same queue is never leased to it
+// (once, it was leased and failed permanent: quarantined on first contact).
+// It stays queued at attempt 0 while the worker runs the command jobs around it.
+TEST_F(WorkerCliTest, WorkerStartLeavesJobsOfOtherHandlersQueued) {
+  const std::string http_job =
+      "\n[[job]]\nname = \"call-sink\"\nhandler = \"http\"\nqueue = \"remote\"\n"
+      "config = { url = \"https://hooks.example.com/in\", allow_hosts = [\"hooks.example.com\"] "
+      "}\n";
+  ASSERT_NO_FATAL_FAILURE(Setup(RemoteJob(files_) + http_job));
+  std::vector<std::int64_t> ids = DispatchMany(2);
+  const std::int64_t http = DispatchJob(*te_, "call-sink");
+  const std::vector<std::int64_t> more = DispatchMany(2);
+  ids.insert(ids.end(), more.begin(), more.end());
+  ChildProcess worker;
+  ASSERT_NO_FATAL_FAILURE(StartWorker(&worker, "worker:start", {"--concurrency=2"}));
+  std::map<std::int64_t, nlohmann::json> all;
+  ASSERT_TRUE(WaitAllTerminal(*te_, ids, milliseconds(60'000), &all))
+      << DescribeStatuses(all) << "\nworker log:\n"
+      << Log();
+  for (std::int64_t id : ids) EXPECT_EQ(all[id].value("status", ""), "succeeded") << all[id];
+  // A few more polls of the worker pass over it.
+  std::this_thread::sleep_for(milliseconds(1'500));
+  const nlohmann::json j = ShowJson(*te_, http);
+  EXPECT_EQ(j.value("status", ""), "queued") << j.dump();
+  EXPECT_EQ(j["attempt"], 0) << j.dump();
+  EXPECT_EQ(j["claim_version"], 0) << "never leased: " << j.dump();
+  EXPECT_TRUE(j["attempts"].empty()) << j.dump();
+}
+
 TEST_F(WorkerCliTest, BadFlagsAndARefusedTokenExit1) {
   ASSERT_NO_FATAL_FAILURE(Setup(RemoteJob(files_)));
   ProcessResult no_server =
@@ -385,6 +415,83 @@ TEST_F(WorkerCliTest, ManagerRestartsAKilledWorkerAndStopsOnSigterm) {
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << Log("manager.log");
   for (pid_t pid : now) {
     EXPECT_NE(kill(pid, 0), 0) << "worker " << pid << " outlived its manager";
+  }
+}
+
+// W5 (issue 14): worker:manager replaces a worker that stopped heartbeating
+// (here SIGSTOPped), not only one that exited: it kills it -9 after
+// --hang-timeout-ms and starts another; the stopped worker's lease expires,
+// the sweeper recovers it, and the new worker runs the execution once (L, D, A).
+TEST_F(WorkerCliTest, ManagerReplacesAStoppedWorkerAndItsLeaseIsRecovered) {
+  const std::string job =
+      ShellJob("remote",
+               StartLine(files_) + WaitForGo(files_) + RemoteCountableEffect(files_, "notice") +
+                   "echo '{\"result\": {\"ok\": true}}'\n",
+               "queue = \"remote\"\nlease_ms = 3000\ntimeout_ms = 30000\nmax_attempts = 5\n"
+               "backoff_base_ms = 50\nbackoff_cap_ms = 100\n");
+  ASSERT_NO_FATAL_FAILURE(Setup(job));
+  ChildProcess manager;
+  ASSERT_NO_FATAL_FAILURE(
+      StartWorker(&manager, "worker:manager",
+                  {"--workers=1", "--concurrency=1", "--grace-ms=5000", "--hang-timeout-ms=1500"},
+                  "manager.log"));
+  std::vector<pid_t> children;
+  ASSERT_TRUE(WaitUntil(milliseconds(10'000), [&] {
+    children = ChildrenOf(manager.pid());
+    return children.size() == 1;
+  })) << Log("manager.log");
+  const pid_t victim = children[0];
+  const std::int64_t id = DispatchJob(*te_, "remote");
+  ASSERT_TRUE(WaitUntil(milliseconds(20'000), [&] { return !ReadLines(files_.started()).empty(); }))
+      << Log("manager.log");
+  ASSERT_EQ(StatusOf(id), "running");
+
+  const auto stopped_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(victim, SIGSTOP), 0);
+  std::vector<pid_t> now;
+  ASSERT_TRUE(WaitUntil(
+      milliseconds(10'000),
+      [&] {
+        now = ChildrenOf(manager.pid());
+        return now.size() == 1 && now[0] != victim;
+      },
+      milliseconds(20)))
+      << Log("manager.log");
+  const long long replaced_ms = MillisSince(stopped_at);
+  std::cout << "[ measure ] worker:manager replaced a SIGSTOPped worker in " << replaced_ms
+            << " ms (hang timeout 1500 ms)" << std::endl;
+  EXPECT_LT(replaced_ms, 5'000);
+  EXPECT_NE(Log("manager.log").find("sent no heartbeat"), std::string::npos) << Log("manager.log");
+  EXPECT_NE(kill(victim, 0), 0) << "the stopped worker was killed and reaped";
+
+  // The lease lapses, the sweeper requeues it, the new worker runs it.
+  ASSERT_TRUE(WaitUntil(milliseconds(20'000), [&] {
+    return ReadLines(files_.started()).size() >= 2;
+  })) << Log("manager.log");
+  files_.GoAll();
+  std::map<std::int64_t, nlohmann::json> all;
+  ASSERT_TRUE(WaitAllTerminal(*te_, {id}, milliseconds(30'000), &all))
+      << DescribeStatuses(all) << "\n"
+      << Log("manager.log");
+  auto shown = ExpectInvariants(*te_, files_, {id}, {{id, 1}});
+  EXPECT_EQ(shown[id]["status"], "succeeded") << shown[id].dump();
+  EXPECT_EQ(shown[id]["attempt"], 2)
+      << "the stopped worker's attempt expired: " << shown[id].dump();
+
+  manager.Signal(SIGTERM);
+  auto status = manager.Wait(milliseconds(15'000));
+  ASSERT_TRUE(status.has_value()) << Log("manager.log");
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << Log("manager.log");
+}
+
+TEST_F(WorkerCliTest, ManagerRefusesABadHangTimeout) {
+  ASSERT_NO_FATAL_FAILURE(Setup(RemoteJob(files_)));
+  for (const char* bad : {"--hang-timeout-ms=999", "--hang-timeout-ms=-1"}) {
+    ProcessResult r =
+        RunProcess({TASKENGINE_BIN, "worker:manager", "--server=" + url_, "--token=" + token_, bad},
+                   "", milliseconds(10'000));
+    EXPECT_EQ(r.exit_code, 1) << bad << r.Describe();
+    EXPECT_NE(r.err.find("--hang-timeout-ms"), std::string::npos) << r.err;
   }
 }
 

@@ -241,6 +241,7 @@ Result<std::vector<Lease>> Client::LeaseExecutions(const LeaseRequest& request,
   if (request.pid > 0) body["pid"] = request.pid;
   if (request.concurrency > 0) body["concurrency"] = request.concurrency;
   if (request.confirm_start) body["confirm_start"] = true;
+  if (!request.handlers.empty()) body["handlers"] = request.handlers;
   auto timeout = options_.timeout + std::chrono::milliseconds(request.wait_ms);
   auto doc = Call("POST", "/api/v1/worker/lease", body, {}, timeout, abort);
   if (!doc.ok()) return doc.status();

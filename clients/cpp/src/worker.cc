@@ -164,6 +164,7 @@ Status Worker::Run() {
     request.version = options_.version;
     request.concurrency = options_.concurrency;
     request.confirm_start = true;
+    request.handlers = options_.handlers;
     auto leases = client_->LeaseExecutions(request, &abort_poll_);
     if (!leases.ok()) {
       if (stopping_) break;

@@ -589,6 +589,16 @@ ALTER TABLE executions ADD COLUMN handler_started INTEGER NOT NULL DEFAULT 1;
     R"sql(
 ALTER TABLE job_definitions ADD COLUMN seed_digest TEXT NOT NULL DEFAULT '';
 )sql",
+    // Version 9: W5, what a worker row tells (issue 14): its kind (0 remote,
+    // 1 in-process pool), handler threads, executions running now and their
+    // ids (a comma-separated list, at most kMaxWorkerCurrent). Rows of older
+    // binaries are remote workers with current_execution as their one id.
+    R"sql(
+ALTER TABLE workers ADD COLUMN kind INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE workers ADD COLUMN threads INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE workers ADD COLUMN busy INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE workers ADD COLUMN current_executions TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

@@ -83,6 +83,15 @@ constexpr const char* kClaimDue =
     ", job, payload, COALESCE(idempotency_key, '')"
     " FROM executions WHERE queue = $1 AND status = 0 AND lane_parked = 0 AND run_at <= $2"
     " ORDER BY run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED";
+// kClaimDue for a claimer that names the handlers it can run ($4: a
+// HandlerFilter list): executions of other handlers are skipped.
+constexpr const char* kClaimDueForHandlers =
+    "SELECT " TE_PG_STATE_COLUMNS
+    ", job, payload, COALESCE(idempotency_key, '')"
+    " FROM executions WHERE queue = $1 AND status = 0 AND lane_parked = 0 AND run_at <= $2"
+    " AND job IN (SELECT name FROM job_definitions"
+    " WHERE strpos($4, chr(31) || handler || chr(31)) > 0)"
+    " ORDER BY run_at, id LIMIT $3 FOR UPDATE OF executions SKIP LOCKED";
 // One UPDATE for the whole batch: parallel arrays (id, status, attempt, claim
 // version, lease expiry).
 constexpr const char* kClaimUpdate =
@@ -355,12 +364,14 @@ constexpr const char* kDeleteSession = "DELETE FROM sessions WHERE id_hash = $1"
 // Workers (W5).
 constexpr const char* kReportWorker =
     "INSERT INTO workers (id, hostname, pid, state, current_execution, processed, failed,"
-    " started_at, last_heartbeat_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+    " started_at, last_heartbeat_at, kind, threads, busy, current_executions)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
     " ON CONFLICT (id) DO UPDATE SET hostname = $2, pid = $3, state = $4, current_execution = $5,"
-    " processed = $6, failed = $7, started_at = $8, last_heartbeat_at = $9";
+    " processed = $6, failed = $7, started_at = $8, last_heartbeat_at = $9, kind = $10,"
+    " threads = $11, busy = $12, current_executions = $13";
 constexpr const char* kListWorkers =
-    "SELECT id, hostname, pid, state, current_execution, processed, failed, started_at,"
-    " last_heartbeat_at FROM workers WHERE ($1::bigint = 0 OR last_heartbeat_at >= $2) ORDER BY id";
+    "SELECT " TE_WORKER_COLUMNS
+    " FROM workers WHERE ($1::bigint = 0 OR last_heartbeat_at >= $2) ORDER BY id";
 // Counters (P8).
 // A transaction's counter changes in one statement, into the stripe of its
 // connection (migration 5): concurrent writers on other connections do not
@@ -629,11 +640,17 @@ class PostgresStore final : public ActionStore {
   Result<std::vector<Lease>> Claim(const ClaimRequest& request) override {
     return Write<std::vector<Lease>>([&](Tx& tx) -> Result<std::vector<Lease>> {
       const Millis now = clock_->NowMillis();
+      std::string handler_filter;
+      if (request.handlers) {
+        TE_ASSIGN_OR_RETURN(handler_filter, HandlerFilter(*request.handlers));
+      }
       std::vector<Lease> out;
       for (const QueueSlot& slot : request.slots) {
         if (slot.max <= 0) continue;
+        Params due = Params().Add(slot.queue).Add(now).Add(slot.max);
+        if (request.handlers) due.Add(handler_filter);
         TE_ASSIGN_OR_RETURN(PgResult s,
-                            tx.Q(kClaimDue, Params().Add(slot.queue).Add(now).Add(slot.max)));
+                            tx.Q(request.handlers ? kClaimDueForHandlers : kClaimDue, due));
         std::vector<std::int64_t> ids, statuses, attempts, versions, expiries;
         for (int i = 0; i < s.rows(); ++i) {
           const ClaimRow claim = ReadClaimRow(PgRow(s, i));
@@ -1065,8 +1082,13 @@ class PostgresStore final : public ActionStore {
              const Millis now = clock_->NowMillis();
              Params p;
              p.Add(w.id.value).Add(w.hostname).Add(static_cast<std::int64_t>(w.pid));
-             p.Add(static_cast<int>(w.state)).Add(w.current.value).Add(w.processed).Add(w.failed);
+             p.Add(static_cast<int>(w.state))
+                 .Add(w.current.empty() ? std::int64_t{0} : w.current.front().value)
+                 .Add(w.processed)
+                 .Add(w.failed);
              p.Add(w.started_at > 0 ? w.started_at : now).Add(now);
+             p.Add(static_cast<int>(w.kind)).Add(w.threads).Add(w.busy);
+             p.Add(FormatIdList(w.current, kMaxWorkerCurrent));
              TE_RETURN_IF_ERROR(tx.Q(kReportWorker, p).status());
              return true;
            })

@@ -70,6 +70,16 @@ constexpr const char* kClaimDue =
     " FROM executions INDEXED BY executions_due"
     " WHERE queue = ?1 AND status = 0 AND lane_parked = 0 AND run_at <= ?2"
     " ORDER BY run_at, id LIMIT ?3";
+// kClaimDue for a claimer that names the handlers it can run (?4: a
+// HandlerFilter list): executions of other handlers are skipped.
+constexpr const char* kClaimDueForHandlers =
+    "SELECT " TE_STATE_COLUMNS
+    ", job, payload, COALESCE(idempotency_key, '')"
+    " FROM executions INDEXED BY executions_due"
+    " WHERE queue = ?1 AND status = 0 AND lane_parked = 0 AND run_at <= ?2"
+    " AND job IN (SELECT name FROM job_definitions"
+    " WHERE instr(?4, char(31) || handler || char(31)) > 0)"
+    " ORDER BY run_at, id LIMIT ?3";
 constexpr const char* kClaimUpdate =
     "UPDATE executions SET status = ?2, attempt = ?3, claim_version = ?4,"
     " worker = ?5, started_at = ?6, lease_expires_at = ?7, finished_at = 0,"
@@ -274,12 +284,14 @@ constexpr const char* kDeleteSession = "DELETE FROM sessions WHERE id_hash = ?1"
 // Workers (W5).
 constexpr const char* kReportWorker =
     "INSERT INTO workers (id, hostname, pid, state, current_execution, processed, failed,"
-    " started_at, last_heartbeat_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+    " started_at, last_heartbeat_at, kind, threads, busy, current_executions)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
     " ON CONFLICT(id) DO UPDATE SET hostname = ?2, pid = ?3, state = ?4, current_execution = ?5,"
-    " processed = ?6, failed = ?7, started_at = ?8, last_heartbeat_at = ?9";
+    " processed = ?6, failed = ?7, started_at = ?8, last_heartbeat_at = ?9, kind = ?10,"
+    " threads = ?11, busy = ?12, current_executions = ?13";
 constexpr const char* kListWorkers =
-    "SELECT id, hostname, pid, state, current_execution, processed, failed, started_at,"
-    " last_heartbeat_at FROM workers WHERE (?1 = 0 OR last_heartbeat_at >= ?2) ORDER BY id";
+    "SELECT " TE_WORKER_COLUMNS
+    " FROM workers WHERE (?1 = 0 OR last_heartbeat_at >= ?2) ORDER BY id";
 // Counters (P8).
 constexpr const char* kAddStatusCount =
     "INSERT INTO status_counts (queue, status, count) VALUES (?1, ?2, ?3)"
@@ -523,14 +535,20 @@ class SqliteStore final : public ActionStore {
     return Write<std::vector<Lease>>(
         [&](Connection& c) -> Result<std::vector<Lease>> {
           const Millis now = clock_->NowMillis();
+          std::string handler_filter;
+          if (request.handlers) {
+            TE_ASSIGN_OR_RETURN(handler_filter, HandlerFilter(*request.handlers));
+          }
           std::vector<Lease> out;
           std::vector<ClaimRow> due;
           for (const QueueSlot& slot : request.slots) {
             if (slot.max <= 0) continue;
             due.clear();
             {
-              TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kClaimDue));
+              TE_ASSIGN_OR_RETURN(Stmt s,
+                                  c.Prepare(request.handlers ? kClaimDueForHandlers : kClaimDue));
               s.Bind(1, slot.queue).Bind(2, now).Bind(3, slot.max);
+              if (request.handlers) s.Bind(4, handler_filter);
               while (true) {
                 TE_ASSIGN_OR_RETURN(bool row, s.Step());
                 if (!row) break;
@@ -1014,8 +1032,12 @@ class SqliteStore final : public ActionStore {
                      .Bind(2, w.hostname)
                      .Bind(3, w.pid)
                      .Bind(4, static_cast<int>(w.state));
-                 s.Bind(5, w.current.value).Bind(6, w.processed).Bind(7, w.failed);
+                 s.Bind(5, w.current.empty() ? 0 : w.current.front().value)
+                     .Bind(6, w.processed)
+                     .Bind(7, w.failed);
                  s.Bind(8, w.started_at > 0 ? w.started_at : now).Bind(9, now);
+                 s.Bind(10, static_cast<int>(w.kind)).Bind(11, w.threads).Bind(12, w.busy);
+                 s.Bind(13, FormatIdList(w.current, kMaxWorkerCurrent));
                  TE_RETURN_IF_ERROR(s.Run());
                  return true;
                },

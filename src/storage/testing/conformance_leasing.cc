@@ -76,6 +76,78 @@ TEST_P(StoreConformance, L1_NothingDueClaimsNothing) {
   EXPECT_EQ(All().at(0).status, ExecutionStatus::kQueued);
 }
 
+// W4: a claimer that names the handlers it can run gets only executions of
+// jobs with one of those handlers; the others stay queued, untouched (attempt
+// 0, claim version unchanged), in their place for a claimer that can run them.
+TEST_P(StoreConformance, W4_ClaimWithHandlersTakesOnlyThoseHandlersJobs) {
+  JobDefinition http = MakeJob("call-sink");
+  http.handler = "http";
+  DefineJob(http);
+  JobDefinition command = MakeJob("script");
+  command.handler = "command";
+  DefineJob(command);
+  const ExecutionId h1 = AdmitOne(MakeRequest("call-sink", 1));
+  const ExecutionId c1 = AdmitOne(MakeRequest("script", 2));
+  const ExecutionId h2 = AdmitOne(MakeRequest("call-sink", 3));
+  const ExecutionId c2 = AdmitOne(MakeRequest("script", 4));
+  const Execution h1_before = Get(h1);
+  const Execution h2_before = Get(h2);
+
+  ClaimRequest request;
+  request.worker = WorkerId("remote-1");
+  request.slots.push_back(QueueSlot{"default", 10});
+  request.handlers = std::vector<std::string>{"command"};
+  ASSERT_OK_AND_ASSIGN(std::vector<Lease> leases, store().Claim(request));
+  ASSERT_EQ(leases.size(), 2u);
+  EXPECT_EQ(leases[0].id, c1);
+  EXPECT_EQ(leases[1].id, c2);
+  EXPECT_EQ(Describe(Get(h1)), Describe(h1_before)) << "an http job is left as it was";
+  EXPECT_EQ(Describe(Get(h2)), Describe(h2_before));
+  EXPECT_EQ(Get(h1).attempt, 0);
+
+  ASSERT_OK_AND_ASSIGN(leases, store().Claim(request));
+  EXPECT_TRUE(leases.empty()) << "nothing of its handlers is left";
+
+  // An empty list runs nothing; several names run each.
+  request.handlers = std::vector<std::string>{};
+  ASSERT_OK_AND_ASSIGN(leases, store().Claim(request));
+  EXPECT_TRUE(leases.empty());
+  request.handlers = std::vector<std::string>{"command", "http"};
+  request.slots[0].max = 1;
+  ASSERT_OK_AND_ASSIGN(leases, store().Claim(request));
+  ASSERT_EQ(leases.size(), 1u);
+  EXPECT_EQ(leases[0].id, h1) << "oldest first among the allowed handlers";
+
+  // No list: any handler (the behaviour for claimers that do not say).
+  ClaimRequest any;
+  any.worker = WorkerId("pool");
+  any.slots.push_back(QueueSlot{"default", 10});
+  ASSERT_OK_AND_ASSIGN(leases, store().Claim(any));
+  ASSERT_EQ(leases.size(), 1u);
+  EXPECT_EQ(leases[0].id, h2);
+}
+
+TEST_P(StoreConformance, W4_ClaimWithHandlersMatchesWholeNamesOnly) {
+  JobDefinition job = MakeJob("script");
+  job.handler = "command";
+  DefineJob(job);
+  AdmitOne(MakeRequest("script", 1));
+  ClaimRequest request;
+  request.worker = WorkerId("remote-1");
+  request.slots.push_back(QueueSlot{"default", 10});
+  for (const std::vector<std::string>& names :
+       std::vector<std::vector<std::string>>{{"comm"}, {"command2"}, {"ommand"}, {"Command"}}) {
+    request.handlers = names;
+    ASSERT_OK_AND_ASSIGN(std::vector<Lease> leases, store().Claim(request));
+    EXPECT_TRUE(leases.empty()) << names[0];
+  }
+  request.handlers = std::vector<std::string>{"bad\nname"};
+  EXPECT_EQ(store().Claim(request).status().code(), ErrorCode::kInvalidArgument);
+  request.handlers = std::vector<std::string>{""};
+  EXPECT_EQ(store().Claim(request).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(All().at(0).status, ExecutionStatus::kQueued);
+}
+
 TEST_P(StoreConformance, L1_FutureRunAtIsNotClaimedBeforeItIsDue) {
   DefineJob("report");
   AdmitRequest r = MakeRequest("report", 1);

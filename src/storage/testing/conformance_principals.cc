@@ -117,7 +117,7 @@ TEST_P(StoreConformance, W5_WorkersReportAndList) {
   w.hostname = "host-a";
   w.pid = 42;
   w.state = WorkerState::kBusy;
-  w.current = ExecutionId(7);
+  w.current = {ExecutionId(7)};
   w.processed = 3;
   w.failed = 1;
   ASSERT_OK(store().ReportWorker(w));
@@ -125,7 +125,8 @@ TEST_P(StoreConformance, W5_WorkersReportAndList) {
   ASSERT_EQ(workers.size(), 1u);
   EXPECT_EQ(workers[0].hostname, "host-a");
   EXPECT_EQ(workers[0].state, WorkerState::kBusy);
-  EXPECT_EQ(workers[0].current, ExecutionId(7));
+  EXPECT_EQ(workers[0].current, std::vector<ExecutionId>{ExecutionId(7)});
+  EXPECT_EQ(workers[0].kind, WorkerKind::kRemote);
   EXPECT_EQ(workers[0].processed, 3);
   EXPECT_EQ(workers[0].started_at, Now());
   EXPECT_EQ(workers[0].last_heartbeat_at, Now());
@@ -139,6 +140,56 @@ TEST_P(StoreConformance, W5_WorkersReportAndList) {
   EXPECT_EQ(workers[0].state, WorkerState::kStopped);
   WorkerInfo bad;
   EXPECT_EQ(store().ReportWorker(bad).code(), ErrorCode::kInvalidArgument);
+}
+
+// Issue 14: an in-process pool's row keeps its kind, threads, busy count and
+// executions in hand (the first kMaxWorkerCurrent); a later report replaces
+// them. Stale is never stored; LiveState shows it from last_heartbeat_at.
+TEST_P(StoreConformance, W5_PoolRowKeepsKindThreadsBusyAndExecutions) {
+  WorkerInfo w;
+  w.id = WorkerId("host-a:42:pool");
+  w.kind = WorkerKind::kPool;
+  w.hostname = "host-a";
+  w.pid = 42;
+  w.state = WorkerState::kBusy;
+  w.threads = 8;
+  for (std::int64_t i = 1; i <= 150; ++i) w.current.push_back(ExecutionId(i * 1'000'000'007LL));
+  w.busy = 150;
+  w.processed = 10;
+  w.failed = 2;
+  w.started_at = Now() - 5'000;
+  ASSERT_OK(store().ReportWorker(w));
+  ASSERT_OK_AND_ASSIGN(auto workers, store().ListWorkers(0));
+  ASSERT_EQ(workers.size(), 1u);
+  const WorkerInfo& got = workers[0];
+  EXPECT_EQ(got.kind, WorkerKind::kPool);
+  EXPECT_EQ(got.threads, 8);
+  EXPECT_EQ(got.busy, 150);
+  ASSERT_EQ(got.current.size(), kMaxWorkerCurrent);
+  EXPECT_EQ(got.current.front(), ExecutionId(1'000'000'007LL));
+  EXPECT_EQ(got.current.back(), ExecutionId(100 * 1'000'000'007LL));
+  EXPECT_EQ(got.started_at, Now() - 5'000);
+  EXPECT_EQ(LiveState(got, Now()), WorkerState::kBusy);
+  EXPECT_EQ(LiveState(got, Now() + WorkerStaleAfterMs(WorkerKind::kPool) + 1), WorkerState::kStale);
+
+  w.state = WorkerState::kStopped;
+  w.current.clear();
+  w.busy = 0;
+  ASSERT_OK(store().ReportWorker(w));
+  ASSERT_OK_AND_ASSIGN(workers, store().ListWorkers(0));
+  ASSERT_EQ(workers.size(), 1u);
+  EXPECT_EQ(workers[0].state, WorkerState::kStopped);
+  EXPECT_TRUE(workers[0].current.empty());
+  EXPECT_EQ(workers[0].busy, 0);
+  EXPECT_EQ(LiveState(workers[0], Now() + 3'600'000), WorkerState::kStopped)
+      << "a stopped worker stays stopped, never stale";
+
+  WorkerInfo stale = w;
+  stale.state = WorkerState::kStale;
+  EXPECT_EQ(store().ReportWorker(stale).code(), ErrorCode::kInvalidArgument);
+  WorkerInfo negative = w;
+  negative.threads = -1;
+  EXPECT_EQ(store().ReportWorker(negative).code(), ErrorCode::kInvalidArgument);
 }
 
 }  // namespace taskengine

@@ -102,6 +102,9 @@ struct LeaseRequest {
   // so (HeartbeatItem::started): leases this worker never received expire
   // as free requeues on the server.
   bool confirm_start = false;
+  // W4: the handlers this worker can run; the server leases only executions
+  // whose job's handler is one of them. Empty = not sent: any handler.
+  std::vector<std::string> handlers{};
 };
 
 // One leased execution, as the server handed it out. Immutable.

@@ -133,6 +133,11 @@ using WorkerHandler = std::function<Outcome(LeaseContext&)>;
 struct WorkerOptions {
   // Queues in priority order (1..32). Default: {"default"}.
   std::vector<std::string> queues{"default"};
+  // The handler names this worker runs (1..64, e.g. {"command"}): the server
+  // leases only executions whose job's handler is one of them, and leaves the
+  // others queued for a worker that can run them. Empty = any handler (the
+  // handler function then receives every job of its queues). Default: empty.
+  std::vector<std::string> handlers;
   // Handler threads, and the most leases held at once. Default: 4.
   int concurrency = 4;
   // Unique per process. Default: "<hostname>:<pid>".
