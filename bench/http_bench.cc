@@ -8,7 +8,10 @@
 // P4  remote worker protocol: workers lease batches of up to 100 over HTTP
 //     and complete every execution, with the batch finish route and with one
 //     complete call per execution.
-// P8  GET /api/v1/stats latency with many executions stored vs few.
+// P8  GET /api/v1/stats latency with many executions stored vs few: half
+//     global, half spread over 100 tenants (the per-tenant breakdown), for a
+//     global reader and for a reader bound to one tenant; and the execution
+//     search's first page with its total (offset=0) by status.
 //
 // Server and clients share the process and the machine's cores; each figure
 // says how many threads each side used.
@@ -41,6 +44,8 @@ namespace {
 constexpr const char* kDispatchToken = "bench-dispatch";
 constexpr const char* kWorkerToken = "bench-worker";
 constexpr const char* kReadToken = "bench-read";
+constexpr const char* kTenantReadToken = "bench-tenant-read";
+constexpr int kBenchTenants = 100;
 
 struct Args {
   std::string which = "all";
@@ -89,11 +94,13 @@ class Server {
     auto e = te::Engine::Open(o);
     if (!e.ok()) Check(e.status(), "open");
     engine_ = std::move(e).value();
-    for (const char* job : {"parked", "remote"}) {
+    for (const char* job : {"parked", "remote", "parked-tenant"}) {
       te::JobDefinition j;
       j.name = te::JobName(job);
       j.handler = "noop";
-      j.queue = job;
+      j.queue = std::string(job) == "parked-tenant" ? "parked" : job;
+      j.scope =
+          std::string(job) == "parked-tenant" ? te::JobScope::kPerTenant : te::JobScope::kGlobal;
       j.lease_ms = 60'000;
       Check(engine_->DefineJob(j), "define");
     }
@@ -109,6 +116,8 @@ class Server {
     auth_.Add(kWorkerToken,
               te::api::Principal::Make("bench-worker", {te::api::Scope::kWorker}, true));
     auth_.Add(kReadToken, te::api::Principal::Make("bench-reader", {te::api::Scope::kRead}, true));
+    auth_.Add(kTenantReadToken, te::api::Principal::Make("bench-tenant-reader",
+                                                         {te::api::Scope::kRead}, false, {"t000"}));
     api_ = std::make_unique<te::api::Api>(engine_.get(), &auth_, te::api::ApiOptions{});
     http_ = std::make_unique<te::api::HttpServer>(te::api::HttpServerOptions{}, api_->handler());
     Check(http_->Start(), "http start");
@@ -124,14 +133,20 @@ class Server {
   int port() const { return http_->port(); }
   te::Engine& engine() { return *engine_; }
 
-  // Admits `n` executions of `job` in batches of 1,000 (not timed).
-  void Fill(const std::string& job, long n) {
+  // Admits `n` executions of `job` in batches of 1,000 (not timed); with
+  // `tenants` > 0, of `job` for each of that many tenants (t000, t001, ...) in turn.
+  void Fill(const std::string& job, long n, int tenants = 0) {
     std::vector<te::DispatchRequest> batch;
     for (long i = 0; i < n;) {
       batch.clear();
       for (int k = 0; k < 1000 && i < n; ++k, ++i) {
         te::DispatchRequest r;
         r.job = te::JobName(job);
+        if (tenants > 0) {
+          char id[8];
+          std::snprintf(id, sizeof id, "t%03d", static_cast<int>(i % tenants));
+          r.tenant = te::TenantId(id);
+        }
         r.payload_json = "{\"i\":" + std::to_string(i) + "}";
         batch.push_back(std::move(r));
       }
@@ -260,13 +275,14 @@ void RunP4(const Args& args) {
   }
 }
 
-// Latencies of `samples` GET /api/v1/stats, in milliseconds.
-std::vector<double> StatsLatencies(int port, int samples) {
+// Latencies of `samples` GET `target` with `token`, in milliseconds.
+std::vector<double> StatsLatencies(int port, int samples, const char* target = "/api/v1/stats",
+                                   const char* token = kReadToken) {
   te::bench::BlockingConnection conn(port);
   std::vector<double> ms;
   for (int i = 0; i < samples; ++i) {
     auto t0 = SteadyClock::now();
-    te::bench::HttpReply r = conn.Request("GET", "/api/v1/stats", kReadToken);
+    te::bench::HttpReply r = conn.Request("GET", target, token);
     ms.push_back(std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count());
     if (r.status != 200) {
       std::fprintf(stderr, "stats: %d %s\n", r.status, r.body.c_str());
@@ -280,19 +296,32 @@ void RunP8(const Args& args) {
   const int kSamples = 1000;
   std::vector<double> small;
   std::vector<double> large;
+  std::vector<double> tenant;
+  std::vector<double> search;
   {
     Server server(args, "p8-small");
-    server.Fill("parked", 1000);
+    server.Fill("parked", 500);
+    server.Fill("parked-tenant", 500, kBenchTenants);
     small = StatsLatencies(server.port(), kSamples);
   }
   {
     Server server(args, "p8-large");
     auto t0 = SteadyClock::now();
-    server.Fill("parked", args.executions);
-    std::printf("  P8: stored %ld executions in %.1f s\n", args.executions,
-                std::chrono::duration<double>(SteadyClock::now() - t0).count());
+    server.Fill("parked", args.executions / 2);
+    server.Fill("parked-tenant", args.executions - args.executions / 2, kBenchTenants);
+    std::printf("  P8: stored %ld executions (half over %d tenants) in %.1f s\n", args.executions,
+                kBenchTenants, std::chrono::duration<double>(SteadyClock::now() - t0).count());
     large = StatsLatencies(server.port(), kSamples);
+    tenant = StatsLatencies(server.port(), kSamples, "/api/v1/stats", kTenantReadToken);
+    search = StatsLatencies(server.port(), 100, "/api/v1/executions?status=queued&offset=0",
+                            kTenantReadToken);
   }
+  std::printf(
+      "P8 GET /api/v1/stats for a reader bound to one tenant, with %ld executions: p50 %.3f ms, "
+      "p99 %.3f ms; GET /api/v1/executions?status=queued&offset=0 (page and exact total) for it: "
+      "p50 %.3f ms, p99 %.3f ms\n",
+      args.executions, Percentile(tenant, 0.5), Percentile(tenant, 0.99), Percentile(search, 0.5),
+      Percentile(search, 0.99));
   std::printf(
       "P8 GET /api/v1/stats, %d samples over one keep-alive connection: with %ld "
       "executions p50 %.3f ms, p99 %.3f ms (target p99 < 50 ms); with 1,000 executions "

@@ -12,6 +12,7 @@
 #include "server/server.h"
 #include "server/time_format.h"
 #include "storage/store.h"
+#include "views/execution_search.h"
 #include "views/views.h"
 
 namespace taskengine::cli {
@@ -28,30 +29,22 @@ std::string DurationText(const Execution& e) {
   return FormatDuration(e.DurationMillis());
 }
 
+// The search flags: each is the API's parameter of the same name
+// (views/execution_search.h), spelled --queued-from for queued_from.
 struct ListFlags {
-  std::string job;
-  std::string tenant;
-  std::string status;
+  SearchParams params;
   int limit = 50;
   std::int64_t before = 0;
 };
 
 int RunList(const GlobalFlags& flags, const ListFlags& f) {
   if (f.before < 0) return Fail(InvalidArgument("--before must be a positive execution id"));
-  ExecutionFilter filter;
-  if (!f.job.empty()) filter.job = JobName(f.job);
-  if (!f.tenant.empty()) filter.tenant = TenantId(f.tenant);
-  if (!f.status.empty()) {
-    auto status = ParseExecutionStatus(f.status);
-    if (!status) {
-      std::string names;
-      for (int i = 0; i < kExecutionStatusCount; ++i) {
-        names += (i ? ", " : "") + std::string(ToString(static_cast<ExecutionStatus>(i)));
-      }
-      return Fail(InvalidArgument("unknown status '" + f.status + "' (one of " + names + ")"));
-    }
-    filter.status = *status;
+  if (f.before > 0 && f.params.count("offset") > 0) {
+    return Fail(InvalidArgument("--offset: give either --before or --offset"));
   }
+  auto parsed = ParseExecutionSearch(f.params, "--");
+  if (!parsed.ok()) return Fail(parsed.status());
+  ExecutionFilter filter = std::move(parsed).value();
   filter.limit = f.limit;
   filter.before = ExecutionId(f.before);
 
@@ -61,11 +54,12 @@ int RunList(const GlobalFlags& flags, const ListFlags& f) {
   if (!page.ok()) return Fail(page.status());
 
   if (flags.json) {
-    nlohmann::ordered_json items = nlohmann::ordered_json::array();
-    for (const Execution& e : page->items)
-      items.push_back(ExecutionToJson(e, /*with_payload=*/false));
-    PrintJson(PageToJson(std::move(items), page->next_before.value));
+    PrintJson(SearchPageToJson(*page, filter));
     return kExitOk;
+  }
+  if (filter.with_total) {
+    std::cout << "total: " << (page->total_is_lower_bound ? "at least " : "") << page->total
+              << std::endl;
   }
   if (page->items.empty()) {
     std::cout << "no executions" << std::endl;
@@ -339,11 +333,24 @@ void AddExecutionVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb
   auto lf = std::make_shared<ListFlags>();
   CLI::App* list = AddVerb(app, "execution:list",
                            "List executions, newest first; prints the cursor of the next page.");
-  list->add_option("--job", lf->job, "Only this job");
-  list->add_option("--tenant", lf->tenant, "Only this tenant");
-  list->add_option("--status", lf->status,
-                   "Only this status: queued, running, succeeded, failed, quarantined, canceled, "
-                   "partially_canceled");
+  // A search flag: stored under the API's parameter name when given.
+  auto search = [&](const char* flag, const char* name, const char* help) {
+    list->add_option_function<std::string>(
+        flag, [lf, name](const std::string& v) { lf->params[name] = v; }, help);
+  };
+  search("--job", "job", "Only this job");
+  search("--tenant", "tenant", "Only this tenant");
+  search("--status", "status",
+         "Only these statuses, comma-separated: queued, running, succeeded, failed, quarantined, "
+         "canceled, partially_canceled");
+  search("--trigger", "trigger",
+         "Only these triggers, comma-separated: scheduled, manual, api, retry, replay");
+  search("--queued-from", "queued_from", "Only executions queued at or after this RFC 3339 time");
+  search("--queued-to", "queued_to", "Only executions queued before this RFC 3339 time");
+  search("--ended-from", "ended_from", "Only executions that ended at or after this RFC 3339 time");
+  search("--ended-to", "ended_to", "Only executions that ended before this RFC 3339 time");
+  search("--offset", "offset",
+         "Skip this many matches (0..10000; page-number paging) and print the total");
   list->add_option("--limit", lf->limit, "Rows per page (1..1000)")
       ->check(CLI::Range(1, 1000))
       ->default_str("50");

@@ -41,6 +41,14 @@ HttpResponse NeedsAllTenants(std::string_view what) {
                        std::string(what) + " needs a principal with access to every tenant");
 }
 
+TenantScope ScopeOf(const Principal& principal) {
+  TenantScope scope;
+  if (principal.all_tenants) return scope;
+  scope.tenants.emplace();
+  for (const std::string& t : principal.tenants) scope.tenants->push_back(TenantId(t));
+  return scope;
+}
+
 Status ExecutionNotFound(std::string_view id_text) {
   std::string shown(id_text.substr(0, 40));
   return NotFound("execution " + shown + " not found");

@@ -51,6 +51,10 @@ const Principal& PrincipalOf(const RouteRequest& request);
 // 403 for a principal without global tenant access, naming `what` needs it.
 HttpResponse NeedsAllTenants(std::string_view what);
 
+// The tenants whose data the principal may read (X2): every tenant and the
+// global jobs, or exactly its granted tenants.
+TenantScope ScopeOf(const Principal& principal);
+
 // The execution `{id}` as the principal may see it: kInvalidArgument for a
 // malformed id; kNotFound with the same message for a missing execution and
 // for another tenant's (X2).

@@ -3,104 +3,48 @@
 
 #include "api/routes.h"
 #include "core/time_text.h"
+#include "views/execution_search.h"
 
 namespace taskengine::api {
 namespace {
 
 constexpr std::size_t kMaxReason = 1000;
-constexpr int kDefaultPageSize = 50;
-constexpr int kMaxPageSize = 1000;
 
-// GET /api/v1/executions?job=&tenant=&status=&queued_from=&queued_to=&limit=&cursor=
+// The parameters of the execution search (views/execution_search.h).
+constexpr std::string_view kSearchParams[] = {"job",         "tenant",    "status",     "trigger",
+                                              "queued_from", "queued_to", "ended_from", "ended_to",
+                                              "limit",       "cursor",    "offset"};
+
+// GET /api/v1/executions?job=&tenant=&status=a,b&trigger=a,b&queued_from=&queued_to=
+//                       &ended_from=&ended_to=&limit=&cursor=&offset=
 // -> {"items": [Execution without payload...], "next_cursor": "..." | null}
-// Newest first. A principal bound to tenants sees only theirs: without a
-// tenant filter, the pages of its tenants are merged.
+//    and with offset: "total", "total_is_lower_bound", "offset", "limit".
+// Newest first. A principal bound to tenants sees only theirs (403 for a
+// tenant filter it is not granted).
 HttpResponse ListExecutions(ApiContext& ctx, const RouteRequest& req) {
   const Principal& principal = PrincipalOf(req);
   auto query = QueryParams::Parse(req.http.query);
   if (!query.ok()) return StatusResponse(query.status());
-  if (Status s = query->RejectUnknown(
-          {"job", "tenant", "status", "queued_from", "queued_to", "limit", "cursor"});
+  if (Status s =
+          query->RejectUnknown({"job", "tenant", "status", "trigger", "queued_from", "queued_to",
+                                "ended_from", "ended_to", "limit", "cursor", "offset"});
       !s.ok()) {
     return StatusResponse(s);
   }
-  ExecutionFilter filter;
-  filter.limit = kDefaultPageSize;
-  if (const std::string* job = query->Get("job")) {
-    if (!IsValidJobName(*job)) return StatusResponse(InvalidArgument("job: invalid job name"));
-    filter.job = JobName(*job);
+  SearchParams params;
+  for (std::string_view name : kSearchParams) {
+    if (const std::string* v = query->Get(name)) params.emplace(std::string(name), *v);
   }
-  std::optional<TenantId> tenant;
-  if (const std::string* t = query->Get("tenant")) {
-    if (!IsValidTenantId(*t)) {
-      return StatusResponse(InvalidArgument("tenant: must match [a-z0-9][a-z0-9_-]{0,49}"));
-    }
-    tenant = TenantId(*t);
+  auto filter = ParseExecutionSearch(params);
+  if (!filter.ok()) return StatusResponse(filter.status());
+  if (filter->tenant && !principal.MayAccessTenant(*filter->tenant)) {
+    return ErrorResponse(403, "forbidden",
+                         "tenant '" + filter->tenant->value + "' is not granted to you");
   }
-  if (const std::string* status = query->Get("status")) {
-    auto parsed = ParseExecutionStatus(*status);
-    if (!parsed) {
-      return StatusResponse(InvalidArgument(
-          "status: must be one of queued, running, succeeded, failed, quarantined, canceled, "
-          "partially_canceled"));
-    }
-    filter.status = *parsed;
-  }
-  if (const std::string* from = query->Get("queued_from")) {
-    auto t = ParseTime(*from, "queued_from");
-    if (!t.ok()) return StatusResponse(t.status());
-    filter.queued_from = *t;
-  }
-  if (const std::string* to = query->Get("queued_to")) {
-    auto t = ParseTime(*to, "queued_to");
-    if (!t.ok()) return StatusResponse(t.status());
-    filter.queued_to = *t;
-  }
-  if (const std::string* limit = query->Get("limit")) {
-    auto n = ParseInteger(*limit, 1, kMaxPageSize, "limit");
-    if (!n.ok()) return StatusResponse(n.status());
-    filter.limit = static_cast<int>(*n);
-  }
-  if (const std::string* cursor = query->Get("cursor")) {
-    auto n = ParseInteger(*cursor, 1, std::numeric_limits<std::int64_t>::max(), "cursor");
-    if (!n.ok()) return StatusResponse(InvalidArgument("cursor: not a cursor of this API"));
-    filter.before = ExecutionId(*n);
-  }
-
-  std::vector<std::optional<TenantId>> scopes;
-  if (tenant) {
-    if (!principal.MayAccessTenant(*tenant)) {
-      return ErrorResponse(403, "forbidden",
-                           "tenant '" + tenant->value + "' is not granted to you");
-    }
-    scopes.emplace_back(tenant);
-  } else if (principal.all_tenants) {
-    scopes.emplace_back(std::nullopt);
-  } else {
-    for (const std::string& t : principal.tenants) scopes.emplace_back(TenantId(t));
-  }
-
-  std::vector<Execution> merged;
-  bool more = false;
-  for (const auto& scope : scopes) {
-    ExecutionFilter f = filter;
-    f.tenant = scope;
-    auto page = ctx.store->ListExecutions(f);
-    if (!page.ok()) return StatusResponse(page.status());
-    more = more || page->next_before.value != 0;
-    for (Execution& e : page->items) merged.push_back(std::move(e));
-  }
-  std::sort(merged.begin(), merged.end(),
-            [](const Execution& a, const Execution& b) { return a.id > b.id; });
-  const std::size_t limit = static_cast<std::size_t>(filter.limit);
-  if (merged.size() > limit) {
-    merged.resize(limit);
-    more = true;
-  }
-  Json items = Json::array();
-  for (const Execution& e : merged) items.push_back(ExecutionToJson(e, /*with_payload=*/false));
-  return JsonResponse(
-      200, PageToJson(std::move(items), more && !merged.empty() ? merged.back().id.value : 0));
+  filter->tenants = ScopeOf(principal).tenants;
+  auto page = ctx.store->ListExecutions(*filter);
+  if (!page.ok()) return StatusResponse(page.status());
+  return JsonResponse(200, SearchPageToJson(*page, *filter));
 }
 
 // GET /api/v1/executions/{id}

@@ -1,6 +1,6 @@
-// Overviews: stats, queues, audit log (I1), which need a principal with
-// access to every tenant (X2: global endpoints need global scope), and lanes,
-// which belong to tenants (O1).
+// Overviews: stats and queues (I1), scoped to the tenants a principal is
+// granted (X2); lanes, which belong to tenants (O1); and the audit log, which
+// needs a principal with access to every tenant.
 #include <algorithm>
 #include <array>
 #include <optional>
@@ -27,14 +27,47 @@ Json AgeOrNull(Millis since, Millis now) {
   return since == 0 ? Json(nullptr) : Json(std::max<Millis>(0, now - since));
 }
 
+// {"last_24h": {status: count}} for the terminal statuses.
+Json EndedByStatus(const std::array<std::int64_t, kExecutionStatusCount>& counts) {
+  Json out = Json::object();
+  for (int i = 0; i < kExecutionStatusCount; ++i) {
+    auto status = static_cast<ExecutionStatus>(i);
+    if (IsTerminal(status)) out[std::string(ToString(status))] = counts[i];
+  }
+  return out;
+}
+
+// One tenant's line of seed 001's jobsByStore: "tenant" is null for the
+// global jobs.
+Json TenantStatsToJson(const TenantStats& t) {
+  auto at = [](const auto& counts, ExecutionStatus s) { return counts[static_cast<int>(s)]; };
+  return {
+      {"tenant", t.tenant.value.empty() ? Json(nullptr) : Json(t.tenant.value)},
+      {"queued", at(t.by_status, ExecutionStatus::kQueued)},
+      {"running", at(t.by_status, ExecutionStatus::kRunning)},
+      {"failed_24h", at(t.ended_last_24h, ExecutionStatus::kFailed)},
+      {"succeeded_24h", at(t.ended_last_24h, ExecutionStatus::kSucceeded)},
+      {"by_status", ByStatus(t.by_status)},
+      {"last_24h", EndedByStatus(t.ended_last_24h)},
+  };
+}
+
 // GET /api/v1/stats
-// -> {"queued", "running", "by_status": {...}, "oldest_due_age_ms",
+// -> {"scope": "global" | "tenants", "queued", "running", "by_status": {...},
+//     "oldest_due_age_ms",
 //     "queues": [{"queue", "queued", "running", "by_status", "oldest_due_at",
 //                 "oldest_due_age_ms"}],
+//     "tenants": [{"tenant" (null: global jobs), "queued", "running",
+//                  "failed_24h", "succeeded_24h", "by_status", "last_24h"}],
 //     "active_workers", "active_worker_threads", "busy_worker_threads",
 //     "last_24h": {status: count of executions that ended
 //     with it}, "engine": {"claimed", "succeeded", "failed", "released",
 //     "stale", "published"}}
+// X2: a principal bound to tenants gets the counts of its tenants only (the
+// global jobs and other tenants are not in any figure, totals included);
+// "engine" (this process's counters over every tenant) and the oldest due
+// ages and "busy_worker_threads" are global-scope only (null / absent for
+// it).
 // From the store's counters: the cost does not grow with history (P8).
 // Workers (W5): "active_workers" counts live worker registrations (not
 // stopped, not stale), i.e. processes: each node's in-process pool is one,
@@ -42,12 +75,12 @@ Json AgeOrNull(Millis since, Millis now) {
 // concurrency (pool handler threads, remote --concurrency) and
 // "busy_worker_threads" the executions they run now.
 HttpResponse Stats(ApiContext& ctx, const RouteRequest& req) {
-  if (!PrincipalOf(req).all_tenants) return NeedsAllTenants("global stats");
+  const Principal& principal = PrincipalOf(req);
   auto query = QueryParams::Parse(req.http.query);
   if (!query.ok()) return StatusResponse(query.status());
   if (Status s = query->RejectUnknown({}); !s.ok()) return StatusResponse(s);
   const Millis now = ctx.clock->NowMillis();
-  auto stats = ctx.store->GetStats();
+  auto stats = ctx.store->GetStats(ScopeOf(principal));
   if (!stats.ok()) return StatusResponse(stats.status());
   auto workers = ctx.store->ListWorkers(kActiveWorkerWindowMs);
   if (!workers.ok()) return StatusResponse(workers.status());
@@ -75,42 +108,40 @@ HttpResponse Stats(ApiContext& ctx, const RouteRequest& req) {
         {"oldest_due_age_ms", AgeOrNull(q.oldest_due_at, now)},
     });
   }
-  Json last_day = Json::object();
-  for (int i = 0; i < kExecutionStatusCount; ++i) {
-    auto status = static_cast<ExecutionStatus>(i);
-    if (IsTerminal(status)) last_day[std::string(ToString(status))] = stats->ended_last_24h[i];
-  }
-  const EngineStats es = ctx.engine->stats();
+  Json tenants = Json::array();
+  for (const TenantStats& t : stats->tenants) tenants.push_back(TenantStatsToJson(t));
   Json out = {
+      {"scope", principal.all_tenants ? "global" : "tenants"},
       {"queued", stats->totals[static_cast<int>(ExecutionStatus::kQueued)]},
       {"running", stats->totals[static_cast<int>(ExecutionStatus::kRunning)]},
       {"by_status", ByStatus(stats->totals)},
       {"oldest_due_age_ms", AgeOrNull(oldest_due, now)},
       {"queues", std::move(queues)},
+      {"tenants", std::move(tenants)},
       {"active_workers", active},
       {"active_worker_threads", threads},
-      {"busy_worker_threads", busy},
-      {"last_24h", std::move(last_day)},
-      {"engine",
-       {{"claimed", es.claimed},
-        {"succeeded", es.succeeded},
-        {"failed", es.failed},
-        {"released", es.released},
-        {"stale", es.stale},
-        {"published", es.published}}},
+      // Busy threads run every tenant's work: a figure about other tenants.
+      {"busy_worker_threads", principal.all_tenants ? Json(busy) : Json(nullptr)},
+      {"last_24h", EndedByStatus(stats->ended_last_24h)},
   };
+  if (principal.all_tenants) {
+    const EngineStats es = ctx.engine->stats();
+    out["engine"] = {{"claimed", es.claimed}, {"succeeded", es.succeeded},
+                     {"failed", es.failed},   {"released", es.released},
+                     {"stale", es.stale},     {"published", es.published}};
+  }
   return JsonResponse(200, out);
 }
 
 // GET /api/v1/queues -> {"items": [Queue...]}: the configured queues (by priority,
-// then name), then other queues with work in the database (by name).
+// then name), then other queues with work in the database (by name). A
+// principal bound to tenants sees the depths of its tenants' executions only.
 HttpResponse Queues(ApiContext& ctx, const RouteRequest& req) {
-  if (!PrincipalOf(req).all_tenants) return NeedsAllTenants("queue depths");
   auto query = QueryParams::Parse(req.http.query);
   if (!query.ok()) return StatusResponse(query.status());
   if (Status s = query->RejectUnknown({}); !s.ok()) return StatusResponse(s);
   const Millis now = ctx.clock->NowMillis();
-  auto depths = ctx.store->QueueDepths();
+  auto depths = ctx.store->QueueDepths(ScopeOf(PrincipalOf(req)));
   if (!depths.ok()) return StatusResponse(depths.status());
   Json items = Json::array();
   for (const QueueView& q : QueueViews(std::move(depths).value(), ctx.options.queues, now)) {

@@ -852,11 +852,29 @@ HttpResponse FinishBatchRoute(WorkerProtocol& wp, const RouteRequest& req) {
 
 // --- workers list -----------------------------------------------------------------------------
 
+// Hides from a principal bound to tenants what a worker's line tells about
+// other tenants' work (X2): workers run every tenant's executions, so its
+// processed and failed totals and its busy and idle threads become null and "current" keeps only the
+// executions of the principal's tenants.
+void ScopeWorkerJson(ApiContext& ctx, const Principal& principal, Json& worker) {
+  worker["processed"] = nullptr;
+  worker["failed"] = nullptr;
+  worker["busy"] = nullptr;
+  worker["idle"] = nullptr;
+  Json visible = Json::array();
+  for (const Json& id : worker["current"]) {
+    auto e = VisibleExecution(ctx, principal, id.get<std::string>());
+    if (e.ok()) visible.push_back(id);
+  }
+  worker["current"] = std::move(visible);
+}
+
 // GET /api/v1/workers -> {"items": [Worker...]} by id: the in-process pool of
 // every node (kind "pool") and the remote workers (kind "remote"), live,
-// stale or stopped. Needs access to every tenant.
+// stale or stopped. A principal bound to tenants sees every worker, without
+// the figures and current executions of other tenants (ScopeWorkerJson).
 HttpResponse ListWorkersRoute(WorkerProtocol& wp, const RouteRequest& req) {
-  if (!PrincipalOf(req).all_tenants) return NeedsAllTenants("the workers list");
+  const Principal& principal = PrincipalOf(req);
   auto query = QueryParams::Parse(req.http.query);
   if (!query.ok()) return StatusResponse(query.status());
   if (Status s = query->RejectUnknown({}); !s.ok()) return StatusResponse(s);
@@ -872,7 +890,9 @@ HttpResponse ListWorkersRoute(WorkerProtocol& wp, const RouteRequest& req) {
   Json items = Json::array();
   for (const auto& [id, row] : rows) {
     auto d = details.find(id);
-    items.push_back(WorkerToJson(row, d == details.end() ? nullptr : &d->second, now));
+    Json worker = WorkerToJson(row, d == details.end() ? nullptr : &d->second, now);
+    if (!principal.all_tenants) ScopeWorkerJson(wp.ctx, principal, worker);
+    items.push_back(std::move(worker));
   }
   return JsonResponse(200, Json{{"items", std::move(items)}});
 }

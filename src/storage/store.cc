@@ -2,6 +2,14 @@
 
 namespace taskengine {
 
+bool TenantScope::Covers(std::string_view tenant) const {
+  if (!tenants) return true;
+  for (const TenantId& t : *tenants) {
+    if (t.value == tenant) return true;
+  }
+  return false;
+}
+
 Result<HeartbeatReply> Store::Heartbeat(const LeaseRef& lease, std::optional<int> progress) {
   auto replies = HeartbeatBatch({HeartbeatRequest{lease, progress}});
   return std::move(replies.front());

@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "taskengine/status.h"
@@ -138,20 +139,53 @@ struct SweepReport {
   bool more = false;  // the batch was full: call again
 };
 
+// Which tenants a read covers (X2).
+struct TenantScope {
+  // nullopt: every tenant and the global jobs. Otherwise only these tenants
+  // (empty: none; an empty TenantId stands for the global jobs).
+  std::optional<std::vector<TenantId>> tenants;
+
+  // True when the executions of `tenant` ("" = global jobs) are in scope.
+  bool Covers(std::string_view tenant) const;
+};
+
+// The most executions a page may skip (ExecutionFilter::offset).
+inline constexpr int kMaxListOffset = 10'000;
+// A total that needs counting rows stops at this many (total_is_lower_bound).
+inline constexpr std::int64_t kListCountCap = 10'000;
+
+// One search over executions (I1, seed 001's execution history): each given
+// criterion narrows the result; the API and the CLI fill the same struct.
 struct ExecutionFilter {
   std::optional<JobName> job;
-  std::optional<TenantId> tenant;
-  std::optional<ExecutionStatus> status;
-  Millis queued_from = 0;  // inclusive; 0 = unbounded
-  Millis queued_to = 0;    // exclusive; 0 = unbounded
+  std::optional<TenantId> tenant;  // only this tenant ("" = the global jobs)
+  // Only these tenants (a tenant-bound caller's grants); nullopt = any. With
+  // `tenant` too: `tenant` when it is one of them, else nothing.
+  std::optional<std::vector<TenantId>> tenants;
+  std::optional<ExecutionStatus> status;  // only this status
+  std::vector<ExecutionStatus> statuses;  // any of these (with `status`: any of both)
+  std::vector<Trigger> triggers;          // any of these; empty = any
+  Millis queued_from = 0;                 // inclusive; 0 = unbounded
+  Millis queued_to = 0;                   // exclusive; 0 = unbounded
+  Millis ended_from = 0;  // inclusive; with ended_to, only executions that ended (finished_at)
+  Millis ended_to = 0;    // exclusive; 0 = unbounded
   // Cursor pagination: only executions with id < before (0 = from the newest).
   ExecutionId before;
+  // Page-number pagination: skips this many matches first (0..kMaxListOffset).
+  int offset = 0;
   int limit = 50;  // 1..1000
+  // Also count every match (ignoring before, offset and limit): ExecutionPage::total.
+  bool with_total = false;
 };
 
 struct ExecutionPage {
   std::vector<Execution> items;  // newest first (descending id)
   ExecutionId next_before;       // pass as `before` for the next page; 0 = no more
+  // with_total: the number of matches; exact from the status counters when
+  // the filter has only tenant and status criteria, otherwise counted up to
+  // kListCountCap (total_is_lower_bound when it stopped there). -1 without.
+  std::int64_t total = -1;
+  bool total_is_lower_bound = false;
 };
 
 struct QueueDepth {
@@ -251,11 +285,20 @@ struct QueueStats {
   Millis oldest_due_at = 0;  // run_at of the oldest due queued execution; 0 = none due
 };
 
+// The counters of one tenant (summed over its queues).
+struct TenantStats {
+  TenantId tenant;  // empty for the global jobs
+  std::array<std::int64_t, kExecutionStatusCount> by_status{};
+  std::array<std::int64_t, kExecutionStatusCount> ended_last_24h{};
+};
+
 struct StoreStats {
   std::vector<QueueStats> queues;  // by queue name
   std::array<std::int64_t, kExecutionStatusCount> totals{};
   // Executions that ended in the last 24 hours (by the hour), by final status.
   std::array<std::int64_t, kExecutionStatusCount> ended_last_24h{};
+  // By tenant id (the global jobs, "", first); tenants without executions are absent.
+  std::vector<TenantStats> tenants;
 };
 
 // Thread-safe: every method may be called from any thread.
@@ -481,17 +524,25 @@ class Store {
   // The attempts of `id` that ended without success (retried, expired,
   // released, failed, quarantined, canceled), oldest first.
   virtual Result<std::vector<AttemptRecord>> GetAttempts(ExecutionId id) = 0;
-  // kInvalidArgument when filter.limit is outside 1..1000 (never clamped).
+  // kInvalidArgument when filter.limit is outside 1..1000 or filter.offset
+  // outside 0..kMaxListOffset (never clamped). Each combination of one job,
+  // tenant or status with the other criteria is an index seek in id order
+  // (several tenants or statuses: one seek each, merged).
   virtual Result<ExecutionPage> ListExecutions(const ExecutionFilter& filter) = 0;
   // The oldest `limit` log lines, oldest first. kNotFound for a missing execution.
   virtual Result<std::vector<LogEntry>> GetLogs(ExecutionId id, int limit) = 0;
-  // Status counts per queue, outcomes of the last 24 hours and the oldest due
-  // execution per queue, from counters the store keeps in the same
+  // Status counts per queue and per tenant, outcomes of the last 24 hours and
+  // the oldest due execution per queue, from counters the store keeps per
+  // (tenant, queue, status) and per (hour, tenant, status) in the same
   // transactions as the status changes: cost independent of history (P8).
-  virtual Result<StoreStats> GetStats() = 0;
-  // One row per queue that has queued or running executions, by queue name.
-  // Counts `due` by scanning the queued executions of each queue.
-  virtual Result<std::vector<QueueDepth>> QueueDepths() = 0;
+  // A scope with tenants counts only theirs (queues, totals and outcomes
+  // alike) and leaves oldest_due_at 0 (no index serves it per tenant).
+  virtual Result<StoreStats> GetStats(const TenantScope& scope) = 0;
+  Result<StoreStats> GetStats() { return GetStats(TenantScope{}); }
+  // One row per queue that has queued or running executions of the scope's
+  // tenants, by queue name. Counts `due` by scanning the queued executions.
+  virtual Result<std::vector<QueueDepth>> QueueDepths(const TenantScope& scope) = 0;
+  Result<std::vector<QueueDepth>> QueueDepths() { return QueueDepths(TenantScope{}); }
 };
 
 }  // namespace taskengine

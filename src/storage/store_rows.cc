@@ -298,20 +298,43 @@ void ReadLaneCountsRow(const Row& s, LaneStatus& lane) {
   lane.running = s.Int(1);
 }
 
-void AddStatusCountRow(const Row& s, StoreStats& out) {
-  std::string queue = s.Text(0);
-  const auto status = s.Int(1);
+void AddStatusCountRow(const Row& s, const TenantScope& scope, StoreStats& out) {
+  std::string tenant = s.Text(0);
+  if (!scope.Covers(tenant)) return;
+  std::string queue = s.Text(1);
+  const auto status = s.Int(2);
+  const std::int64_t n = s.Int(3);
   if (status < 0 || status >= kExecutionStatusCount) return;
-  if (out.queues.empty() || out.queues.back().queue != queue) {
-    out.queues.push_back(QueueStats{queue, {}, 0});
+  if (out.tenants.empty() || out.tenants.back().tenant.value != tenant) {
+    out.tenants.push_back(TenantStats{TenantId(std::move(tenant)), {}, {}});
   }
-  out.queues.back().by_status[status] = s.Int(2);
-  out.totals[status] += s.Int(2);
+  out.tenants.back().by_status[status] += n;
+  auto q = std::find_if(out.queues.begin(), out.queues.end(),
+                        [&](const QueueStats& x) { return x.queue == queue; });
+  if (q == out.queues.end()) q = out.queues.insert(q, QueueStats{std::move(queue), {}, 0});
+  q->by_status[status] += n;
+  out.totals[status] += n;
 }
 
-void AddRecentOutcomeRow(const Row& s, StoreStats& out) {
-  const auto status = s.Int(0);
-  if (status >= 0 && status < kExecutionStatusCount) out.ended_last_24h[status] = s.Int(1);
+void AddRecentOutcomeRow(const Row& s, const TenantScope& scope, StoreStats& out) {
+  std::string tenant = s.Text(0);
+  if (!scope.Covers(tenant)) return;
+  const auto status = s.Int(1);
+  const std::int64_t n = s.Int(2);
+  if (status < 0 || status >= kExecutionStatusCount) return;
+  auto t = std::lower_bound(
+      out.tenants.begin(), out.tenants.end(), tenant,
+      [](const TenantStats& x, const std::string& id) { return x.tenant.value < id; });
+  if (t == out.tenants.end() || t->tenant.value != tenant) {
+    t = out.tenants.insert(t, TenantStats{TenantId(std::move(tenant)), {}, {}});
+  }
+  t->ended_last_24h[status] += n;
+  out.ended_last_24h[status] += n;
+}
+
+void FinishStats(StoreStats& out) {
+  std::sort(out.queues.begin(), out.queues.end(),
+            [](const QueueStats& a, const QueueStats& b) { return a.queue < b.queue; });
 }
 
 void AddQueuedDepthRow(const Row& s, QueueDepthMap& depths) {

@@ -102,10 +102,13 @@ PendingReplay ReadPendingReplayRow(const Row& r);
 void ReadLaneHeadRow(const Row& r, LaneStatus& lane);
 void ReadLaneCountsRow(const Row& r, LaneStatus& lane);
 
-// Stats: a status counter row (queue, status, count), rows ordered by queue;
-// and an outcome row of the last 24 hours (status, count).
-void AddStatusCountRow(const Row& r, StoreStats& stats);
-void AddRecentOutcomeRow(const Row& r, StoreStats& stats);
+// Stats: a status counter row (tenant, queue, status, count), rows ordered
+// by tenant; an outcome row of the last 24 hours (tenant, status, count),
+// rows ordered by tenant. Rows of tenants outside `scope` are skipped.
+// FinishStats orders the queues by name.
+void AddStatusCountRow(const Row& r, const TenantScope& scope, StoreStats& stats);
+void AddRecentOutcomeRow(const Row& r, const TenantScope& scope, StoreStats& stats);
+void FinishStats(StoreStats& stats);
 
 // Queue depths: a queued row (queue, count, due count, oldest queued_at), a
 // running row (queue, count), and the list by queue name.

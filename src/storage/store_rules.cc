@@ -1,6 +1,7 @@
 #include "storage/store_rules.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "core/canonical_json.h"
@@ -259,16 +260,16 @@ void SortBlockedFirst(std::vector<LaneStatus>& lanes) {
 
 std::int64_t FirstRecentOutcomeHour(Millis now) { return now / kHourMs - 23; }
 
-void StatusCounters::CountTransition(const std::string& queue, ExecutionStatus from,
-                                     ExecutionStatus to, Millis now) {
+void StatusCounters::CountTransition(const StateRow& row, ExecutionStatus to, Millis now) {
+  const ExecutionStatus from = row.state.status;
   if (from == to) return;
-  counts[{queue, static_cast<int>(from)}] -= 1;
-  counts[{queue, static_cast<int>(to)}] += 1;
-  if (IsTerminal(to)) outcomes[{now / kHourMs, static_cast<int>(to)}] += 1;
+  counts[{row.tenant, row.queue, static_cast<int>(from)}] -= 1;
+  counts[{row.tenant, row.queue, static_cast<int>(to)}] += 1;
+  if (IsTerminal(to)) outcomes[{now / kHourMs, row.tenant, static_cast<int>(to)}] += 1;
 }
 
-void StatusCounters::CountAdmission(const std::string& queue) {
-  counts[{queue, static_cast<int>(ExecutionStatus::kQueued)}] += 1;
+void StatusCounters::CountAdmission(const std::string& queue, const std::string& tenant) {
+  counts[{tenant, queue, static_cast<int>(ExecutionStatus::kQueued)}] += 1;
 }
 
 void StatusCounters::Add(const StatusCounters& other) {
@@ -337,11 +338,161 @@ void CountRecovered(SweepReport& report, ExecutionStatus to) {
   }
 }
 
-void TrimPage(ExecutionPage& page, int limit) {
-  if (static_cast<int>(page.items.size()) > limit) {
-    page.items.pop_back();
-    page.next_before = page.items.back().id;
+Status ValidateExecutionFilter(const ExecutionFilter& f) {
+  TE_RETURN_IF_ERROR(ValidateListLimit(f.limit));
+  if (f.offset < 0 || f.offset > kMaxListOffset) {
+    return InvalidArgument("offset must be 0.." + std::to_string(kMaxListOffset));
   }
+  return Status::Ok();
+}
+
+namespace {
+
+// The statuses a search asks for (none: any), in status order.
+std::vector<int> ListStatuses(const ExecutionFilter& f) {
+  std::vector<int> out;
+  if (f.status) out.push_back(static_cast<int>(*f.status));
+  for (ExecutionStatus s : f.statuses) out.push_back(static_cast<int>(s));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// The tenants a search asks for: nullopt = any; sorted, without repeats.
+std::optional<std::vector<std::string>> ListTenants(const ExecutionFilter& f) {
+  std::optional<std::vector<std::string>> out;
+  if (f.tenants) {
+    out.emplace();
+    for (const TenantId& t : *f.tenants) out->push_back(t.value);
+  }
+  if (f.tenant) {
+    const bool granted = !out || std::find(out->begin(), out->end(), f.tenant->value) != out->end();
+    out = granted ? std::vector<std::string>{f.tenant->value} : std::vector<std::string>{};
+  }
+  if (out) {
+    std::sort(out->begin(), out->end());
+    out->erase(std::unique(out->begin(), out->end()), out->end());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<ListPart> PlanListParts(const ExecutionFilter& f) {
+  std::vector<std::optional<std::string>> tenants;
+  if (auto listed = ListTenants(f)) {
+    for (std::string& t : *listed) tenants.emplace_back(std::move(t));
+  } else {
+    tenants.emplace_back(std::nullopt);
+  }
+  std::vector<std::optional<int>> statuses;
+  for (int s : ListStatuses(f)) statuses.emplace_back(s);
+  if (statuses.empty()) statuses.emplace_back(std::nullopt);
+  std::vector<ListPart> parts;
+  for (const auto& t : tenants) {
+    for (const auto& s : statuses) parts.push_back(ListPart{t, s});
+  }
+  return parts;
+}
+
+ListSql BuildListSql(const ExecutionFilter& f, const ListPart& part, std::string_view columns,
+                     std::int64_t row_limit, bool count_only, char placeholder) {
+  ListSql out;
+  std::string where;
+  auto arg = [&](ListArg a) {
+    out.args.push_back(std::move(a));
+    return std::string(1, placeholder) + std::to_string(out.args.size());
+  };
+  auto number = [&](std::int64_t n) { return arg(ListArg{false, n, {}}); };
+  auto text = [&](const std::string& t) { return arg(ListArg{true, 0, t}); };
+  auto add = [&](const std::string& condition) {
+    where += where.empty() ? " WHERE " : " AND ";
+    where += condition;
+  };
+  if (f.job) add("job = " + text(f.job->value));
+  if (part.tenant) {
+    add("tenant = " + text(*part.tenant));
+    // Lets the planner use the index of tenant executions (partial: tenant <> '').
+    if (!part.tenant->empty()) add("tenant <> ''");
+  }
+  if (part.status) add("status = " + number(*part.status));
+  if (!f.triggers.empty()) {
+    std::string in;
+    for (Trigger t : f.triggers) in += (in.empty() ? "" : ", ") + number(static_cast<int>(t));
+    add("trigger IN (" + in + ")");
+  }
+  // A time range open at one end is closed at the other (0 and the largest
+  // time): the planners then estimate it as the narrow window it usually is
+  // ("the last hour") and seek the time index instead of walking every row.
+  constexpr Millis kEndOfTime = std::numeric_limits<Millis>::max();
+  if (f.queued_from != 0 || f.queued_to != 0) {
+    add("queued_at >= " + number(f.queued_from));
+    add("queued_at < " + number(f.queued_to != 0 ? f.queued_to : kEndOfTime));
+  }
+  if (f.ended_from != 0 || f.ended_to != 0) {
+    // Only ended executions: the index of finish times holds only those.
+    add("finished_at > 0");
+    add("finished_at >= " + number(f.ended_from));
+    add("finished_at < " + number(f.ended_to != 0 ? f.ended_to : kEndOfTime));
+  }
+  if (f.before.value != 0) add("id < " + number(f.before.value));
+  std::string select = "SELECT " + std::string(count_only ? "id" : columns) + " FROM executions" +
+                       where + " ORDER BY id DESC LIMIT " + number(row_limit);
+  out.sql = count_only ? "SELECT COUNT(*) FROM (" + select + ") AS matches" : std::move(select);
+  return out;
+}
+
+std::int64_t ListPartRowLimit(const ExecutionFilter& f) {
+  return static_cast<std::int64_t>(f.offset) + f.limit + 1;
+}
+
+ExecutionPage MergeListParts(std::vector<std::vector<Execution>> parts, const ExecutionFilter& f) {
+  std::vector<Execution> all;
+  for (auto& part : parts) {
+    for (Execution& e : part) all.push_back(std::move(e));
+  }
+  std::sort(all.begin(), all.end(),
+            [](const Execution& a, const Execution& b) { return a.id > b.id; });
+  ExecutionPage page;
+  const auto offset = static_cast<std::size_t>(f.offset);
+  const auto limit = static_cast<std::size_t>(f.limit);
+  for (std::size_t i = offset; i < all.size() && i < offset + limit; ++i) {
+    page.items.push_back(std::move(all[i]));
+  }
+  if (all.size() > offset + limit && !page.items.empty()) page.next_before = page.items.back().id;
+  return page;
+}
+
+bool TotalFromCounters(const ExecutionFilter& f) {
+  return !f.job && f.triggers.empty() && f.queued_from == 0 && f.queued_to == 0 &&
+         f.ended_from == 0 && f.ended_to == 0;
+}
+
+TenantScope ListTotalScope(const ExecutionFilter& f) {
+  TenantScope scope;
+  if (auto tenants = ListTenants(f)) {
+    scope.tenants.emplace();
+    for (std::string& t : *tenants) scope.tenants->push_back(TenantId(std::move(t)));
+  }
+  return scope;
+}
+
+std::int64_t TotalOfStatuses(const StoreStats& stats, const ExecutionFilter& f) {
+  const std::vector<int> statuses = ListStatuses(f);
+  std::int64_t total = 0;
+  for (int s = 0; s < kExecutionStatusCount; ++s) {
+    if (statuses.empty() || std::binary_search(statuses.begin(), statuses.end(), s)) {
+      total += stats.totals[s];
+    }
+  }
+  return total;
+}
+
+void SetCountedTotal(ExecutionPage& page, const std::vector<std::int64_t>& counts) {
+  std::int64_t total = 0;
+  for (std::int64_t n : counts) total += n;
+  page.total_is_lower_bound = total > kListCountCap;
+  page.total = std::min(total, kListCountCap);
 }
 
 Status ReplayAlreadyPending(ExecutionId id, const std::string& requested_by) {

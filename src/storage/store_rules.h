@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -100,18 +101,67 @@ void SortBlockedFirst(std::vector<LaneStatus>& lanes);
 std::int64_t FirstRecentOutcomeHour(Millis now);
 
 // Per-transaction changes of the status counters (P8): executions per
-// (queue, status), and terminal outcomes per (hour, status).
+// (tenant, queue, status), and terminal outcomes per (hour, tenant, status).
+// Keys are in the order of the tables' primary keys, so writers that flush
+// them in map order lock counter rows in one order.
 struct StatusCounters {
-  std::map<std::pair<std::string, int>, std::int64_t> counts;
-  std::map<std::pair<std::int64_t, int>, std::int64_t> outcomes;
+  std::map<std::tuple<std::string, std::string, int>, std::int64_t> counts;
+  std::map<std::tuple<std::int64_t, std::string, int>, std::int64_t> outcomes;
 
-  void CountTransition(const std::string& queue, ExecutionStatus from, ExecutionStatus to,
-                       Millis now);
-  void CountAdmission(const std::string& queue);
+  // `row` moves from its status to `to` at `now`.
+  void CountTransition(const StateRow& row, ExecutionStatus to, Millis now);
+  void CountAdmission(const std::string& queue, const std::string& tenant);
   // Adds `other`'s changes to these.
   void Add(const StatusCounters& other);
   void Clear();
 };
+
+// --- execution search ------------------------------------------------------------
+
+// kInvalidArgument for a limit outside 1..1000 or an offset outside
+// 0..kMaxListOffset.
+Status ValidateExecutionFilter(const ExecutionFilter& filter);
+
+// One index seek of a search: at most one tenant and one status.
+struct ListPart {
+  std::optional<std::string> tenant;
+  std::optional<int> status;
+};
+// The seeks of `filter` (tenants x statuses); none when its tenant criteria
+// exclude each other.
+std::vector<ListPart> PlanListParts(const ExecutionFilter& filter);
+
+// A value bound to a search statement.
+struct ListArg {
+  bool is_text = false;
+  std::int64_t number = 0;
+  std::string text;
+};
+// The statement of one seek and its arguments, numbered ?1.. (SQLite) or
+// $1.. (PostgreSQL) by `placeholder`. Selects `columns` of the matches, newest
+// first, at most `row_limit`; with `count_only`, one row: how many of the
+// first `row_limit` matches there are.
+struct ListSql {
+  std::string sql;
+  std::vector<ListArg> args;
+};
+ListSql BuildListSql(const ExecutionFilter& filter, const ListPart& part, std::string_view columns,
+                     std::int64_t row_limit, bool count_only, char placeholder);
+// The rows each seek reads: enough for offset + limit and one to tell "more".
+std::int64_t ListPartRowLimit(const ExecutionFilter& filter);
+// Merges the seeks' rows (each newest first) into the page: skips `offset`,
+// keeps `limit`, sets next_before when more follow.
+ExecutionPage MergeListParts(std::vector<std::vector<Execution>> parts,
+                             const ExecutionFilter& filter);
+// True when the filter's total is a sum of status counters (tenant and status
+// criteria only).
+bool TotalFromCounters(const ExecutionFilter& filter);
+// The scope whose counters hold the filter's matches (TotalFromCounters).
+TenantScope ListTotalScope(const ExecutionFilter& filter);
+// The matches of the filter's statuses in counters already scoped (GetStats).
+std::int64_t TotalOfStatuses(const StoreStats& stats, const ExecutionFilter& filter);
+// Sets page.total from the seeks' counts (each at most kListCountCap + 1).
+void SetCountedTotal(ExecutionPage& page, const std::vector<std::int64_t>& counts);
 
 // What a FinishRequest asks of the state machine, and what it writes.
 struct FinishPlan {
@@ -129,10 +179,6 @@ std::string LeaseExpiredError(int attempt);
 std::string UnstartedLeaseExpiredError(int attempt);
 // Counts one execution recovered by a sweep that moved it to `to`.
 void CountRecovered(SweepReport& report, ExecutionStatus to);
-
-// Cuts a page read with limit + 1 rows to `limit`, setting next_before when
-// there are more.
-void TrimPage(ExecutionPage& page, int limit);
 
 // --- operator actions ------------------------------------------------------------
 

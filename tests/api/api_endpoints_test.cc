@@ -2,6 +2,7 @@
 // access, operator actions, and every error code a client can provoke.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -605,6 +606,129 @@ TEST_F(ApiEndpointsTest, StatsQueuesLanesAuditMetrics) {
   ASSERT_EQ(doc.status, 200);
   EXPECT_EQ(doc.json()["openapi"], "3.0.3");
   EXPECT_EQ(doc.body, std::string(OpenApiDocument()));
+}
+
+// X2 (issue 14, bug 4): a tenant-bound principal gets 200 from the overview
+// routes, counting only its tenants: no figure (totals included) holds the
+// global jobs or another tenant's executions. A global caller gets the
+// per-tenant breakdown.
+TEST_F(ApiEndpointsTest, X2_TenantBoundOverviewsCountOnlyTheirTenants) {
+  for (int i = 0; i < 2; ++i) {
+    harness_->WaitForStatus(Dispatch("tenant-echo", {{"tenant", "a"}}, kTenantA), "succeeded");
+  }
+  std::int64_t running = Dispatch("blocker", {{"tenant", "a"}}, kTenantA);
+  harness_->WaitForStatus(running, "running");
+  harness_->WaitForStatus(Dispatch("tenant-echo", {{"tenant", "b"}}, kTenantB), "succeeded");
+  harness_->WaitForStatus(Dispatch("poison", {{"tenant", "b"}}, kTenantB), "quarantined");
+  harness_->WaitForStatus(Dispatch("echo", json::object()), "succeeded");
+  Dispatch("parked", json::object());  // global, queued
+
+  ClientResponse a = client_->Get("/api/v1/stats", kTenantA);
+  ASSERT_EQ(a.status, 200) << a.body;
+  json s = a.json();
+  EXPECT_EQ(s["scope"], "tenants");
+  EXPECT_EQ(s["queued"], 0) << s.dump();
+  EXPECT_EQ(s["running"], 1) << s.dump();
+  EXPECT_EQ(s["by_status"]["succeeded"], 2) << s.dump();
+  EXPECT_EQ(s["by_status"]["quarantined"], 0) << s.dump();
+  EXPECT_EQ(s["last_24h"]["succeeded"], 2) << s.dump();
+  EXPECT_FALSE(s.contains("engine")) << "the engine's counters cover every tenant";
+  ASSERT_EQ(s["tenants"].size(), 1u) << s.dump();
+  EXPECT_EQ(s["tenants"][0]["tenant"], "a");
+  EXPECT_EQ(s["tenants"][0]["succeeded_24h"], 2);
+  EXPECT_EQ(s["tenants"][0]["running"], 1);
+  for (const json& q : s["queues"]) {
+    EXPECT_NE(q["queue"], "parked") << "a global job's queue: " << s.dump();
+  }
+
+  ClientResponse global = client_->Get("/api/v1/stats", kReader);
+  ASSERT_EQ(global.status, 200) << global.body;
+  json g = global.json();
+  EXPECT_EQ(g["scope"], "global");
+  EXPECT_EQ(g["by_status"]["succeeded"], 4) << g.dump();
+  std::map<std::string, json> by_tenant;
+  for (const json& t : g["tenants"]) {
+    by_tenant[t["tenant"].is_null() ? "(global)" : t["tenant"].get<std::string>()] = t;
+  }
+  ASSERT_EQ(by_tenant.size(), 3u) << g.dump();
+  EXPECT_EQ(by_tenant["(global)"]["queued"], 1);
+  EXPECT_EQ(by_tenant["(global)"]["succeeded_24h"], 1);
+  EXPECT_EQ(by_tenant["a"]["running"], 1);
+  EXPECT_EQ(by_tenant["a"]["succeeded_24h"], 2);
+  EXPECT_EQ(by_tenant["b"]["succeeded_24h"], 1);
+  EXPECT_EQ(by_tenant["b"]["failed_24h"], 0);
+  EXPECT_EQ(by_tenant["b"]["last_24h"]["quarantined"], 1);
+
+  // Queue depths of its tenants only.
+  ClientResponse qa = client_->Get("/api/v1/queues", kTenantA);
+  ASSERT_EQ(qa.status, 200) << qa.body;
+  for (const json& q : qa.json()["items"]) {
+    if (q["queue"] == "parked") EXPECT_EQ(q["queued"], 0) << qa.body;
+    if (q["queue"] == "slow") EXPECT_EQ(q["running"], 1) << qa.body;
+  }
+  ClientResponse qb = client_->Get("/api/v1/queues", kTenantB);
+  ASSERT_EQ(qb.status, 200) << qb.body;
+  for (const json& q : qb.json()["items"]) {
+    EXPECT_EQ(q["running"], 0) << qb.body;
+    EXPECT_EQ(q["queued"], 0) << qb.body;
+  }
+  EXPECT_EQ(client_->Get("/api/v1/lanes", kTenantA).status, 200);
+
+  // Workers: listed, without figures over every tenant or other tenants' work.
+  ClientResponse wb = client_->Get("/api/v1/workers", kTenantB);
+  ASSERT_EQ(wb.status, 200) << wb.body;
+  for (const json& w : wb.json()["items"]) {
+    EXPECT_TRUE(w["processed"].is_null()) << wb.body;
+    EXPECT_TRUE(w["current"].empty()) << "tenant a's execution: " << wb.body;
+  }
+  harness_->ReleaseBlockers();
+}
+
+// I1 (issue 14, item 7): the search by job, tenant, statuses, trigger and
+// time, with cursor or offset pages and a total; bad values name the parameter.
+TEST_F(ApiEndpointsTest, I1_ExecutionSearchWithOffsetAndTotal) {
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(Dispatch("tenant-echo", {{"tenant", "a"}}, kTenantA));
+  ids.push_back(Dispatch("tenant-echo", {{"tenant", "b"}}, kTenantB));
+  std::int64_t poisoned = Dispatch("poison", {{"tenant", "a"}}, kTenantA);
+  for (std::int64_t id : ids) harness_->WaitForStatus(id, "succeeded");
+  harness_->WaitForStatus(poisoned, "quarantined");
+
+  ClientResponse page =
+      client_->Get("/api/v1/executions?status=succeeded,quarantined&offset=1&limit=2", kTenantA);
+  ASSERT_EQ(page.status, 200) << page.body;
+  json p = page.json();
+  EXPECT_EQ(p["total"], 6) << p.dump();
+  EXPECT_EQ(p["total_is_lower_bound"], false);
+  EXPECT_EQ(p["offset"], 1);
+  ASSERT_EQ(p["items"].size(), 2u);
+  EXPECT_EQ(p["items"][0]["id"], ids[4]) << "newest first, one skipped";
+  EXPECT_EQ(p["items"][1]["id"], ids[3]);
+
+  ClientResponse by_job =
+      client_->Get("/api/v1/executions?job=tenant-echo&trigger=api&offset=0", kReader);
+  ASSERT_EQ(by_job.status, 200) << by_job.body;
+  EXPECT_EQ(by_job.json()["total"], 6);
+  EXPECT_EQ(by_job.json()["total_is_lower_bound"], false);
+  ClientResponse ended = client_->Get(
+      "/api/v1/executions?ended_from=2000-01-01T00:00:00Z&ended_to=2000-01-02T00:00:00Z", kReader);
+  ASSERT_EQ(ended.status, 200) << ended.body;
+  EXPECT_TRUE(ended.json()["items"].empty());
+  EXPECT_FALSE(ended.json().contains("total")) << "cursor pages carry no total";
+
+  for (const auto& [bad, param] : std::vector<std::pair<std::string, std::string>>{
+           {"?status=succeeded,done", "status"},
+           {"?trigger=cron", "trigger"},
+           {"?offset=10001", "offset"},
+           {"?offset=-1", "offset"},
+           {"?offset=1&cursor=5", "offset"},
+           {"?ended_from=yesterday", "ended_from"},
+           {"?queued_from=2000-01-02T00:00:00Z&queued_to=2000-01-01T00:00:00Z", "queued_to"}}) {
+    ClientResponse r = client_->Get("/api/v1/executions" + bad, kReader);
+    EXPECT_EQ(r.status, 400) << bad << " " << r.body;
+    EXPECT_NE(r.json()["error"]["message"].get<std::string>().find(param), std::string::npos)
+        << bad << " " << r.body;
+  }
 }
 
 TEST_F(ApiEndpointsTest, MetricsOpenWhenConfigured) {

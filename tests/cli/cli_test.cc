@@ -399,6 +399,53 @@ TEST_F(CliTest, ExecutionListFiltersAndPages) {
   EXPECT_EQ(te_.Run({"execution:list", "--limit=1001"}).exit_code, 1);
 }
 
+// I1: execution:list takes the API's search criteria as flags (several
+// statuses and triggers, time ranges, offset pages with a total) and names a
+// bad flag on exit 1.
+TEST_F(CliTest, I1_ExecutionListSearchesWithOffsetAndTotal) {
+  ASSERT_NO_FATAL_FAILURE(Migrate());
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 4; ++i)
+    ids.push_back(Dispatch({"hello", "--payload={\"i\":" + std::to_string(i) + "}"}));
+  ids.push_back(Dispatch({"per-tenant", "--tenant=acme"}));
+
+  nlohmann::json page = te_.RunJson(
+      {"execution:list", "--status=queued,running", "--trigger=manual", "--offset=1", "--limit=2"});
+  ASSERT_TRUE(page.is_object());
+  EXPECT_EQ(page["total"], 5) << page.dump();
+  EXPECT_EQ(page["total_is_lower_bound"], false);
+  ASSERT_EQ(page["items"].size(), 2u);
+  EXPECT_EQ(page["items"][0]["id"], ids[3]);
+  EXPECT_EQ(page["items"][1]["id"], ids[2]);
+
+  ProcessResult table = te_.Run({"execution:list", "--job=hello", "--offset=0", "--limit=1"});
+  EXPECT_EQ(table.exit_code, 0) << table.Describe();
+  EXPECT_THAT(table.out, HasSubstr("total: 4"));
+
+  nlohmann::json none = te_.RunJson(
+      {"execution:list", "--queued-from=2000-01-01T00:00:00Z", "--queued-to=2000-01-02T00:00:00Z"});
+  ASSERT_TRUE(none.is_object());
+  EXPECT_TRUE(none["items"].empty());
+  nlohmann::json ended = te_.RunJson({"execution:list", "--ended-from=2000-01-01T00:00:00Z"});
+  ASSERT_TRUE(ended.is_object());
+  EXPECT_TRUE(ended["items"].empty()) << "nothing ended yet";
+
+  for (const auto& [args, flag] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--trigger=cron"}, "--trigger"},
+           {{"--status=queued,"}, "--status"},
+           {{"--offset=10001"}, "--offset"},
+           {{"--offset=1", "--before=3"}, "--offset"},
+           {{"--ended-to=soon"}, "--ended-to"},
+           {{"--queued-from=2000-01-02T00:00:00Z", "--queued-to=2000-01-01T00:00:00Z"},
+            "--queued-to"}}) {
+    std::vector<std::string> argv = {"execution:list"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ProcessResult r = te_.Run(argv);
+    EXPECT_EQ(r.exit_code, 1) << r.Describe();
+    EXPECT_THAT(r.err, HasSubstr(flag)) << r.Describe();
+  }
+}
+
 TEST_F(CliTest, BadConfigurationIsAUsageErrorNamingTheProblem) {
   TaskengineInstall bad("[engine]\nworker_threads = 2\nworkers = 3\n");
   ProcessResult r = bad.Run({"migrate"});

@@ -242,4 +242,19 @@ Result<PgResult> PgConn::Query(const char* sql, const Params& params) {
                "query");
 }
 
+Result<PgResult> PgConn::QueryText(const std::string& sql, const Params& params) {
+  if (conn_ == nullptr) return Unavailable("PostgreSQL: not connected");
+  auto it = prepared_text_.find(sql);
+  if (it == prepared_text_.end()) {
+    std::string name = "tt" + std::to_string(prepared_text_.size());
+    TE_ASSIGN_OR_RETURN(PgResult prep,
+                        Check(PQprepare(conn_, name.c_str(), sql.c_str(), 0, nullptr), "prepare"));
+    (void)prep;
+    it = prepared_text_.emplace(sql, std::move(name)).first;
+  }
+  return Check(PQexecPrepared(conn_, it->second.c_str(), params.size(), params.values(), nullptr,
+                              nullptr, 0),
+               "query");
+}
+
 }  // namespace taskengine::pg

@@ -104,6 +104,9 @@ class PgConn {
   // connection under a name derived from the address of `sql`, which must
   // therefore outlive the connection (a string literal or a constant).
   Result<PgResult> Query(const char* sql, const Params& params = Params());
+  // Runs a built `sql` (a search) as a prepared statement, prepared on first
+  // use and cached by its text: callers build few distinct texts.
+  Result<PgResult> QueryText(const std::string& sql, const Params& params);
 
   // The SQLSTATE of the last failed statement ("" after a success).
   const std::string& last_sqlstate() const { return last_sqlstate_; }
@@ -114,7 +117,8 @@ class PgConn {
   pg_conn* conn_ = nullptr;
   bool broken_ = false;
   std::string last_sqlstate_;
-  std::unordered_map<const char*, std::string> prepared_;  // sql address -> statement name
+  std::unordered_map<const char*, std::string> prepared_;       // sql address -> statement name
+  std::unordered_map<std::string, std::string> prepared_text_;  // sql text -> statement name
 };
 
 }  // namespace taskengine::pg

@@ -599,6 +599,108 @@ ALTER TABLE workers ADD COLUMN threads INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE workers ADD COLUMN busy INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE workers ADD COLUMN current_executions TEXT NOT NULL DEFAULT '';
 )sql",
+    // Version 10: tenant-scoped stats and execution search (X2, I1). The
+    // status counters and hourly outcomes gain the tenant ('' for global jobs),
+    // recounted once from the executions (admit_from_sql counts the same way);
+    // indexes serve the search by status and by queued or finish time in id
+    // order (the by-status index takes in the attention index).
+    R"sql(
+DROP TABLE status_counts;
+CREATE TABLE status_counts (
+  tenant TEXT NOT NULL,
+  queue TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  stripe INTEGER NOT NULL DEFAULT 0,
+  count BIGINT NOT NULL,
+  PRIMARY KEY (tenant, queue, status, stripe)
+);
+INSERT INTO status_counts (tenant, queue, status, count)
+  SELECT tenant, queue, status, COUNT(*) FROM executions GROUP BY tenant, queue, status;
+DROP TABLE hourly_outcomes;
+CREATE TABLE hourly_outcomes (
+  hour BIGINT NOT NULL,
+  tenant TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  stripe INTEGER NOT NULL DEFAULT 0,
+  count BIGINT NOT NULL,
+  PRIMARY KEY (hour, tenant, status, stripe)
+);
+INSERT INTO hourly_outcomes (hour, tenant, status, count)
+  SELECT finished_at / 3600000, tenant, status, COUNT(*) FROM executions
+  WHERE finished_at > 0 AND status IN (2, 3, 4, 5, 6) GROUP BY 1, 2, 3;
+DROP INDEX executions_attention;
+CREATE INDEX executions_by_status ON executions (status, id);
+CREATE INDEX executions_by_queued_at ON executions (queued_at);
+CREATE INDEX executions_by_finished_at ON executions (finished_at) WHERE finished_at > 0;
+CREATE OR REPLACE FUNCTION admit_from_sql(p_job text, p_payload text DEFAULT '{}',
+                        p_idempotency_key text DEFAULT NULL, p_tenant text DEFAULT '',
+                        p_run_at bigint DEFAULT 0, p_lane_key text DEFAULT '',
+                        p_requester text DEFAULT 'sql', p_fingerprint text DEFAULT NULL)
+RETURNS bigint LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+  j job_definitions%ROWTYPE;
+  v_now bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+  v_fp text;
+  v_id bigint;
+  v_existing text;
+  v_parked integer := 0;
+BEGIN
+  IF p_payload IS NULL OR jsonb_typeof(p_payload::jsonb) <> 'object' THEN
+    RAISE EXCEPTION 'enqueue: the payload must be a JSON object' USING ERRCODE = '22023';
+  END IF;
+  v_fp := COALESCE(p_fingerprint, encode(sha256(convert_to((p_payload::jsonb)::text
+                                                           || COALESCE(p_requester, ''), 'UTF8')), 'hex'));
+  SELECT * INTO j FROM job_definitions WHERE name = p_job;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'enqueue: no job named %', p_job USING ERRCODE = '22023';
+  END IF;
+  IF p_idempotency_key IS NOT NULL THEN
+    SELECT id, fingerprint INTO v_id, v_existing FROM executions
+      WHERE job = p_job AND tenant = COALESCE(p_tenant, '') AND idempotency_key = p_idempotency_key;
+    IF FOUND THEN
+      IF v_existing <> v_fp THEN
+        RAISE EXCEPTION 'enqueue: idempotency key % of job % was used with another payload',
+          p_idempotency_key, p_job USING ERRCODE = '23505';
+      END IF;
+      RETURN v_id;
+    END IF;
+  END IF;
+  IF COALESCE(p_lane_key, '') <> '' THEN
+    PERFORM pg_advisory_xact_lock(hashtextextended(COALESCE(p_tenant, '') || '/' || p_lane_key, 7));
+    IF EXISTS (SELECT 1 FROM executions WHERE tenant = COALESCE(p_tenant, '')
+               AND lane_key = p_lane_key AND status IN (0, 1, 3, 4)) THEN
+      v_parked := 1;
+    END IF;
+  END IF;
+  INSERT INTO executions (job, tenant, queue, status, trigger, requester, idempotency_key,
+      payload, fingerprint, scheduled_at, run_at, queued_at, lane_key, parent_id, max_attempts,
+      backoff_base_ms, backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts,
+      max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts, lane_parked)
+    VALUES (p_job, COALESCE(p_tenant, ''), j.queue, 0, 2, COALESCE(p_requester, ''),
+      p_idempotency_key, p_payload, v_fp, 0,
+      CASE WHEN COALESCE(p_run_at, 0) > 0 THEN p_run_at ELSE v_now END, v_now,
+      COALESCE(p_lane_key, ''), 0, j.max_attempts, j.backoff_base_ms, j.backoff_cap_ms,
+      j.max_permanent_attempts, j.max_ambiguous_attempts, j.max_consecutive_lease_expiries,
+      j.lease_ms, j.max_unsupported_schema_attempts, v_parked)
+    ON CONFLICT (job, tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING id INTO v_id;
+  IF v_id IS NULL THEN
+    -- A concurrent admission of the same key committed first.
+    SELECT id, fingerprint INTO v_id, v_existing FROM executions
+      WHERE job = p_job AND tenant = COALESCE(p_tenant, '') AND idempotency_key = p_idempotency_key;
+    IF v_existing <> v_fp THEN
+      RAISE EXCEPTION 'enqueue: idempotency key % of job % was used with another payload',
+        p_idempotency_key, p_job USING ERRCODE = '23505';
+    END IF;
+    RETURN v_id;
+  END IF;
+  INSERT INTO status_counts AS c (tenant, queue, status, stripe, count)
+    VALUES (COALESCE(p_tenant, ''), j.queue, 0, pg_backend_pid() % 16, 1)
+    ON CONFLICT (tenant, queue, status, stripe) DO UPDATE SET count = c.count + 1;
+  RETURN v_id;
+END
+$$;
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

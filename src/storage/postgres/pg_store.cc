@@ -280,23 +280,6 @@ constexpr const char* kDeleteJobScheduleState = "DELETE FROM schedule_state WHER
 constexpr const char* kGetJob = "SELECT " TE_PG_JOB_COLUMNS " FROM job_definitions WHERE name = $1";
 constexpr const char* kListJobs = "SELECT " TE_PG_JOB_COLUMNS " FROM job_definitions ORDER BY name";
 
-// List variants: each is a static statement so it is prepared once; the
-// optional filters are "$N IS NULL OR ..." and the leading condition picks the index.
-#define TE_PG_LIST_FILTERS                                                        \
-  " ($1::text IS NULL OR job = $1) AND ($2::text IS NULL OR tenant = $2)"         \
-  " AND ($3::int IS NULL OR status = $3) AND ($4::bigint = 0 OR queued_at >= $4)" \
-  " AND ($5::bigint = 0 OR queued_at < $5) AND ($6::bigint = 0 OR id < $6)"
-constexpr const char* kListAll =
-    "SELECT " TE_PG_EXECUTION_COLUMNS " FROM executions WHERE" TE_PG_LIST_FILTERS
-    " ORDER BY id DESC LIMIT $7";
-constexpr const char* kListByJob =
-    "SELECT " TE_PG_EXECUTION_COLUMNS " FROM executions WHERE job = $1 AND" TE_PG_LIST_FILTERS
-    " ORDER BY id DESC LIMIT $7";
-constexpr const char* kListByTenant =
-    "SELECT " TE_PG_EXECUTION_COLUMNS
-    " FROM executions WHERE tenant = $2 AND tenant <> '' AND" TE_PG_LIST_FILTERS
-    " ORDER BY id DESC LIMIT $7";
-
 constexpr const char* kInsertAttempt =
     "INSERT INTO execution_attempts (execution_id, attempt, claim_version, worker,"
     " started_at, ended_at, outcome, failure_class, released, error)"
@@ -375,33 +358,37 @@ constexpr const char* kListWorkers =
 // Counters (P8).
 // A transaction's counter changes in one statement, into the stripe of its
 // connection (migration 5): concurrent writers on other connections do not
-// wait for each other's commits. Rows come in (queue, status) and (hour,
-// status) order, so two transactions on one stripe lock them in one order.
+// wait for each other's commits. Rows come in (tenant, queue, status) and
+// (hour, tenant, status) order, so two transactions on one stripe lock them
+// in one order.
 constexpr const char* kAddCounts =
-    "WITH s AS (INSERT INTO status_counts AS c (queue, status, stripe, count)"
-    " SELECT v.queue, v.status, pg_backend_pid() % 16, v.n"
-    " FROM unnest($1::text[], $2::int[], $3::bigint[]) AS v(queue, status, n)"
-    " ON CONFLICT (queue, status, stripe) DO UPDATE SET count = c.count + EXCLUDED.count)"
-    " INSERT INTO hourly_outcomes AS o (hour, status, stripe, count)"
-    " SELECT v.hour, v.status, pg_backend_pid() % 16, v.n"
-    " FROM unnest($4::bigint[], $5::int[], $6::bigint[]) AS v(hour, status, n)"
-    " ON CONFLICT (hour, status, stripe) DO UPDATE SET count = o.count + EXCLUDED.count";
+    "WITH s AS (INSERT INTO status_counts AS c (tenant, queue, status, stripe, count)"
+    " SELECT v.tenant, v.queue, v.status, pg_backend_pid() % 16, v.n"
+    " FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[]) AS v(tenant, queue, status, n)"
+    " ON CONFLICT (tenant, queue, status, stripe) DO UPDATE SET count = c.count + EXCLUDED.count)"
+    " INSERT INTO hourly_outcomes AS o (hour, tenant, status, stripe, count)"
+    " SELECT v.hour, v.tenant, v.status, pg_backend_pid() % 16, v.n"
+    " FROM unnest($5::bigint[], $6::text[], $7::int[], $8::bigint[]) AS v(hour, tenant, status, n)"
+    " ON CONFLICT (hour, tenant, status, stripe) DO UPDATE SET count = o.count + EXCLUDED.count";
 constexpr const char* kStatusCounts =
-    "SELECT queue, status, SUM(count)::bigint FROM status_counts GROUP BY queue, status"
-    " ORDER BY queue, status";
+    "SELECT tenant, queue, status, SUM(count)::bigint FROM status_counts"
+    " GROUP BY tenant, queue, status ORDER BY tenant, queue, status";
 constexpr const char* kRecentOutcomes =
-    "SELECT status, SUM(count) FROM hourly_outcomes WHERE hour >= $1 GROUP BY status";
+    "SELECT tenant, status, SUM(count)::bigint FROM hourly_outcomes WHERE hour >= $1"
+    " GROUP BY tenant, status ORDER BY tenant";
 constexpr const char* kOldestDue =
     "SELECT MIN(run_at) FROM executions"
     " WHERE queue = $1 AND status = 0 AND lane_parked = 0 AND run_at <= $2";
 constexpr const char* kGetLogs =
     "SELECT execution_id, attempt, at, level, message FROM execution_logs"
     " WHERE execution_id = $1 ORDER BY id LIMIT $2";
+// $2 / $1: NULL for every tenant, else the tenants in scope.
 constexpr const char* kQueuedDepths =
     "SELECT queue, COUNT(*), COUNT(*) FILTER (WHERE run_at <= $1), MIN(queued_at) FROM executions"
-    " WHERE status = 0 GROUP BY queue";
+    " WHERE status = 0 AND ($2::text[] IS NULL OR tenant = ANY($2::text[])) GROUP BY queue";
 constexpr const char* kRunningDepths =
-    "SELECT queue, COUNT(*) FROM executions WHERE status = 1 GROUP BY queue";
+    "SELECT queue, COUNT(*) FROM executions"
+    " WHERE status = 1 AND ($1::text[] IS NULL OR tenant = ANY($1::text[])) GROUP BY queue";
 // Schema (D4).
 constexpr const char* kHasVersionTable = "SELECT to_regclass('schema_version') IS NOT NULL";
 constexpr const char* kReadVersion = "SELECT COALESCE(MAX(version), 0) FROM schema_version";
@@ -666,7 +653,7 @@ class PostgresStore final : public ActionStore {
           attempts.push_back(t->attempt);
           versions.push_back(lease.version.value);
           expiries.push_back(lease.lease_expires_at);
-          tx.counters.CountTransition(row.queue, row.state.status, t->to, now);
+          tx.counters.CountTransition(row, t->to, now);
           out.push_back(std::move(lease));
         }
         if (ids.empty()) continue;
@@ -783,7 +770,7 @@ class PostgresStore final : public ActionStore {
           // Nothing else in this batch reads this row again, and a success
           // outside a lane touches no other row: write it with the others.
           successes.Add(*row, t, now, f.result_json);
-          tx.counters.CountTransition(row->queue, row->state.status, t.to, now);
+          tx.counters.CountTransition(*row, t.to, now);
         } else {
           TE_RETURN_IF_ERROR(Apply(tx, *row, t, now, d.plan.result, d.plan.error, d.plan.progress));
         }
@@ -1127,28 +1114,33 @@ class PostgresStore final : public ActionStore {
   }
 
   Result<ExecutionPage> ListExecutions(const ExecutionFilter& f) override {
-    TE_RETURN_IF_ERROR(ValidateListLimit(f.limit));
+    TE_RETURN_IF_ERROR(ValidateExecutionFilter(f));
+    const Millis now = clock_->NowMillis();
     return ReadTx<ExecutionPage>([&](Tx& tx) -> Result<ExecutionPage> {
-      const char* sql =
-          f.job ? kListByJob : (f.tenant && !f.tenant->empty() ? kListByTenant : kListAll);
-      Params p;
-      if (f.job)
-        p.Add(f.job->value);
-      else
-        p.AddNull();
-      if (f.tenant)
-        p.Add(f.tenant->value);
-      else
-        p.AddNull();
-      if (f.status)
-        p.Add(static_cast<int>(*f.status));
-      else
-        p.AddNull();
-      p.Add(f.queued_from).Add(f.queued_to).Add(f.before.value).Add(f.limit + 1);
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(sql, p));
-      ExecutionPage page;
-      for (int i = 0; i < s.rows(); ++i) page.items.push_back(ReadExecutionRow(PgRow(s, i)));
-      TrimPage(page, f.limit);
+      const std::vector<ListPart> parts = PlanListParts(f);
+      std::vector<std::vector<Execution>> rows(parts.size());
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        ListSql q = BuildListSql(f, parts[i], TE_PG_EXECUTION_COLUMNS, ListPartRowLimit(f),
+                                 /*count_only=*/false, '$');
+        TE_ASSIGN_OR_RETURN(PgResult s, tx.c.QueryText(q.sql, ListParams(q)));
+        for (int r = 0; r < s.rows(); ++r) rows[i].push_back(ReadExecutionRow(PgRow(s, r)));
+      }
+      ExecutionPage page = MergeListParts(std::move(rows), f);
+      if (!f.with_total) return page;
+      if (TotalFromCounters(f)) {
+        TE_ASSIGN_OR_RETURN(StoreStats stats, ReadStats(tx, ListTotalScope(f), now));
+        page.total = TotalOfStatuses(stats, f);
+        return page;
+      }
+      ExecutionFilter whole = f;
+      whole.before = ExecutionId(0);
+      std::vector<std::int64_t> counts;
+      for (const ListPart& part : parts) {
+        ListSql q = BuildListSql(whole, part, "", kListCountCap + 1, /*count_only=*/true, '$');
+        TE_ASSIGN_OR_RETURN(PgResult s, tx.c.QueryText(q.sql, ListParams(q)));
+        counts.push_back(s.rows() > 0 ? s.Int(0, 0) : 0);
+      }
+      SetCountedTotal(page, counts);
       return page;
     });
   }
@@ -1164,39 +1156,68 @@ class PostgresStore final : public ActionStore {
     });
   }
 
-  Result<StoreStats> GetStats() override {
+  Result<StoreStats> GetStats(const TenantScope& scope) override {
     const Millis now = clock_->NowMillis();
-    return ReadTx<StoreStats>([&](Tx& tx) -> Result<StoreStats> {
-      StoreStats out;
-      {
-        TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kStatusCounts));
-        for (int i = 0; i < s.rows(); ++i) AddStatusCountRow(PgRow(s, i), out);
-      }
-      for (QueueStats& q : out.queues) {
-        TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kOldestDue, Params().Add(q.queue).Add(now)));
-        if (s.rows() > 0 && !s.IsNull(0, 0)) q.oldest_due_at = s.Int(0, 0);
-      }
-      TE_ASSIGN_OR_RETURN(PgResult s,
-                          tx.Q(kRecentOutcomes, Params().Add(FirstRecentOutcomeHour(now))));
-      for (int i = 0; i < s.rows(); ++i) AddRecentOutcomeRow(PgRow(s, i), out);
-      return out;
-    });
+    return ReadTx<StoreStats>([&](Tx& tx) { return ReadStats(tx, scope, now); });
   }
 
-  Result<std::vector<QueueDepth>> QueueDepths() override {
+  Result<std::vector<QueueDepth>> QueueDepths(const TenantScope& scope) override {
     const Millis now = clock_->NowMillis();
+    std::vector<std::optional<std::string>> tenants;
+    if (scope.tenants) {
+      for (const TenantId& t : *scope.tenants) tenants.emplace_back(t.value);
+    }
+    auto add_tenants = [&](Params& p) -> Params& {
+      return scope.tenants ? p.AddTextArray(tenants) : p.AddNull();
+    };
     return ReadTx<std::vector<QueueDepth>>([&](Tx& tx) -> Result<std::vector<QueueDepth>> {
       QueueDepthMap by_queue;
       {
-        TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kQueuedDepths, Params().Add(now)));
+        Params p;
+        p.Add(now);
+        TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kQueuedDepths, add_tenants(p)));
         for (int i = 0; i < s.rows(); ++i) AddQueuedDepthRow(PgRow(s, i), by_queue);
       }
       {
-        TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kRunningDepths));
+        Params p;
+        TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kRunningDepths, add_tenants(p)));
         for (int i = 0; i < s.rows(); ++i) AddRunningDepthRow(PgRow(s, i), by_queue);
       }
       return QueueDepthList(by_queue);
     });
+  }
+
+  // The counters of `scope` (GetStats): cost independent of history (P8).
+  static Result<StoreStats> ReadStats(Tx& tx, const TenantScope& scope, Millis now) {
+    StoreStats out;
+    {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kStatusCounts));
+      for (int i = 0; i < s.rows(); ++i) AddStatusCountRow(PgRow(s, i), scope, out);
+    }
+    {
+      TE_ASSIGN_OR_RETURN(PgResult s,
+                          tx.Q(kRecentOutcomes, Params().Add(FirstRecentOutcomeHour(now))));
+      for (int i = 0; i < s.rows(); ++i) AddRecentOutcomeRow(PgRow(s, i), scope, out);
+    }
+    FinishStats(out);
+    if (scope.tenants) return out;  // oldest due per queue: global scope only
+    for (QueueStats& q : out.queues) {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kOldestDue, Params().Add(q.queue).Add(now)));
+      if (s.rows() > 0 && !s.IsNull(0, 0)) q.oldest_due_at = s.Int(0, 0);
+    }
+    return out;
+  }
+
+  // The arguments of a search statement.
+  static Params ListParams(const ListSql& q) {
+    Params p;
+    for (const ListArg& a : q.args) {
+      if (a.is_text)
+        p.Add(a.text);
+      else
+        p.Add(a.number);
+    }
+    return p;
   }
 
   // --- wakeups (A3) ---
@@ -1423,7 +1444,7 @@ class PostgresStore final : public ActionStore {
     else
       p.AddNull();
     TE_RETURN_IF_ERROR(tx.Q(kApplyTransition, p).status());
-    tx.counters.CountTransition(row.queue, row.state.status, t.to, now);
+    tx.counters.CountTransition(row, t.to, now);
     if (t.to == ExecutionStatus::kQueued && row.state.status != ExecutionStatus::kQueued) {
       tx.MarkWork(row.queue);
     }
@@ -1444,24 +1465,27 @@ class PostgresStore final : public ActionStore {
   }
 
   static Status FlushCounts(Tx& tx) {
-    std::vector<std::optional<std::string>> queues;
+    std::vector<std::optional<std::string>> tenants, queues, outcome_tenants;
     std::vector<std::int64_t> statuses, deltas, hours, outcome_statuses, outcome_deltas;
     for (const auto& [k, v] : tx.counters.counts) {
       if (v == 0) continue;
-      queues.emplace_back(k.first);
-      statuses.push_back(k.second);
+      tenants.emplace_back(std::get<0>(k));
+      queues.emplace_back(std::get<1>(k));
+      statuses.push_back(std::get<2>(k));
       deltas.push_back(v);
     }
     for (const auto& [k, v] : tx.counters.outcomes) {
       if (v == 0) continue;
-      hours.push_back(k.first);
-      outcome_statuses.push_back(k.second);
+      hours.push_back(std::get<0>(k));
+      outcome_tenants.emplace_back(std::get<1>(k));
+      outcome_statuses.push_back(std::get<2>(k));
       outcome_deltas.push_back(v);
     }
     if (queues.empty() && hours.empty()) return Status::Ok();
     Params p;
-    p.AddTextArray(queues).AddArray(statuses).AddArray(deltas);
-    p.AddArray(hours).AddArray(outcome_statuses).AddArray(outcome_deltas);
+    p.AddTextArray(tenants).AddTextArray(queues).AddArray(statuses).AddArray(deltas);
+    p.AddArray(hours).AddTextArray(outcome_tenants).AddArray(outcome_statuses);
+    p.AddArray(outcome_deltas);
     return tx.Q(kAddCounts, p).status();
   }
 
@@ -1657,7 +1681,7 @@ class PostgresStore final : public ActionStore {
         out.push_back(AdmitResult{AdmitOutcome::kCreated,
                                   ExecutionId(ids[static_cast<std::size_t>(i)]),
                                   ExecutionStatus::kQueued});
-        tx.counters.CountAdmission(q_name);
+        tx.counters.CountAdmission(q_name, r.tenant.value);
         tx.MarkWork(q_name);
         continue;
       }
@@ -1726,7 +1750,7 @@ class PostgresStore final : public ActionStore {
     res.outcome = AdmitOutcome::kCreated;
     res.id = ExecutionId(ins.Int(0, 0));
     res.status = ExecutionStatus::kQueued;
-    tx.counters.CountAdmission(p.queue);
+    tx.counters.CountAdmission(p.queue, r.tenant.value);
     if (!parked) tx.MarkWork(p.queue);
     return res;
   }

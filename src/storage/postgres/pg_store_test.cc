@@ -22,6 +22,7 @@
 
 #include "storage/postgres/pg_conn.h"
 #include "storage/postgres/pg_schema.h"
+#include "storage/store_rules.h"
 #include "testing_support/test_util.h"
 
 namespace taskengine {
@@ -494,10 +495,23 @@ TEST(PgStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
   ASSERT_OK(admin.Connect(cluster.url(), "te_o1m"));
   // Back to version 5: one lane per key, so b's member waited behind a's
   // (and no handler_started column, which version 7 adds, nor
-  // job_definitions.seed_digest, which version 8 adds).
+  // job_definitions.seed_digest of version 8, the worker columns of version
+  // 9, or the tenant counters and search indexes of version 10).
+  ASSERT_OK(admin.Exec(
+      "DROP INDEX executions_by_status; DROP INDEX executions_by_queued_at;"
+      " DROP INDEX executions_by_finished_at;"
+      " CREATE INDEX executions_attention ON executions (status, id) WHERE status IN (3, 4);"
+      " DROP TABLE status_counts; CREATE TABLE status_counts (queue TEXT NOT NULL,"
+      " status INTEGER NOT NULL, stripe INTEGER NOT NULL DEFAULT 0, count BIGINT NOT NULL,"
+      " PRIMARY KEY (queue, status, stripe));"
+      " DROP TABLE hourly_outcomes; CREATE TABLE hourly_outcomes (hour BIGINT NOT NULL,"
+      " status INTEGER NOT NULL, stripe INTEGER NOT NULL DEFAULT 0, count BIGINT NOT NULL,"
+      " PRIMARY KEY (hour, status, stripe))"));
   ASSERT_OK(
       admin.Exec("ALTER TABLE executions DROP COLUMN handler_started;"
                  "ALTER TABLE job_definitions DROP COLUMN seed_digest;"
+                 "ALTER TABLE workers DROP COLUMN kind, DROP COLUMN threads, DROP COLUMN busy,"
+                 " DROP COLUMN current_executions;"
                  " DROP INDEX executions_lane_open; CREATE INDEX executions_lane_open ON executions"
                  " (lane_key, id) WHERE lane_key <> '' AND status IN (0, 1, 3, 4);"
                  " UPDATE executions SET lane_parked = 1 WHERE id = " +
@@ -720,6 +734,83 @@ TEST(PgStoreTest, DatabaseClockFollowsTheServer) {
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_GE(clock->NowMillis(), a);
   EXPECT_FALSE(DatabaseClock::Open("postgres://postgres@127.0.0.1:1/none?connect_timeout=2").ok());
+}
+
+// I1: every common combination of search criteria is served by an index,
+// never a sequential scan of the executions (EXPLAIN of the statements the
+// store builds, with sequential scans priced out so that any usable index
+// shows; the planner falls back to one only when no index applies).
+TEST(PgStoreTest, I1_SearchCombinationsUseAnIndex) {
+  Cluster& cluster = SharedCluster();
+  ASSERT_TRUE(cluster.started()) << cluster.url();
+  FakeClock clock;
+  {
+    ASSERT_OK_AND_ASSIGN(auto store,
+                         OpenPostgresStore(Options(cluster, &clock, "te_search_plans")));
+    ASSERT_OK(store->Migrate());
+  }
+  pg::PgConn conn;
+  ASSERT_OK(conn.Connect(cluster.url(), "te_search_plans"));
+  ASSERT_OK(conn.Exec("SET enable_seqscan = off"));
+  std::vector<std::pair<const char*, ExecutionFilter>> combinations;
+  auto add = [&](const char* name, auto set) {
+    ExecutionFilter f;
+    set(f);
+    combinations.emplace_back(name, f);
+  };
+  add("job", [](ExecutionFilter& f) { f.job = JobName("a"); });
+  add("tenant", [](ExecutionFilter& f) { f.tenant = TenantId("t1"); });
+  add("status", [](ExecutionFilter& f) { f.status = ExecutionStatus::kSucceeded; });
+  add("job+status", [](ExecutionFilter& f) {
+    f.job = JobName("a");
+    f.status = ExecutionStatus::kFailed;
+  });
+  add("tenant+status", [](ExecutionFilter& f) {
+    f.tenant = TenantId("t1");
+    f.status = ExecutionStatus::kQueued;
+  });
+  add("job+trigger", [](ExecutionFilter& f) {
+    f.job = JobName("a");
+    f.triggers = {Trigger::kRetry};
+  });
+  add("queued range", [](ExecutionFilter& f) {
+    f.queued_from = 1000;
+    f.queued_to = 2000;
+  });
+  add("ended range", [](ExecutionFilter& f) {
+    f.ended_from = 1000;
+    f.ended_to = 2000;
+  });
+  add("trigger+cursor", [](ExecutionFilter& f) {
+    f.triggers = {Trigger::kScheduled};
+    f.before = ExecutionId(500);
+  });
+  for (const auto& [name, filter] : combinations) {
+    for (bool count_only : {false, true}) {
+      for (const storage_internal::ListPart& part : storage_internal::PlanListParts(filter)) {
+        storage_internal::ListSql q =
+            storage_internal::BuildListSql(filter, part, "*", 51, count_only, '$');
+        // The arguments as literals, the highest number first ($10 before $1).
+        std::string sql = q.sql;
+        for (std::size_t i = q.args.size(); i > 0; --i) {
+          const storage_internal::ListArg& a = q.args[i - 1];
+          const std::string literal = a.is_text ? "'" + a.text + "'" : std::to_string(a.number);
+          const std::string placeholder = "$" + std::to_string(i);
+          for (auto at = sql.find(placeholder); at != std::string::npos;
+               at = sql.find(placeholder, at + literal.size())) {
+            sql.replace(at, placeholder.size(), literal);
+          }
+        }
+        ASSERT_OK_AND_ASSIGN(pg::PgResult plan, conn.Exec("EXPLAIN " + sql));
+        std::string text;
+        for (int r = 0; r < plan.rows(); ++r) text += plan.Text(r, 0) + "\n";
+        EXPECT_EQ(text.find("Seq Scan"), std::string::npos)
+            << name << (count_only ? " (count)" : "") << ": " << sql << "\n"
+            << text;
+        EXPECT_NE(text.find("Index"), std::string::npos) << name << ": " << text;
+      }
+    }
+  }
 }
 
 }  // namespace

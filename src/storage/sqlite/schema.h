@@ -303,6 +303,38 @@ ALTER TABLE workers ADD COLUMN threads INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE workers ADD COLUMN busy INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE workers ADD COLUMN current_executions TEXT NOT NULL DEFAULT '';
 )sql",
+    // Version 12: tenant-scoped stats and execution search (X2, I1). The
+    // status counters and hourly outcomes gain the tenant ('' for global jobs),
+    // recounted once from the executions; indexes serve the search by status
+    // and by queued or finish time in id order (the by-status index takes in
+    // the attention index, which covered failed and quarantined only).
+    R"sql(
+DROP TABLE status_counts;
+CREATE TABLE status_counts (
+  tenant TEXT NOT NULL,
+  queue TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  PRIMARY KEY (tenant, queue, status)
+) STRICT, WITHOUT ROWID;
+INSERT INTO status_counts (tenant, queue, status, count)
+  SELECT tenant, queue, status, COUNT(*) FROM executions GROUP BY tenant, queue, status;
+DROP TABLE hourly_outcomes;
+CREATE TABLE hourly_outcomes (
+  hour INTEGER NOT NULL,
+  tenant TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  PRIMARY KEY (hour, tenant, status)
+) STRICT, WITHOUT ROWID;
+INSERT INTO hourly_outcomes (hour, tenant, status, count)
+  SELECT finished_at / 3600000, tenant, status, COUNT(*) FROM executions
+  WHERE finished_at > 0 AND status IN (2, 3, 4, 5, 6) GROUP BY 1, 2, 3;
+DROP INDEX executions_attention;
+CREATE INDEX executions_by_status ON executions(status, id);
+CREATE INDEX executions_by_queued_at ON executions(queued_at);
+CREATE INDEX executions_by_finished_at ON executions(finished_at) WHERE finished_at > 0;
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

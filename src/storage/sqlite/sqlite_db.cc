@@ -93,6 +93,7 @@ bool Stmt::IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQL
 
 Connection::~Connection() {
   for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+  for (auto& [sql, stmt] : text_cache_) sqlite3_finalize(stmt);
   if (db_ != nullptr) sqlite3_close_v2(db_);
 }
 
@@ -125,6 +126,16 @@ Result<Stmt> Connection::Prepare(const char* sql) {
   int rc = sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
   if (rc != SQLITE_OK) return ToStatus(rc, db_, "prepare");
   cache_.emplace(sql, stmt);
+  return Stmt(stmt, this);
+}
+
+Result<Stmt> Connection::PrepareText(const std::string& sql) {
+  auto it = text_cache_.find(sql);
+  if (it != text_cache_.end()) return Stmt(it->second, this);
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v3(db_, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+  if (rc != SQLITE_OK) return ToStatus(rc, db_, "prepare");
+  text_cache_.emplace(sql, stmt);
   return Stmt(stmt, this);
 }
 

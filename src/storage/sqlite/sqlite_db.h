@@ -79,6 +79,9 @@ class Connection {
   // life. `sql` must outlive the connection (a string literal): the cache is
   // keyed by its address.
   Result<Stmt> Prepare(const char* sql);
+  // The statement for a built `sql` (a search), cached by its text for the
+  // connection's life: callers build few distinct texts.
+  Result<Stmt> PrepareText(const std::string& sql);
   // True when no transaction is open (SQLite rolled back or committed).
   bool autocommit() const;
   std::int64_t last_insert_rowid() const;
@@ -88,6 +91,7 @@ class Connection {
  private:
   sqlite3* db_ = nullptr;
   std::unordered_map<const char*, sqlite3_stmt*> cache_;
+  std::unordered_map<std::string, sqlite3_stmt*> text_cache_;
 };
 
 }  // namespace taskengine::sqlite

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <functional>
 #include <map>
@@ -31,6 +32,29 @@ using namespace storage_internal;
 
 using sqlite::Connection;
 using sqlite::Stmt;
+
+// ["a","b"]: a JSON array of `items` (for json_each).
+std::string JsonStringArray(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (const std::string& item : items) {
+    if (out.size() > 1) out += ',';
+    out += '"';
+    for (char ch : item) {
+      if (ch == '"' || ch == '\\') {
+        out += '\\';
+        out += ch;
+      } else if (static_cast<unsigned char>(ch) < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", ch);
+        out += buf;
+      } else {
+        out += ch;
+      }
+    }
+    out += '"';
+  }
+  return out + "]";
+}
 
 // --- SQL -------------------------------------------------------------------
 
@@ -208,20 +232,6 @@ constexpr const char* kListJobs = "SELECT " TE_JOB_COLUMNS " FROM job_definition
 
 // List variants: each is a static statement so it is prepared once; the
 // optional filters are "?N IS NULL OR ..." and the leading column picks the index.
-#define TE_LIST_FILTERS                                                                       \
-  " (?1 IS NULL OR job = ?1) AND (?2 IS NULL OR tenant = ?2) AND (?3 IS NULL OR status = ?3)" \
-  " AND (?4 = 0 OR queued_at >= ?4) AND (?5 = 0 OR queued_at < ?5) AND (?6 = 0 OR id < ?6)"
-constexpr const char* kListAll =
-    "SELECT " TE_EXECUTION_COLUMNS " FROM executions WHERE" TE_LIST_FILTERS
-    " ORDER BY id DESC LIMIT ?7";
-constexpr const char* kListByJob = "SELECT " TE_EXECUTION_COLUMNS
-                                   " FROM executions INDEXED BY executions_by_job WHERE job = ?1"
-                                   " AND" TE_LIST_FILTERS " ORDER BY id DESC LIMIT ?7";
-constexpr const char* kListByTenant =
-    "SELECT " TE_EXECUTION_COLUMNS
-    " FROM executions WHERE tenant = ?2 AND tenant <> '' AND" TE_LIST_FILTERS
-    " ORDER BY id DESC LIMIT ?7";
-
 constexpr const char* kInsertAttempt =
     "INSERT OR REPLACE INTO execution_attempts (execution_id, attempt, claim_version, worker,"
     " started_at, ended_at, outcome, failure_class, released, error)"
@@ -294,15 +304,16 @@ constexpr const char* kListWorkers =
     " FROM workers WHERE (?1 = 0 OR last_heartbeat_at >= ?2) ORDER BY id";
 // Counters (P8).
 constexpr const char* kAddStatusCount =
-    "INSERT INTO status_counts (queue, status, count) VALUES (?1, ?2, ?3)"
-    " ON CONFLICT(queue, status) DO UPDATE SET count = count + ?3";
+    "INSERT INTO status_counts (tenant, queue, status, count) VALUES (?1, ?2, ?3, ?4)"
+    " ON CONFLICT(tenant, queue, status) DO UPDATE SET count = count + ?4";
 constexpr const char* kAddOutcome =
-    "INSERT INTO hourly_outcomes (hour, status, count) VALUES (?1, ?2, ?3)"
-    " ON CONFLICT(hour, status) DO UPDATE SET count = count + ?3";
+    "INSERT INTO hourly_outcomes (hour, tenant, status, count) VALUES (?1, ?2, ?3, ?4)"
+    " ON CONFLICT(hour, tenant, status) DO UPDATE SET count = count + ?4";
 constexpr const char* kStatusCounts =
-    "SELECT queue, status, count FROM status_counts ORDER BY queue";
+    "SELECT tenant, queue, status, count FROM status_counts ORDER BY tenant, queue";
 constexpr const char* kRecentOutcomes =
-    "SELECT status, SUM(count) FROM hourly_outcomes WHERE hour >= ?1 GROUP BY status";
+    "SELECT tenant, status, SUM(count) FROM hourly_outcomes WHERE hour >= ?1"
+    " GROUP BY tenant, status ORDER BY tenant";
 constexpr const char* kOldestDue =
     "SELECT MIN(run_at) FROM executions INDEXED BY executions_due"
     " WHERE queue = ?1 AND status = 0 AND lane_parked = 0 AND run_at <= ?2";
@@ -310,11 +321,15 @@ constexpr const char* kGetLogs =
     "SELECT execution_id, attempt, at, level, message FROM execution_logs"
     " WHERE execution_id = ?1 ORDER BY id LIMIT ?2";
 constexpr const char* kExists = "SELECT 1 FROM executions WHERE id = ?1";
+// ?2: NULL for every tenant, else a JSON array of the tenants in scope.
 constexpr const char* kQueuedDepths =
     "SELECT queue, COUNT(*), SUM(run_at <= ?1), MIN(queued_at) FROM executions"
-    " WHERE status = 0 GROUP BY queue";
+    " WHERE status = 0 AND (?2 IS NULL OR tenant IN (SELECT value FROM json_each(?2)))"
+    " GROUP BY queue";
 constexpr const char* kRunningDepths =
-    "SELECT queue, COUNT(*) FROM executions WHERE status = 1 GROUP BY queue";
+    "SELECT queue, COUNT(*) FROM executions"
+    " WHERE status = 1 AND (?1 IS NULL OR tenant IN (SELECT value FROM json_each(?1)))"
+    " GROUP BY queue";
 
 // --- row mapping -------------------------------------------------------------
 
@@ -568,7 +583,7 @@ class SqliteStore final : public ActionStore {
               u.Bind(4, lease.version.value).Bind(5, request.worker.value).Bind(6, now);
               u.Bind(7, lease.lease_expires_at).Bind(8, request.mark_started ? 1 : 0);
               TE_RETURN_IF_ERROR(u.Run());
-              op_counters_.CountTransition(row.queue, row.state.status, t->to, now);
+              op_counters_.CountTransition(row, t->to, now);
               out.push_back(std::move(lease));
             }
           }
@@ -1089,31 +1104,38 @@ class SqliteStore final : public ActionStore {
   }
 
   Result<ExecutionPage> ListExecutions(const ExecutionFilter& f) override {
-    TE_RETURN_IF_ERROR(ValidateListLimit(f.limit));
+    TE_RETURN_IF_ERROR(ValidateExecutionFilter(f));
+    const Millis now = clock_->NowMillis();
     return Read<ExecutionPage>([&](Connection& c) -> Result<ExecutionPage> {
-      const char* sql =
-          f.job ? kListByJob : (f.tenant && !f.tenant->empty() ? kListByTenant : kListAll);
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(sql));
-      if (f.job)
-        s.Bind(1, f.job->value);
-      else
-        s.BindNull(1);
-      if (f.tenant)
-        s.Bind(2, f.tenant->value);
-      else
-        s.BindNull(2);
-      if (f.status)
-        s.Bind(3, static_cast<int>(*f.status));
-      else
-        s.BindNull(3);
-      s.Bind(4, f.queued_from).Bind(5, f.queued_to).Bind(6, f.before.value).Bind(7, f.limit + 1);
-      ExecutionPage page;
-      while (true) {
-        TE_ASSIGN_OR_RETURN(bool row, s.Step());
-        if (!row) break;
-        page.items.push_back(ReadExecutionRow(StmtRow(s)));
+      const std::vector<ListPart> parts = PlanListParts(f);
+      std::vector<std::vector<Execution>> rows(parts.size());
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        ListSql q = BuildListSql(f, parts[i], TE_EXECUTION_COLUMNS, ListPartRowLimit(f),
+                                 /*count_only=*/false, '?');
+        TE_ASSIGN_OR_RETURN(Stmt s, PrepareList(c, q));
+        while (true) {
+          TE_ASSIGN_OR_RETURN(bool row, s.Step());
+          if (!row) break;
+          rows[i].push_back(ReadExecutionRow(StmtRow(s)));
+        }
       }
-      TrimPage(page, f.limit);
+      ExecutionPage page = MergeListParts(std::move(rows), f);
+      if (!f.with_total) return page;
+      if (TotalFromCounters(f)) {
+        TE_ASSIGN_OR_RETURN(StoreStats stats, ReadStats(c, ListTotalScope(f), now));
+        page.total = TotalOfStatuses(stats, f);
+        return page;
+      }
+      ExecutionFilter whole = f;
+      whole.before = ExecutionId(0);
+      std::vector<std::int64_t> counts;
+      for (const ListPart& part : parts) {
+        ListSql q = BuildListSql(whole, part, "", kListCountCap + 1, /*count_only=*/true, '?');
+        TE_ASSIGN_OR_RETURN(Stmt s, PrepareList(c, q));
+        TE_ASSIGN_OR_RETURN(bool row, s.Step());
+        counts.push_back(row ? s.Int(0) : 0);
+      }
+      SetCountedTotal(page, counts);
       return page;
     });
   }
@@ -1134,42 +1156,28 @@ class SqliteStore final : public ActionStore {
     });
   }
 
-  Result<StoreStats> GetStats() override {
+  Result<StoreStats> GetStats(const TenantScope& scope) override {
     const Millis now = clock_->NowMillis();
-    return Read<StoreStats>([&](Connection& c) -> Result<StoreStats> {
-      StoreStats out;
-      {
-        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kStatusCounts));
-        while (true) {
-          TE_ASSIGN_OR_RETURN(bool row, s.Step());
-          if (!row) break;
-          AddStatusCountRow(StmtRow(s), out);
-        }
-      }
-      for (QueueStats& q : out.queues) {
-        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kOldestDue));
-        s.Bind(1, q.queue).Bind(2, now);
-        TE_ASSIGN_OR_RETURN(bool row, s.Step());
-        if (row && !s.IsNull(0)) q.oldest_due_at = s.Int(0);
-      }
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kRecentOutcomes));
-      s.Bind(1, FirstRecentOutcomeHour(now));
-      while (true) {
-        TE_ASSIGN_OR_RETURN(bool row, s.Step());
-        if (!row) break;
-        AddRecentOutcomeRow(StmtRow(s), out);
-      }
-      return out;
-    });
+    return Read<StoreStats>([&](Connection& c) { return ReadStats(c, scope, now); });
   }
 
-  Result<std::vector<QueueDepth>> QueueDepths() override {
+  Result<std::vector<QueueDepth>> QueueDepths(const TenantScope& scope) override {
     const Millis now = clock_->NowMillis();
+    std::optional<std::string> tenants;
+    if (scope.tenants) {
+      std::vector<std::string> ids;
+      for (const TenantId& t : *scope.tenants) ids.push_back(t.value);
+      tenants = JsonStringArray(ids);
+    }
     return Read<std::vector<QueueDepth>>([&](Connection& c) -> Result<std::vector<QueueDepth>> {
       QueueDepthMap by_queue;
       {
         TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kQueuedDepths));
         s.Bind(1, now);
+        if (tenants)
+          s.Bind(2, *tenants);
+        else
+          s.BindNull(2);
         while (true) {
           TE_ASSIGN_OR_RETURN(bool row, s.Step());
           if (!row) break;
@@ -1178,6 +1186,10 @@ class SqliteStore final : public ActionStore {
       }
       {
         TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kRunningDepths));
+        if (tenants)
+          s.Bind(1, *tenants);
+        else
+          s.BindNull(1);
         while (true) {
           TE_ASSIGN_OR_RETURN(bool row, s.Step());
           if (!row) break;
@@ -1304,7 +1316,7 @@ class SqliteStore final : public ActionStore {
     else
       s.BindNull(14);
     TE_RETURN_IF_ERROR(s.Run());
-    op_counters_.CountTransition(row.queue, row.state.status, t.to, now);
+    op_counters_.CountTransition(row, t.to, now);
     if (EndsFailedAttempt(row.state.status, t.to)) {
       // History of an attempt that did not succeed (the success path writes nothing extra).
       TE_ASSIGN_OR_RETURN(Stmt a, c.Prepare(kInsertAttempt));
@@ -1321,6 +1333,50 @@ class SqliteStore final : public ActionStore {
     return Status::Ok();
   }
 
+  // The counters of `scope` (GetStats): cost independent of history (P8).
+  static Result<StoreStats> ReadStats(Connection& c, const TenantScope& scope, Millis now) {
+    StoreStats out;
+    {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kStatusCounts));
+      while (true) {
+        TE_ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row) break;
+        AddStatusCountRow(StmtRow(s), scope, out);
+      }
+    }
+    {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kRecentOutcomes));
+      s.Bind(1, FirstRecentOutcomeHour(now));
+      while (true) {
+        TE_ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row) break;
+        AddRecentOutcomeRow(StmtRow(s), scope, out);
+      }
+    }
+    FinishStats(out);
+    if (scope.tenants) return out;  // oldest due per queue: global scope only
+    for (QueueStats& q : out.queues) {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kOldestDue));
+      s.Bind(1, q.queue).Bind(2, now);
+      TE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (row && !s.IsNull(0)) q.oldest_due_at = s.Int(0);
+    }
+    return out;
+  }
+
+  // A search statement with its arguments bound.
+  static Result<Stmt> PrepareList(Connection& c, const ListSql& q) {
+    TE_ASSIGN_OR_RETURN(Stmt s, c.PrepareText(q.sql));
+    for (std::size_t i = 0; i < q.args.size(); ++i) {
+      const int index = static_cast<int>(i) + 1;
+      if (q.args[i].is_text)
+        s.Bind(index, q.args[i].text);
+      else
+        s.Bind(index, q.args[i].number);
+    }
+    return s;
+  }
+
   // Counters change with the operation that changes the status; the writer
   // keeps an operation's deltas apart until it succeeds and writes a batch's
   // deltas just before its COMMIT. Writer thread only.
@@ -1332,12 +1388,12 @@ class SqliteStore final : public ActionStore {
     for (const auto& [k, v] : batch_counters_.counts) {
       if (v == 0) continue;
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kAddStatusCount));
-      s.Bind(1, k.first).Bind(2, k.second).Bind(3, v);
+      s.Bind(1, std::get<0>(k)).Bind(2, std::get<1>(k)).Bind(3, std::get<2>(k)).Bind(4, v);
       TE_RETURN_IF_ERROR(s.Run());
     }
     for (const auto& [k, v] : batch_counters_.outcomes) {
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kAddOutcome));
-      s.Bind(1, k.first).Bind(2, k.second).Bind(3, v);
+      s.Bind(1, std::get<0>(k)).Bind(2, std::get<1>(k)).Bind(3, std::get<2>(k)).Bind(4, v);
       TE_RETURN_IF_ERROR(s.Run());
     }
     return Status::Ok();
@@ -1486,7 +1542,7 @@ class SqliteStore final : public ActionStore {
     res.outcome = AdmitOutcome::kCreated;
     res.id = ExecutionId(c.last_insert_rowid());
     res.status = ExecutionStatus::kQueued;
-    op_counters_.CountAdmission(p.queue);
+    op_counters_.CountAdmission(p.queue, r.tenant.value);
     return res;
   }
 

@@ -9,6 +9,7 @@
 
 #include "core/canonical_json.h"
 #include "storage/sqlite/schema.h"
+#include "storage/store_rules.h"
 #include "testing_support/test_util.h"
 
 namespace taskengine {
@@ -123,12 +124,25 @@ TEST(SqliteStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
   {
     // Back to version 7: one lane per key, so b's member waited behind a's
     // (and no handler_started column, which version 9 adds, nor
-    // job_definitions.seed_digest, which version 10 adds).
+    // job_definitions.seed_digest of version 10, the worker columns of
+    // version 11, or the tenant counters and search indexes of version 12).
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(o.path.c_str(), &db), SQLITE_OK);
     const std::string downgrade =
+        "DROP INDEX executions_by_status; DROP INDEX executions_by_queued_at;"
+        "DROP INDEX executions_by_finished_at;"
+        "CREATE INDEX executions_attention ON executions(status, id) WHERE status IN (3, 4);"
+        "DROP TABLE status_counts;"
+        "CREATE TABLE status_counts (queue TEXT NOT NULL, status INTEGER NOT NULL,"
+        "  count INTEGER NOT NULL, PRIMARY KEY (queue, status)) STRICT, WITHOUT ROWID;"
+        "DROP TABLE hourly_outcomes;"
+        "CREATE TABLE hourly_outcomes (hour INTEGER NOT NULL, status INTEGER NOT NULL,"
+        "  count INTEGER NOT NULL, PRIMARY KEY (hour, status)) STRICT, WITHOUT ROWID;"
         "ALTER TABLE executions DROP COLUMN handler_started;"
         "ALTER TABLE job_definitions DROP COLUMN seed_digest;"
+        "ALTER TABLE workers DROP COLUMN kind; ALTER TABLE workers DROP COLUMN threads;"
+        "ALTER TABLE workers DROP COLUMN busy;"
+        "ALTER TABLE workers DROP COLUMN current_executions;"
         "DROP INDEX executions_lane_open;"
         "CREATE INDEX executions_lane_open ON executions(lane_key, id)"
         "  WHERE lane_key <> '' AND status IN (0, 1, 3, 4);"
@@ -172,6 +186,103 @@ TEST(SqliteStoreTest, NormalSyncModeWorks) {
   ASSERT_OK(store->UpsertJob(Job()));
   ASSERT_OK_AND_ASSIGN(AdmitResult r, store->Admit(Request(1)));
   EXPECT_EQ(r.outcome, AdmitOutcome::kCreated);
+}
+
+// I1: every common combination of search criteria is an index seek, never a
+// scan of the whole table (EXPLAIN QUERY PLAN of the statements the store
+// builds, on the migrated schema).
+TEST(SqliteStoreTest, I1_SearchCombinationsUseAnIndex) {
+  TempDir dir;
+  FakeClock clock;
+  SqliteStoreOptions o;
+  o.path = dir.File("plans.db");
+  o.clock = &clock;
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, OpenSqliteStore(o));
+    ASSERT_OK(store->Migrate());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(o.path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  struct Combination {
+    const char* name;
+    ExecutionFilter filter;
+  };
+  std::vector<Combination> combinations;
+  auto add = [&](const char* name, auto set) {
+    ExecutionFilter f;
+    set(f);
+    combinations.push_back({name, f});
+  };
+  add("job", [](ExecutionFilter& f) { f.job = JobName("a"); });
+  add("tenant", [](ExecutionFilter& f) { f.tenant = TenantId("t1"); });
+  add("status", [](ExecutionFilter& f) { f.status = ExecutionStatus::kSucceeded; });
+  add("statuses", [](ExecutionFilter& f) {
+    f.statuses = {ExecutionStatus::kFailed, ExecutionStatus::kQuarantined};
+  });
+  add("job+status", [](ExecutionFilter& f) {
+    f.job = JobName("a");
+    f.status = ExecutionStatus::kFailed;
+  });
+  add("tenant+status", [](ExecutionFilter& f) {
+    f.tenant = TenantId("t1");
+    f.status = ExecutionStatus::kQueued;
+  });
+  add("tenant scope+job", [](ExecutionFilter& f) {
+    f.tenants = std::vector<TenantId>{TenantId("t1"), TenantId("t2")};
+    f.job = JobName("a");
+  });
+  add("job+trigger", [](ExecutionFilter& f) {
+    f.job = JobName("a");
+    f.triggers = {Trigger::kRetry};
+  });
+  add("status+trigger", [](ExecutionFilter& f) {
+    f.status = ExecutionStatus::kFailed;
+    f.triggers = {Trigger::kReplay};
+  });
+  add("queued range", [](ExecutionFilter& f) {
+    f.queued_from = 1000;
+    f.queued_to = 2000;
+  });
+  add("ended range", [](ExecutionFilter& f) {
+    f.ended_from = 1000;
+    f.ended_to = 2000;
+  });
+  add("ended since", [](ExecutionFilter& f) { f.ended_from = 1000; });
+  add("trigger+cursor", [](ExecutionFilter& f) {
+    f.triggers = {Trigger::kScheduled};
+    f.before = ExecutionId(500);
+  });
+  for (const Combination& c : combinations) {
+    for (bool count_only : {false, true}) {
+      for (const storage_internal::ListPart& part : storage_internal::PlanListParts(c.filter)) {
+        storage_internal::ListSql q =
+            storage_internal::BuildListSql(c.filter, part, "*", 51, count_only, '?');
+        sqlite3_stmt* stmt = nullptr;
+        const std::string sql = "EXPLAIN QUERY PLAN " + q.sql;
+        ASSERT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK)
+            << sqlite3_errmsg(db) << "\n"
+            << sql;
+        for (std::size_t i = 0; i < q.args.size(); ++i) {
+          if (q.args[i].is_text) {
+            sqlite3_bind_text(stmt, static_cast<int>(i) + 1, q.args[i].text.c_str(), -1,
+                              SQLITE_TRANSIENT);
+          } else {
+            sqlite3_bind_int64(stmt, static_cast<int>(i) + 1, q.args[i].number);
+          }
+        }
+        std::string plan;
+        while (sqlite3_step(stmt) == SQLITE_ROW) {
+          plan += reinterpret_cast<const char*>(sqlite3_column_text(stmt, 3));
+          plan += "\n";
+        }
+        sqlite3_finalize(stmt);
+        EXPECT_NE(plan.find("SEARCH executions USING"), std::string::npos)
+            << c.name << (count_only ? " (count)" : "") << ": " << q.sql << "\n"
+            << plan;
+      }
+    }
+  }
+  sqlite3_close(db);
 }
 
 }  // namespace

@@ -167,6 +167,14 @@ class StoreConformance : public ::testing::TestWithParam<StoreFactory> {
 
   static LeaseRef Ref(const Lease& lease) { return LeaseRef{lease.id, lease.version}; }
 
+  // The execution search (conformance_search.cc): the ids of every match of
+  // `filter`, following its cursor pages; and a mix of jobs a (queue default)
+  // and b (queue high), tenants "", t1 and t2, triggers api and scheduled and
+  // every open and ended status, admitted in three steps a minute apart
+  // (returns the time after each step's admissions).
+  std::vector<std::int64_t> SearchIds(ExecutionFilter filter);
+  std::vector<Millis> PopulateSearchMix();
+
  private:
   FakeClock clock_;
   SettableRandom random_;
