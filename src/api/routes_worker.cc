@@ -854,8 +854,8 @@ HttpResponse FinishBatchRoute(WorkerProtocol& wp, const RouteRequest& req) {
 
 // Hides from a principal bound to tenants what a worker's line tells about
 // other tenants' work (X2): workers run every tenant's executions, so its
-// processed and failed totals and its busy and idle threads become null and "current" keeps only the
-// executions of the principal's tenants.
+// processed and failed totals and its busy and idle threads become null and "current" keeps only
+// the executions of the principal's tenants.
 void ScopeWorkerJson(ApiContext& ctx, const Principal& principal, Json& worker) {
   worker["processed"] = nullptr;
   worker["failed"] = nullptr;

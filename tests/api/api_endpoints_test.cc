@@ -662,13 +662,15 @@ TEST_F(ApiEndpointsTest, X2_TenantBoundOverviewsCountOnlyTheirTenants) {
   // Queue depths of its tenants only.
   ClientResponse qa = client_->Get("/api/v1/queues", kTenantA);
   ASSERT_EQ(qa.status, 200) << qa.body;
-  for (const json& q : qa.json()["items"]) {
+  const json tenant_queues = qa.json()["items"];
+  for (const json& q : tenant_queues) {
     if (q["queue"] == "parked") EXPECT_EQ(q["queued"], 0) << qa.body;
     if (q["queue"] == "slow") EXPECT_EQ(q["running"], 1) << qa.body;
   }
   ClientResponse qb = client_->Get("/api/v1/queues", kTenantB);
   ASSERT_EQ(qb.status, 200) << qb.body;
-  for (const json& q : qb.json()["items"]) {
+  const json queue_items = qb.json()["items"];
+  for (const json& q : queue_items) {
     EXPECT_EQ(q["running"], 0) << qb.body;
     EXPECT_EQ(q["queued"], 0) << qb.body;
   }
@@ -677,8 +679,12 @@ TEST_F(ApiEndpointsTest, X2_TenantBoundOverviewsCountOnlyTheirTenants) {
   // Workers: listed, without figures over every tenant or other tenants' work.
   ClientResponse wb = client_->Get("/api/v1/workers", kTenantB);
   ASSERT_EQ(wb.status, 200) << wb.body;
-  for (const json& w : wb.json()["items"]) {
+  const json workers = wb.json()["items"];
+  ASSERT_FALSE(workers.empty()) << wb.body;
+  for (const json& w : workers) {
     EXPECT_TRUE(w["processed"].is_null()) << wb.body;
+    EXPECT_TRUE(w["busy"].is_null()) << wb.body;
+    EXPECT_TRUE(w["idle"].is_null()) << wb.body;
     EXPECT_TRUE(w["current"].empty()) << "tenant a's execution: " << wb.body;
   }
   harness_->ReleaseBlockers();

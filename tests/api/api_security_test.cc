@@ -202,14 +202,26 @@ TEST_F(ApiSecurityTest, TenantBoundPrincipalsSeeOnlyTheirTenants) {
   EXPECT_EQ(client_->Get("/api/v1/jobs/echo", kTenantA).status, 404);
   EXPECT_EQ(client_->Get("/api/v1/jobs/tenant-echo", kTenantA).status, 200);
 
-  // Global views need global access.
-  for (const char* path : {"/api/v1/stats", "/api/v1/queues", "/metrics"}) {
-    EXPECT_EQ(client_->Get(path, kTenantA).status, 403) << path;
-  }
+  // Stats and queues count its tenant only (X2): one execution of a, none of
+  // b or of the global job, and no engine-wide figures. /metrics stays global.
+  ClientResponse stats = client_->Get("/api/v1/stats", kTenantA);
+  ASSERT_EQ(stats.status, 200) << stats.body;
+  const json seen = stats.json();
+  std::int64_t counted = 0;
+  for (const auto& [status, n] : seen["by_status"].items()) counted += n.get<std::int64_t>();
+  EXPECT_EQ(counted, 1) << stats.body;
+  EXPECT_EQ(seen["scope"], "tenants");
+  EXPECT_FALSE(seen.contains("engine")) << stats.body;
+  EXPECT_TRUE(seen["busy_worker_threads"].is_null()) << stats.body;
+  for (const json& t : seen["tenants"]) EXPECT_EQ(t["tenant"], "a") << t.dump();
+  ClientResponse queues = client_->Get("/api/v1/queues", kTenantA);
+  ASSERT_EQ(queues.status, 200) << queues.body;
+  EXPECT_EQ(client_->Get("/metrics", kTenantA).status, 403);
   // Lanes belong to tenants (O1): a tenant-bound principal sees its own only.
   ClientResponse lanes = client_->Get("/api/v1/lanes", kTenantA);
   ASSERT_EQ(lanes.status, 200) << lanes.body;
-  for (const json& l : lanes.json()["items"]) EXPECT_EQ(l["tenant"], "a") << l.dump();
+  const json lane_items = lanes.json()["items"];
+  for (const json& l : lane_items) EXPECT_EQ(l["tenant"], "a") << l.dump();
   EXPECT_EQ(client_->Get("/api/v1/lanes?tenant=b", kTenantA).status, 403);
   EXPECT_EQ(client_->Get("/api/v1/lanes?tenant=a", kTenantA).status, 200);
   harness_.auth().Add("a-admin", Principal::Make("a-admin", {Scope::kAdmin}, false, {"a"}));
