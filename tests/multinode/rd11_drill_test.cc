@@ -176,7 +176,7 @@ TEST(ClockDrillTest, NodeTenMinutesAheadDoesNotStealLiveLeases) {
   // while they run.
   const std::string normal_worker =
       Sql(url, "SELECT DISTINCT worker FROM taskengine.executions WHERE job = 'work'");
-  EXPECT_THAT(normal_worker, ::testing::EndsWith(":" + std::to_string(normal.pid())));
+  EXPECT_THAT(normal_worker, ::testing::EndsWith(":" + std::to_string(normal.pid()) + ":pool"));
   std::map<std::string, std::set<std::string>> holders;  // execution id -> workers seen
 
   // The skewed node: its wall clock (and every clock libfaketime fakes) is
