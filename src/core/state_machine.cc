@@ -47,6 +47,7 @@ Transition Requeue(Transition t, const ExecutionState& s, const Event& e) {
   delay = std::max(delay, e.retry_after_ms);
   t.run_at = SaturatingAdd(e.now, delay);
   t.clear_lease = true;
+  t.trigger = Trigger::kRetry;
   return t;
 }
 
@@ -226,6 +227,7 @@ Result<Transition> Decide(const ExecutionState& s, const Event& e) {
       t.failure_class = FailureClass::kNone;
       t.cancel_requested = false;
       t.clear_lease = true;
+      t.trigger = Trigger::kReplay;
       return t;
   }
   return Internal("unknown event");

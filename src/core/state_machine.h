@@ -17,6 +17,7 @@
 //   running --cancel--> running with cancel_requested
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "taskengine/status.h"
@@ -66,6 +67,11 @@ struct Transition {
   bool bump_claim = false;   // claim version + 1 (kClaim only)
   bool finished = false;     // `to` is terminal: set finished_at = now
   bool changed = true;       // false for an idempotent no-op (e.g. a second cancel)
+  // The trigger of the attempt this transition queues, when it changes:
+  // kRetry when a failed or expired attempt is queued again, kReplay when an
+  // operator replays. Unset keeps the stored trigger (a release or a
+  // prefetched lease given back is not a new attempt).
+  std::optional<Trigger> trigger;
 };
 
 // The part of an execution the state machine looks at.

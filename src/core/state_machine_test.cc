@@ -445,6 +445,39 @@ TEST(StateMachine, LeaseExpiryWhileCancelRequestedFinishesTheCancellation) {
 // ---------------------------------------------------------------------------
 // Release (L6)
 
+// The trigger of the next attempt (seed 001's triggerType): every requeue
+// that starts a new attempt is a retry, a replay a replay; a requeue that
+// gives the attempt back, a claim or an end keep the stored trigger.
+TEST(StateMachine, RequeuesSetTheTriggerOfTheNextAttempt) {
+  for (FailureClass c :
+       {FailureClass::kRetryable, FailureClass::kPermanent, FailureClass::kAmbiguous}) {
+    ExecutionState s = Running(1);
+    s.retry.max_permanent_attempts = 3;
+    s.retry.max_ambiguous_attempts = 3;
+    ASSERT_OK_AND_ASSIGN(Transition t, Decide(s, Fail(c)));
+    ASSERT_EQ(t.to, ExecutionStatus::kQueued) << ToString(c);
+    EXPECT_EQ(t.trigger, Trigger::kRetry) << ToString(c);
+  }
+  ASSERT_OK_AND_ASSIGN(Transition expired, Decide(Running(1), Ev(EventKind::kLeaseExpired)));
+  EXPECT_EQ(expired.trigger, Trigger::kRetry);
+  ASSERT_OK_AND_ASSIGN(Transition replay,
+                       Decide(State(ExecutionStatus::kFailed, 5), Ev(EventKind::kReplay)));
+  EXPECT_EQ(replay.trigger, Trigger::kReplay);
+
+  ExecutionState prefetched = Running(1);
+  prefetched.handler_started = false;
+  ASSERT_OK_AND_ASSIGN(Transition given_back, Decide(prefetched, Ev(EventKind::kLeaseExpired)));
+  EXPECT_FALSE(given_back.trigger.has_value());
+  ASSERT_OK_AND_ASSIGN(Transition released, Decide(Running(1), Ev(EventKind::kRelease)));
+  EXPECT_FALSE(released.trigger.has_value());
+  ASSERT_OK_AND_ASSIGN(Transition claim,
+                       Decide(State(ExecutionStatus::kQueued), Ev(EventKind::kClaim)));
+  EXPECT_FALSE(claim.trigger.has_value());
+  ASSERT_OK_AND_ASSIGN(Transition exhausted, Decide(Running(5), Fail(FailureClass::kRetryable)));
+  ASSERT_EQ(exhausted.to, ExecutionStatus::kFailed);
+  EXPECT_FALSE(exhausted.trigger.has_value());
+}
+
 TEST(StateMachine, ReleaseGivesTheAttemptBack) {
   ExecutionState s = Running(3);
   s.consecutive_lease_expiries = 1;

@@ -207,6 +207,7 @@ TEST_F(ApiEndpointsTest, ReplayQuarantinedNeedsAReason) {
   json q = harness_->WaitForStatus(id, "quarantined");
   ASSERT_EQ(q["status"], "quarantined") << q.dump();
   EXPECT_EQ(q["failure_class"], "permanent");
+  EXPECT_EQ(q["trigger"], "api") << "quarantined on its first attempt: never retried";
 
   EXPECT_EQ(client_->Post(ExecPath(id, "/replay"), kOperator, json::object()).status, 400);
   EXPECT_EQ(client_->Post(ExecPath(id, "/replay"), kOperator, {{"reason", "  "}}).status, 400);
@@ -221,6 +222,12 @@ TEST_F(ApiEndpointsTest, ReplayQuarantinedNeedsAReason) {
   EXPECT_EQ(r.json()["status"], "queued");
   json again = harness_->WaitForStatus(id, "quarantined");
   ASSERT_EQ(again["status"], "quarantined");
+  EXPECT_EQ(again["trigger"], "replay") << again.dump();
+  ClientResponse replayed = client_->Get("/api/v1/executions?trigger=replay", kOperator);
+  ASSERT_EQ(replayed.status, 200) << replayed.body;
+  const json replayed_items = replayed.json()["items"];
+  ASSERT_EQ(replayed_items.size(), 1u) << replayed.body;
+  EXPECT_EQ(replayed_items[0]["id"], id);
   bool audited = false;
   for (const json& a : again["audit"]) {
     audited = audited || (a["action"] == "execution.replay" && a["reason"] == "fixed the input");

@@ -74,7 +74,7 @@ constexpr const char* kApplyTransition =
     " lease_expires_at = CASE WHEN $10::boolean THEN 0 ELSE lease_expires_at END,"
     " worker = CASE WHEN $10::boolean THEN '' ELSE worker END, finished_at = $11,"
     " result = COALESCE($12, result), error = COALESCE($13, error),"
-    " progress = COALESCE($14, progress) WHERE id = $1";
+    " progress = COALESCE($14, progress), trigger = COALESCE($15::int, trigger) WHERE id = $1";
 
 // The due executions of one queue, oldest run_at first, that no other
 // transaction holds: the batch a claim takes (an index seek into executions_due).
@@ -1441,6 +1441,10 @@ class PostgresStore final : public ActionStore {
       p.AddNull();
     if (progress)
       p.Add(*progress);
+    else
+      p.AddNull();
+    if (t.trigger)
+      p.Add(static_cast<int>(*t.trigger));
     else
       p.AddNull();
     TE_RETURN_IF_ERROR(tx.Q(kApplyTransition, p).status());

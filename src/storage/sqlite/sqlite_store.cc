@@ -85,7 +85,8 @@ constexpr const char* kApplyTransition =
     " lease_expires_at = CASE WHEN ?10 THEN 0 ELSE lease_expires_at END,"
     " worker = CASE WHEN ?10 THEN '' ELSE worker END, finished_at = ?11, result = COALESCE(?12, "
     "result),"
-    " error = COALESCE(?13, error), progress = COALESCE(?14, progress) WHERE id = ?1";
+    " error = COALESCE(?13, error), progress = COALESCE(?14, progress),"
+    " trigger = COALESCE(?15, trigger) WHERE id = ?1";
 
 // The state columns, then what a worker needs (from kStateColumnCount on).
 constexpr const char* kClaimDue =
@@ -1315,6 +1316,10 @@ class SqliteStore final : public ActionStore {
       s.Bind(14, *progress);
     else
       s.BindNull(14);
+    if (t.trigger)
+      s.Bind(15, static_cast<int>(*t.trigger));
+    else
+      s.BindNull(15);
     TE_RETURN_IF_ERROR(s.Run());
     op_counters_.CountTransition(row, t.to, now);
     if (EndsFailedAttempt(row.state.status, t.to)) {

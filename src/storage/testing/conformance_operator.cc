@@ -318,7 +318,7 @@ TEST_P(StoreConformance, C1_CancelOfFailedOrQuarantinedEndsCanceled) {
 TEST_P(StoreConformance, C1_CancelOfFinishedIsConflictAndChangesNothing) {
   DefineJob(WorkJob());
   const ExecutionId succeeded = AdmitOne(MakeRequest("work", 1));
-  ASSERT_OK(store().Complete(Ref(ClaimOne()), "{}"));
+  ASSERT_OK(store().Complete(Ref(ClaimOne()), "{}").status());
   const ExecutionId canceled = AdmitOne(MakeRequest("work", 2));
   ASSERT_OK(store().RequestCancel(canceled, By("alice")));
   const ExecutionId partial = AdmitOne(MakeRequest("work", 3));
@@ -504,10 +504,60 @@ TEST_P(StoreConformance, R1_ReplayOfQuarantinedOrFailedQueuesTheSameExecution) {
   }
 }
 
+// The trigger tells how the current attempt came (product.md §1, seed 001's
+// triggerType): the admission's trigger first; `retry` once a failed or
+// expired attempt is queued again; `replay` after an operator replay. A
+// release (shutdown) or a prefetched lease given back is no new attempt.
+TEST_P(StoreConformance, R1_TriggerBecomesRetryThenReplay) {
+  JobDefinition job = WorkJob();
+  job.retry.max_attempts = 3;
+  DefineJob(job);
+  AdmitRequest request = MakeRequest("work", 1);
+  request.trigger = Trigger::kScheduled;
+  const ExecutionId id = AdmitOne(request);
+  EXPECT_EQ(Get(id).trigger, Trigger::kScheduled);
+
+  ASSERT_OK(store().Release(Ref(ClaimOne())).status());
+  EXPECT_EQ(Get(id).trigger, Trigger::kScheduled) << "a release is no retry";
+
+  ASSERT_OK(store().Fail(Ref(ClaimOne()), FailureClass::kRetryable, "503"));
+  EXPECT_EQ(Get(id).status, ExecutionStatus::kQueued);
+  EXPECT_EQ(Get(id).trigger, Trigger::kRetry);
+  Advance(kFirstBackoff);
+
+  // An expired lease whose handler ran is retried too.
+  const Lease second = ClaimOne();
+  EXPECT_EQ(Get(id).trigger, Trigger::kRetry) << "a claim keeps the trigger";
+  Advance(kLease + 1);
+  ASSERT_OK(store().SweepExpired(100).status());
+  EXPECT_EQ(Get(id).status, ExecutionStatus::kQueued);
+  EXPECT_EQ(Get(id).attempt, 2);
+  EXPECT_EQ(Get(id).trigger, Trigger::kRetry);
+  Advance(60 * kSecond);
+
+  ASSERT_OK(store().Fail(Ref(ClaimOne()), FailureClass::kRetryable, "503"));
+  ASSERT_EQ(Get(id).status, ExecutionStatus::kFailed);
+  EXPECT_EQ(Get(id).trigger, Trigger::kRetry) << "ending keeps the last attempt's trigger";
+  (void)second;
+
+  ASSERT_OK(store().Replay(MakeReplay(id, "alice", "fixed")).status());
+  EXPECT_EQ(Get(id).trigger, Trigger::kReplay);
+  ASSERT_OK(store().Complete(Ref(ClaimOne()), "{}").status());
+  EXPECT_EQ(Get(id).status, ExecutionStatus::kSucceeded);
+  EXPECT_EQ(Get(id).trigger, Trigger::kReplay);
+
+  // The search finds executions by their current trigger.
+  ExecutionFilter by_replay;
+  by_replay.triggers = {Trigger::kReplay};
+  ASSERT_OK_AND_ASSIGN(ExecutionPage page, store().ListExecutions(by_replay));
+  ASSERT_EQ(page.items.size(), 1u);
+  EXPECT_EQ(page.items[0].id, id);
+}
+
 TEST_P(StoreConformance, R1_ReplayOfOtherStatusesIsConflictAndChangesNothing) {
   DefineJob(WorkJob());
   const ExecutionId succeeded = AdmitOne(MakeRequest("work", 1));
-  ASSERT_OK(store().Complete(Ref(ClaimOne()), "{}"));
+  ASSERT_OK(store().Complete(Ref(ClaimOne()), "{}").status());
   const ExecutionId running = AdmitOne(MakeRequest("work", 2));
   ClaimOne();
   const ExecutionId canceled = AdmitOne(MakeRequest("work", 3));
