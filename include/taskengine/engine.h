@@ -42,6 +42,12 @@ struct QueueConfig {
   int concurrency = 0;  // executions of this queue running at once in this engine; 0 = all workers
 };
 
+// The payload limit (A1): its default and the range EngineOptions and the
+// configuration accept.
+inline constexpr std::size_t kDefaultMaxPayloadBytes = 256 * 1024;
+inline constexpr std::size_t kMinPayloadLimit = 1024;
+inline constexpr std::size_t kMaxPayloadLimit = 16 * 1024 * 1024;
+
 struct EngineOptions {
   // SQLite database file; ":memory:" is not supported (readers need the file).
   // Ignored when database_url is set.
@@ -98,6 +104,11 @@ struct EngineOptions {
   // Four-eyes (R1): a replay is only recorded as pending until a second
   // operator approves it. Default: false.
   bool replay_requires_approval = false;
+  // A1: the largest payload (bytes of its JSON text) a dispatch may carry,
+  // kMinPayloadLimit..kMaxPayloadLimit. An engine that migrates the database
+  // also makes it the limit of PostgreSQL's enqueue() from SQL. Default:
+  // 256 KiB.
+  std::size_t max_payload_bytes = kDefaultMaxPayloadBytes;
 };
 
 struct ReplayOptions {
@@ -177,9 +188,6 @@ struct EngineStats {
   std::int64_t cancel_latency_count = 0;
   Millis cancel_latency_sum_ms = 0;
 };
-
-// Default payload limit (A1).
-inline constexpr std::size_t kMaxPayloadBytes = 256 * 1024;
 
 // Thread-safe.
 class Engine {

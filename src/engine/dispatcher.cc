@@ -98,9 +98,9 @@ Result<AdmitRequest> Dispatcher::Prepare(const DispatchRequest& r, const JobDefi
   if (r.requester.size() > kMaxRequesterBytes) {
     return InvalidArgument("requester longer than 200 bytes");
   }
-  if (r.payload_json.size() > kMaxPayloadBytes) {
+  if (r.payload_json.size() > max_payload_bytes_) {
     return InvalidArgument("payload of " + std::to_string(r.payload_json.size()) +
-                           " bytes exceeds the limit of " + std::to_string(kMaxPayloadBytes));
+                           " bytes exceeds the limit of " + std::to_string(max_payload_bytes_));
   }
   if (r.delay_ms < 0 || r.delay_ms > kMaxDelayMs) {
     return InvalidArgument("delay must be between 0 and 366 days");

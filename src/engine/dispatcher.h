@@ -15,8 +15,12 @@ class Dispatcher {
  public:
   // `on_admitted` is called after a commit that created executions (the
   // in-process wakeup; losing it only delays pickup to the next poll).
-  Dispatcher(Store* store, Clock* clock, std::function<void()> on_admitted)
-      : store_(store), clock_(clock), on_admitted_(std::move(on_admitted)) {}
+  Dispatcher(Store* store, Clock* clock, std::size_t max_payload_bytes,
+             std::function<void()> on_admitted)
+      : store_(store),
+        clock_(clock),
+        max_payload_bytes_(max_payload_bytes),
+        on_admitted_(std::move(on_admitted)) {}
 
   Result<DispatchResult> Dispatch(const DispatchRequest& request);
   // All or none (A5).
@@ -29,6 +33,7 @@ class Dispatcher {
 
   Store* const store_;
   Clock* const clock_;
+  const std::size_t max_payload_bytes_;
   const std::function<void()> on_admitted_;
 };
 

@@ -135,7 +135,8 @@ class EngineImpl final : public Engine {
         owned_clock_(std::move(owned_clock)),
         owned_random_(std::move(owned_random)),
         store_(std::move(store)),
-        dispatcher_(store_.get(), options_.clock, [this] { WakeWorkers(); }),
+        dispatcher_(store_.get(), options_.clock, options_.max_payload_bytes,
+                    [this] { WakeWorkers(); }),
         grants_(store_.get()),
         authorizer_(options_.authorizer != nullptr ? options_.authorizer : &grants_) {
     // A3: work made due by another node wakes the workers at once.
@@ -395,6 +396,12 @@ Result<std::unique_ptr<Engine>> Engine::Open(EngineOptions options) {
       options.max_prefetch < 0) {
     return InvalidArgument("engine options: intervals, batches must be >= 1, counts >= 0");
   }
+  if (options.max_payload_bytes < kMinPayloadLimit ||
+      options.max_payload_bytes > kMaxPayloadLimit) {
+    return InvalidArgument("engine options: max_payload_bytes must be between " +
+                           std::to_string(kMinPayloadLimit) + " and " +
+                           std::to_string(kMaxPayloadLimit));
+  }
   StoreLocation location;
   location.path = options.database_path;
   location.sync = options.sync;
@@ -407,6 +414,8 @@ Result<std::unique_ptr<Engine>> Engine::Open(EngineOptions options) {
   std::unique_ptr<Store> store = std::move(opened.store);
   if (options.migrate) {
     TE_RETURN_IF_ERROR(store->Migrate());
+    TE_RETURN_IF_ERROR(
+        store->SetPayloadLimit(static_cast<std::int64_t>(options.max_payload_bytes)));
   } else {
     TE_ASSIGN_OR_RETURN(int version, store->SchemaVersion());
     if (version == 0) return Unavailable("database is not initialized: run `taskengine migrate`");

@@ -420,6 +420,10 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
     TE_RETURN_IF_ERROR(t.Int("sweep_interval_ms", 1, 3'600'000, &c.sweep_interval_ms));
     TE_RETURN_IF_ERROR(t.Int("shutdown_grace_ms", 0, 3'600'000, &c.shutdown_grace_ms));
     TE_RETURN_IF_ERROR(t.Bool("replay_requires_approval", &c.replay_requires_approval));
+    std::int64_t payload = static_cast<std::int64_t>(c.max_payload_bytes);
+    TE_RETURN_IF_ERROR(t.Int("max_payload_bytes", static_cast<std::int64_t>(kMinPayloadLimit),
+                             static_cast<std::int64_t>(kMaxPayloadLimit), &payload));
+    c.max_payload_bytes = static_cast<std::size_t>(payload);
     return Status::Ok();
   }));
   TE_RETURN_IF_ERROR(WithTable(root, "http", file, [&](TableReader& t) -> Status {

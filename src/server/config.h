@@ -19,6 +19,8 @@
 //   shutdown_grace_ms = 10000        # running handlers may finish this long on SIGTERM (L6)
 //   replay_requires_approval = false # four-eyes (R1): `execution:replay` only records a
 //                                    # pending replay; another operator runs `execution:approve`
+//   max_payload_bytes = 262144       # largest payload a dispatch may carry (1024..16777216);
+//                                    # `serve`/`migrate` also set it for PostgreSQL's enqueue()
 //
 //   [http]                           # the REST API of `serve` (I1, X1)
 //   host = "127.0.0.1"               # TASKENGINE_HTTP_HOST overrides
@@ -154,6 +156,8 @@ struct ServerConfig {
   // Four-eyes for replays (R1), applied by every process that replays
   // (`execution:replay` reads it from the config). Default: false.
   bool replay_requires_approval = false;
+  // A1: the largest payload of a dispatch. Default: 256 KiB.
+  std::size_t max_payload_bytes = kDefaultMaxPayloadBytes;
   LogFormat log_format = LogFormat::kText;
   HttpConfig http;
   // [redaction] keys: config keys masked on top of the built-in ones

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "server/server.h"
 #include "testing_support/test_util.h"
 
 namespace taskengine {
@@ -94,6 +95,19 @@ name = "default"
 TEST(ConfigTest, ReplayRequiresApprovalMustBeABoolean) {
   ExpectInvalid(ParseConfig("[engine]\nreplay_requires_approval = \"yes\"\n", "t.toml", NoEnv()),
                 {"t.toml:2:", "engine.replay_requires_approval", "true or false"});
+}
+
+TEST(ConfigTest, MaxPayloadBytesIsBounded) {
+  ASSERT_OK_AND_ASSIGN(ServerConfig d, ParseConfig("", "t.toml", NoEnv()));
+  EXPECT_EQ(d.max_payload_bytes, 256u * 1024);
+  ASSERT_OK_AND_ASSIGN(ServerConfig c,
+                       ParseConfig("[engine]\nmax_payload_bytes = 1048576\n", "t.toml", NoEnv()));
+  EXPECT_EQ(c.max_payload_bytes, 1048576u);
+  EXPECT_EQ(ToEngineOptions(c, EngineMode::kServe).max_payload_bytes, 1048576u);
+  ExpectInvalid(ParseConfig("[engine]\nmax_payload_bytes = 100\n", "t.toml", NoEnv()),
+                {"t.toml:2:", "engine.max_payload_bytes"});
+  ExpectInvalid(ParseConfig("[engine]\nmax_payload_bytes = 16777217\n", "t.toml", NoEnv()),
+                {"t.toml:2:", "engine.max_payload_bytes"});
 }
 
 TEST(ConfigTest, RedactionKeys) {

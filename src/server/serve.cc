@@ -240,6 +240,8 @@ Status Serve(const ServerConfig& config) {
   ho.max_connections = config.http.max_connections;
   ho.max_connections_per_client = config.http.max_connections_per_client;
   ho.header_timeout_ms = config.http.header_timeout_ms;
+  // A dispatch body is its payload plus a little JSON around it.
+  ho.max_body_bytes = std::max(ho.max_body_bytes, config.max_payload_bytes + 64 * 1024);
   if (config.http.public_hosts.empty() && !IsLoopbackHost(config.http.host)) {
     spdlog::warn(
         "[http] public_hosts is empty: requests must name 127.0.0.1, localhost or {} in "

@@ -110,6 +110,7 @@ EngineOptions ToEngineOptions(const ServerConfig& config, EngineMode mode) {
   o.sweep_interval_ms = config.sweep_interval_ms;
   o.shutdown_grace_ms = config.shutdown_grace_ms;
   o.replay_requires_approval = config.replay_requires_approval;
+  o.max_payload_bytes = config.max_payload_bytes;
   return o;
 }
 

@@ -312,6 +312,10 @@ class Store {
   virtual Status Migrate() = 0;
   // The schema version of the database (0 = empty).
   virtual Result<int> SchemaVersion() = 0;
+  // A1: the payload limit of admissions that bypass the engine (PostgreSQL's
+  // enqueue() called from SQL); the engine checks its own. Nothing to do for
+  // a backend without such a path.
+  virtual Status SetPayloadLimit(std::int64_t bytes) = 0;
 
   // --- job definitions ---
   // Inserts or replaces a definition by name; a replacement keeps created_at

@@ -310,6 +310,29 @@ TEST_F(CliTest, BadPayloadIsRefusedClearlyAndCreatesNothing) {
   EXPECT_EQ(CountExecutions(), 0u);
 }
 
+// A1: [engine] max_payload_bytes sets the limit (default 256 KiB, above).
+TEST(CliPayloadLimitTest, TheConfiguredLimitHolds) {
+  std::string config = kConfig;
+  config.replace(config.find("[engine]\n"), 9, "[engine]\nmax_payload_bytes = 2048\n");
+  TaskengineInstall te(config);
+  ASSERT_EQ(te.Run({"migrate"}).exit_code, 0);
+  const auto payload = [](std::size_t bytes) {
+    return R"({"b":")" + std::string(bytes - 8, 'x') + R"("})";
+  };
+  ProcessResult fits = te.Run({"job:dispatch", "hello", "--payload=-"}, payload(2048));
+  EXPECT_EQ(fits.exit_code, 0) << fits.Describe();
+  ProcessResult over = te.Run({"job:dispatch", "hello", "--payload=-"}, payload(2049));
+  EXPECT_EQ(over.exit_code, 1) << over.Describe();
+  EXPECT_THAT(over.err, HasSubstr("exceeds the limit of 2048"));
+
+  std::string bad = kConfig;
+  bad.replace(bad.find("[engine]\n"), 9, "[engine]\nmax_payload_bytes = 10\n");
+  TaskengineInstall refused(bad);
+  ProcessResult r = refused.Run({"migrate"});
+  EXPECT_EQ(r.exit_code, 1) << r.Describe();
+  EXPECT_THAT(r.err, HasSubstr("max_payload_bytes"));
+}
+
 TEST_F(CliTest, UnknownJobAndExecutionAreNotFound) {
   ASSERT_NO_FATAL_FAILURE(Migrate());
   ProcessResult job = te_.Run({"job:dispatch", "no-such-job"});

@@ -1,6 +1,7 @@
 // Engine behaviour through the public C++ API, on a real SQLite file.
 #include "taskengine/engine.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -101,7 +102,7 @@ TEST_F(EngineTest, DispatchValidatesInputAndChangesNothing) {
   r.payload_json = "{\"a\":";
   expect_code(r, ErrorCode::kInvalidArgument);
   r = base;
-  r.payload_json = "{\"x\":\"" + std::string(kMaxPayloadBytes, 'a') + "\"}";
+  r.payload_json = "{\"x\":\"" + std::string(kDefaultMaxPayloadBytes, 'a') + "\"}";
   expect_code(r, ErrorCode::kInvalidArgument);
   r = base;
   r.job = JobName("missing");
@@ -125,6 +126,31 @@ TEST_F(EngineTest, DispatchValidatesInputAndChangesNothing) {
   ExecutionFilter all;
   ASSERT_OK_AND_ASSIGN(ExecutionPage page, engine->store().ListExecutions(all));
   EXPECT_TRUE(page.items.empty());
+}
+
+// A1: the payload limit is an option; bad limits are refused at Open.
+TEST_F(EngineTest, PayloadLimitIsConfigurable) {
+  EngineOptions o = Options(0);
+  o.max_payload_bytes = 4096;
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(o));
+  ASSERT_OK(engine->DefineJob(Job("greet", "greet")));
+  DispatchRequest r;
+  r.job = JobName("greet");
+  const std::string fits = "{\"x\":\"" + std::string(4096 - 8, 'a') + "\"}";
+  ASSERT_EQ(fits.size(), 4096u);
+  r.payload_json = fits;
+  EXPECT_OK(engine->Dispatch(r).status());
+  r.payload_json = "{\"x\":\"" + std::string(4096 - 7, 'a') + "\"}";
+  Result<DispatchResult> over = engine->Dispatch(r);
+  EXPECT_EQ(over.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(over.status().message(), ::testing::HasSubstr("exceeds the limit of 4096"));
+  engine.reset();
+
+  for (std::size_t bad : {kMinPayloadLimit - 1, kMaxPayloadLimit + 1}) {
+    EngineOptions b = Options(0);
+    b.max_payload_bytes = bad;
+    EXPECT_EQ(Engine::Open(b).status().code(), ErrorCode::kInvalidArgument) << bad;
+  }
 }
 
 TEST_F(EngineTest, IdempotentDispatchReturnsSameExecutionAndConflictsOnChangedPayload) {

@@ -701,6 +701,58 @@ BEGIN
 END
 $$;
 )sql",
+    // Version 11: the payload limit is a setting (A1, [engine]
+    // max_payload_bytes), not a constant: `serve` and `migrate` write the
+    // configured limit here and enqueue() refuses what the dispatcher refuses.
+    R"sql(
+CREATE TABLE settings (
+  name TEXT PRIMARY KEY,
+  value BIGINT NOT NULL
+);
+INSERT INTO settings (name, value) VALUES ('max_payload_bytes', 262144);
+CREATE OR REPLACE FUNCTION enqueue(p_job text, p_payload text DEFAULT '{}',
+                        p_idempotency_key text DEFAULT NULL, p_tenant text DEFAULT '',
+                        p_run_at bigint DEFAULT 0, p_lane_key text DEFAULT '',
+                        p_requester text DEFAULT 'sql', p_fingerprint text DEFAULT NULL)
+RETURNS bigint LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+  v_id bigint;
+  v_scope integer;
+  v_enabled integer;
+  v_queue text;
+  v_limit bigint;
+BEGIN
+  SELECT scope, enabled, queue INTO v_scope, v_enabled, v_queue
+    FROM job_definitions WHERE name = p_job;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'enqueue: no job named %', p_job USING ERRCODE = '22023';
+  END IF;
+  IF v_enabled = 0 THEN
+    RAISE EXCEPTION 'enqueue: job % is disabled', p_job USING ERRCODE = '22023';
+  END IF;
+  IF v_scope = 1 AND COALESCE(p_tenant, '') = '' THEN
+    RAISE EXCEPTION 'enqueue: job % is per-tenant: a tenant is required', p_job
+      USING ERRCODE = '22023';
+  END IF;
+  IF v_scope = 0 AND COALESCE(p_tenant, '') <> '' THEN
+    RAISE EXCEPTION 'enqueue: job % is global: it takes no tenant', p_job USING ERRCODE = '22023';
+  END IF;
+  IF COALESCE(p_tenant, '') <> '' AND p_tenant !~ '^[a-z0-9][a-z0-9_-]{0,49}$' THEN
+    RAISE EXCEPTION 'enqueue: invalid tenant %', p_tenant USING ERRCODE = '22023';
+  END IF;
+  v_limit := COALESCE((SELECT value FROM settings WHERE name = 'max_payload_bytes'), 262144);
+  IF octet_length(p_payload) > v_limit THEN
+    RAISE EXCEPTION 'enqueue: the payload is % bytes, more than %', octet_length(p_payload),
+      v_limit USING ERRCODE = '22023';
+  END IF;
+  v_id := admit_from_sql(p_job, p_payload, p_idempotency_key, p_tenant, p_run_at, p_lane_key,
+                         p_requester, p_fingerprint);
+  PERFORM pg_notify(current_schema() || '_work', v_queue);
+  RETURN v_id;
+END
+$$;
+
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

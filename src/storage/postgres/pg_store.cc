@@ -67,6 +67,11 @@ constexpr const char* kLockInOrder =
 constexpr const char* kSelectExecution =
     "SELECT " TE_PG_EXECUTION_COLUMNS " FROM executions WHERE id = $1";
 constexpr const char* kExists = "SELECT 1 FROM executions WHERE id = $1";
+// What enqueue() admits from SQL (version 11); a write only when it changes.
+constexpr const char* kSetPayloadLimit =
+    "INSERT INTO settings (name, value) VALUES ('max_payload_bytes', $1)"
+    " ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value"
+    " WHERE settings.value <> EXCLUDED.value";
 
 constexpr const char* kApplyTransition =
     "UPDATE executions SET status = $2, run_at = $3, attempt = $4, consecutive_lease_expiries = $5,"
@@ -515,6 +520,14 @@ class PostgresStore final : public ActionStore {
 
   Result<int> SchemaVersion() override {
     return ReadTx<int>([&](Tx& tx) { return ReadVersion(tx); });
+  }
+
+  Status SetPayloadLimit(std::int64_t bytes) override {
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+             TE_RETURN_IF_ERROR(tx.Q(kSetPayloadLimit, Params().Add(bytes)).status());
+             return true;
+           })
+        .status();
   }
 
   // --- job definitions ---

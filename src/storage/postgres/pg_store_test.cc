@@ -7,6 +7,7 @@
 // (postgresql-15 must be installed; TASKENGINE_SOURCE_DIR locates the script).
 #include "storage/postgres/pg_store.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -418,6 +419,15 @@ TEST(PgStoreTest, TransactionalEnqueueCommitsWithTheApplication) {
         << bad.substr(0, 80) << ": " << refused.status().ToString();
   }
   ASSERT_OK(app.Exec("SELECT te_a6.enqueue('per-tenant', '{}', NULL, 'acme')"));
+  // The payload limit is the engine's (A1, [engine] max_payload_bytes): 300
+  // KiB passes once the limit is 512 KiB, and fails again at 4 KiB.
+  ASSERT_OK(store->SetPayloadLimit(512 * 1024));
+  ASSERT_OK(app.Exec("SELECT te_a6.enqueue('per-tenant', '" + big + "', NULL, 'acme')"));
+  ASSERT_OK(store->SetPayloadLimit(4096));
+  auto over = app.Exec("SELECT te_a6.enqueue('per-tenant', '{\"x\":\"" + std::string(5000, 'a') +
+                       "\"}', NULL, 'acme')");
+  EXPECT_EQ(over.status().code(), ErrorCode::kInvalidArgument) << over.status().ToString();
+  EXPECT_THAT(over.status().message(), ::testing::HasSubstr("more than 4096"));
   // Lanes: a second member waits for the first.
   ASSERT_OK(app.Exec("SELECT te_a6.enqueue('work', '{\"l\":1}', NULL, '', 0, 'lane-a')"));
   ASSERT_OK(app.Exec("SELECT te_a6.enqueue('work', '{\"l\":2}', NULL, '', 0, 'lane-a')"));
@@ -429,8 +439,8 @@ TEST(PgStoreTest, TransactionalEnqueueCommitsWithTheApplication) {
   ASSERT_OK_AND_ASSIGN(std::vector<Lease> leases, store->Claim(claim));
   EXPECT_EQ(leases.size(), 2u) << "the order and the lane's head; its second member waits";
   ASSERT_OK_AND_ASSIGN(StoreStats stats, store->GetStats());
-  // Queued: the lane's second member and the per-tenant execution.
-  EXPECT_EQ(stats.totals[static_cast<int>(ExecutionStatus::kQueued)], 2);
+  // Queued: the lane's second member and the two per-tenant executions.
+  EXPECT_EQ(stats.totals[static_cast<int>(ExecutionStatus::kQueued)], 3);
   EXPECT_EQ(stats.totals[static_cast<int>(ExecutionStatus::kRunning)], 2);
 }
 
@@ -496,7 +506,8 @@ TEST(PgStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
   // Back to version 5: one lane per key, so b's member waited behind a's
   // (and no handler_started column, which version 7 adds, nor
   // job_definitions.seed_digest of version 8, the worker columns of version
-  // 9, or the tenant counters and search indexes of version 10).
+  // 9, the tenant counters and search indexes of version 10, or the settings
+  // of version 11).
   ASSERT_OK(admin.Exec(
       "DROP INDEX executions_by_status; DROP INDEX executions_by_queued_at;"
       " DROP INDEX executions_by_finished_at;"
@@ -511,7 +522,7 @@ TEST(PgStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
       admin.Exec("ALTER TABLE executions DROP COLUMN handler_started;"
                  "ALTER TABLE job_definitions DROP COLUMN seed_digest;"
                  "ALTER TABLE workers DROP COLUMN kind, DROP COLUMN threads, DROP COLUMN busy,"
-                 " DROP COLUMN current_executions;"
+                 " DROP COLUMN current_executions; DROP TABLE settings;"
                  " DROP INDEX executions_lane_open; CREATE INDEX executions_lane_open ON executions"
                  " (lane_key, id) WHERE lane_key <> '' AND status IN (0, 1, 3, 4);"
                  " UPDATE executions SET lane_parked = 1 WHERE id = " +

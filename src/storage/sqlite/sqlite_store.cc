@@ -411,6 +411,9 @@ class SqliteStore final : public ActionStore {
     return Read<int>([](Connection& c) { return UserVersion(c); });
   }
 
+  // SQLite has no admission from SQL: the dispatcher's check is the only one.
+  Status SetPayloadLimit(std::int64_t) override { return Status::Ok(); }
+
   // --- job definitions ---
 
   Status UpsertJob(const JobDefinition& job) override {
