@@ -17,6 +17,7 @@
 
 #include "taskengine/clock.h"
 #include "taskengine/job.h"
+#include "taskengine/lifecycle.h"
 #include "taskengine/random.h"
 #include "taskengine/status.h"
 #include "taskengine/types.h"
@@ -109,6 +110,12 @@ struct EngineOptions {
   // also makes it the limit of PostgreSQL's enqueue() from SQL. Default:
   // 256 KiB.
   std::size_t max_payload_bytes = kDefaultMaxPayloadBytes;
+  // Lifecycle events (taskengine/lifecycle.h): admissions of this engine,
+  // its pool's start and stop, and every status change its store commits
+  // (this engine's workers, sweeper and operator actions). Called on the
+  // thread that made the change, after the commit; must be cheap and must
+  // not call into the engine. Default: none.
+  std::function<void(const LifecycleEvent&)> lifecycle_listener;
 };
 
 struct ReplayOptions {

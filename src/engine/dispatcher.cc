@@ -176,6 +176,22 @@ Result<std::vector<DispatchResult>> Dispatcher::DispatchBatch(
     out.push_back(ToDispatchResult(admitted[i]));
   }
   if (created && on_admitted_) on_admitted_();
+  if (created && lifecycle_) {
+    for (std::size_t i = 0; i < admitted.size(); ++i) {
+      if (admitted[i].outcome != AdmitOutcome::kCreated) continue;
+      LifecycleEvent e;
+      e.kind = LifecycleKind::kDispatched;
+      e.id = admitted[i].id;
+      e.job = admits[i].job;
+      e.tenant = admits[i].tenant;
+      e.queue = jobs.at(admits[i].job.value).queue;
+      e.status = admitted[i].status;
+      e.trigger = admits[i].trigger;
+      e.run_at = admits[i].run_at;
+      e.at = now;
+      lifecycle_(e);
+    }
+  }
   return out;
 }
 

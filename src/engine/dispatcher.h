@@ -15,12 +15,16 @@ class Dispatcher {
  public:
   // `on_admitted` is called after a commit that created executions (the
   // in-process wakeup; losing it only delays pickup to the next poll).
+  // `lifecycle` (may be empty) gets an execution.dispatched event for each
+  // execution a commit created.
   Dispatcher(Store* store, Clock* clock, std::size_t max_payload_bytes,
-             std::function<void()> on_admitted)
+             std::function<void()> on_admitted,
+             std::function<void(const LifecycleEvent&)> lifecycle = nullptr)
       : store_(store),
         clock_(clock),
         max_payload_bytes_(max_payload_bytes),
-        on_admitted_(std::move(on_admitted)) {}
+        on_admitted_(std::move(on_admitted)),
+        lifecycle_(std::move(lifecycle)) {}
 
   Result<DispatchResult> Dispatch(const DispatchRequest& request);
   // All or none (A5).
@@ -35,6 +39,7 @@ class Dispatcher {
   Clock* const clock_;
   const std::size_t max_payload_bytes_;
   const std::function<void()> on_admitted_;
+  const std::function<void(const LifecycleEvent&)> lifecycle_;
 };
 
 // kConflict for an admission that hit a used key with a different payload.

@@ -135,8 +135,9 @@ class EngineImpl final : public Engine {
         owned_clock_(std::move(owned_clock)),
         owned_random_(std::move(owned_random)),
         store_(std::move(store)),
-        dispatcher_(store_.get(), options_.clock, options_.max_payload_bytes,
-                    [this] { WakeWorkers(); }),
+        dispatcher_(
+            store_.get(), options_.clock, options_.max_payload_bytes, [this] { WakeWorkers(); },
+            options_.lifecycle_listener),
         grants_(store_.get()),
         authorizer_(options_.authorizer != nullptr ? options_.authorizer : &grants_) {
     // A3: work made due by another node wakes the workers at once.
@@ -188,6 +189,7 @@ class EngineImpl final : public Engine {
       pool_ = std::make_unique<WorkerPool>(store_.get(), options_.clock, &handlers_, po);
       TE_RETURN_IF_ERROR(pool_->Start());
       pool_ptr_.store(pool_.get(), std::memory_order_release);
+      WorkerEvent(LifecycleKind::kWorkerStarted);
     }
     if (options_.run_sweeper) sweeper_ = std::thread([this] { SweepLoop(); });
     return Status::Ok();
@@ -199,13 +201,27 @@ class EngineImpl final : public Engine {
       if (stopped_) return;
       stopped_ = true;
     }
-    if (pool_) pool_->Stop();
+    if (pool_) {
+      pool_->Stop();
+      WorkerEvent(LifecycleKind::kWorkerStopped);
+    }
     {
       std::lock_guard<std::mutex> lock(sweep_mu_);
       stop_sweeper_ = true;
     }
     sweep_cv_.notify_all();
     if (sweeper_.joinable()) sweeper_.join();
+  }
+
+  // worker.started / worker.stopped of the in-process pool.
+  void WorkerEvent(LifecycleKind kind) {
+    if (!options_.lifecycle_listener) return;
+    LifecycleEvent e;
+    e.kind = kind;
+    e.worker = options_.worker_id;
+    e.threads = options_.worker_threads;
+    e.at = options_.clock->NowMillis();
+    options_.lifecycle_listener(e);
   }
 
   Result<ExecutionStatus> Cancel(ExecutionId id, const std::string& actor,
@@ -419,6 +435,12 @@ Result<std::unique_ptr<Engine>> Engine::Open(EngineOptions options) {
   } else {
     TE_ASSIGN_OR_RETURN(int version, store->SchemaVersion());
     if (version == 0) return Unavailable("database is not initialized: run `taskengine migrate`");
+  }
+  if (options.lifecycle_listener) {
+    store->SetLifecycleObserver(
+        [listener = options.lifecycle_listener](std::vector<LifecycleEvent>&& events) {
+          for (const LifecycleEvent& e : events) listener(e);
+        });
   }
   auto engine = std::make_unique<EngineImpl>(std::move(options), std::move(opened.owned_clock),
                                              std::move(store), std::move(owned_random));

@@ -401,10 +401,12 @@ Result<CyclePlan> Scheduler::EvaluateLocked() {
         plan.admissions.push_back(MakeAdmission(job, kNoTenant, key_for(kNoTenant),
                                                 std::move(payload), std::move(fingerprint),
                                                 requester, fire));
+        plan.queues.push_back(job.queue);
       } else {
         for (const Tenant& t : tenants) {
           plan.admissions.push_back(
               MakeAdmission(job, t.id, key_for(t.id), payload, fingerprint, requester, fire));
+          plan.queues.push_back(job.queue);
         }
       }
     }
@@ -434,8 +436,9 @@ Result<CycleReport> Scheduler::CommitLocked(CyclePlan plan) {
           std::make_move_iterator(plan.admissions.begin() + static_cast<std::ptrdiff_t>(begin)),
           std::make_move_iterator(plan.admissions.begin() + static_cast<std::ptrdiff_t>(end)));
     }
-    Result<std::vector<AdmitResult>> results = store_->CommitSchedule(
-        chunks == 1 ? plan.admissions : part, last ? plan.updates : no_updates);
+    const std::vector<AdmitRequest>& sent = chunks == 1 ? plan.admissions : part;
+    Result<std::vector<AdmitResult>> results =
+        store_->CommitSchedule(sent, last ? plan.updates : no_updates);
     if (!results.ok()) {
       const Status& s = results.status();
       std::string where = chunks == 1 ? std::string()
@@ -443,10 +446,24 @@ Result<CycleReport> Scheduler::CommitLocked(CyclePlan plan) {
                                             std::to_string(chunks) + "; earlier chunks committed)";
       return Status(s.code(), "committing the scheduler cycle" + where + ": " + s.message());
     }
-    for (const AdmitResult& r : *results) {
+    for (std::size_t i = 0; i < results->size(); ++i) {
+      const AdmitResult& r = (*results)[i];
       switch (r.outcome) {
         case AdmitOutcome::kCreated:
           ++report.executions_created;
+          if (options_.lifecycle && i < sent.size()) {
+            LifecycleEvent e;
+            e.kind = LifecycleKind::kDispatched;
+            e.id = r.id;
+            e.job = sent[i].job;
+            e.tenant = sent[i].tenant;
+            if (begin + i < plan.queues.size()) e.queue = plan.queues[begin + i];
+            e.status = r.status;
+            e.trigger = sent[i].trigger;
+            e.run_at = sent[i].run_at;
+            e.at = clock_->NowMillis();
+            options_.lifecycle(e);
+          }
           break;
         case AdmitOutcome::kDuplicate:
           ++report.duplicates;

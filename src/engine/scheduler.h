@@ -115,6 +115,9 @@ struct SchedulerOptions {
   // Called after a commit that created executions (the in-process wakeup of
   // the worker pool). May be empty.
   std::function<void()> on_admitted;
+  // Gets an execution.dispatched event (trigger scheduled) for each
+  // execution a commit created. May be empty.
+  std::function<void(const LifecycleEvent&)> lifecycle;
 };
 
 // A definition the cycle could not evaluate.
@@ -155,6 +158,7 @@ struct CycleReport {
 // A cycle's decisions before they are committed. Produced by Evaluate().
 struct CyclePlan {
   std::vector<AdmitRequest> admissions;
+  std::vector<std::string> queues;  // admissions[i]'s queue (for lifecycle events)
   std::vector<ScheduleUpdate> updates;
   CycleReport report;  // everything but the commit outcome
 };

@@ -203,6 +203,42 @@ TEST_F(SchedulerTest, PerMinuteJobFiresOncePerMinute) {
   EXPECT_EQ(st.skipped_fires, 0);
 }
 
+// Lifecycle lines (issue 14 item 9): one execution.dispatched per execution
+// a cycle created, across commit chunks; duplicates report nothing.
+TEST_F(SchedulerTest, CreatedExecutionsAreDispatchedLifecycleEvents) {
+  JobDefinition job = MakeJob("fan", "* * * * *");
+  job.scope = JobScope::kPerTenant;
+  job.queue = "reports";
+  Define(job);
+  for (const char* t : {"a", "b", "c"}) AddTenant(t);
+  SchedulerOptions o;
+  o.node_id = "node-a";
+  o.max_admissions_per_commit = 2;  // two chunks
+  std::vector<LifecycleEvent> events;
+  o.lifecycle = [&events](const LifecycleEvent& e) { events.push_back(e); };
+  Scheduler scheduler(store_.get(), &clock_, o);
+  SetNow(kT0 + kMinute + kSecond);
+  EXPECT_EQ(Cycle(scheduler).executions_created, 3);
+  ASSERT_EQ(events.size(), 3u);
+  std::set<std::string> tenants;
+  std::set<std::int64_t> ids;
+  for (const LifecycleEvent& e : events) {
+    EXPECT_EQ(e.kind, LifecycleKind::kDispatched);
+    EXPECT_EQ(e.job.value, "fan");
+    EXPECT_EQ(e.queue, "reports");
+    EXPECT_EQ(e.trigger, Trigger::kScheduled);
+    EXPECT_EQ(e.status, ExecutionStatus::kQueued);
+    tenants.insert(e.tenant.value);
+    ids.insert(e.id.value);
+  }
+  EXPECT_EQ(tenants, (std::set<std::string>{"a", "b", "c"}));
+  std::set<std::int64_t> stored;
+  for (const Execution& e : All()) stored.insert(e.id.value);
+  EXPECT_EQ(ids, stored);
+  EXPECT_EQ(Cycle(scheduler).executions_created, 0);
+  EXPECT_EQ(events.size(), 3u) << "a second cycle in the minute creates nothing";
+}
+
 TEST_F(SchedulerTest, SecondCycleInTheSameMinuteCreatesNothing) {
   Define(MakeJob("tick", "* * * * *"));
   auto scheduler = MakeScheduler();

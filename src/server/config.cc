@@ -491,6 +491,7 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
     } else {
       return t.Error(*t.Get("format"), "format", "must be \"text\" or \"json\"");
     }
+    TE_RETURN_IF_ERROR(t.Bool("lifecycle", &c.log_lifecycle));
     return Status::Ok();
   }));
   std::set<std::string> queue_names;

@@ -55,6 +55,10 @@
 //   [log]
 //   format = "text"                  # text | json (one JSON object per line, on stderr);
 //                                    # TASKENGINE_LOG_FORMAT overrides
+//   lifecycle = true                 # `serve` logs one line per lifecycle event (admission,
+//                                    # retry, orphan, replay, each terminal outcome, pool
+//                                    # start/stop) under a stable name such as
+//                                    # execution.completed
 //
 //   [[queue]]                        # none = one queue named "default"
 //   name = "default"
@@ -159,6 +163,8 @@ struct ServerConfig {
   // A1: the largest payload of a dispatch. Default: 256 KiB.
   std::size_t max_payload_bytes = kDefaultMaxPayloadBytes;
   LogFormat log_format = LogFormat::kText;
+  // [log] lifecycle: serve logs lifecycle events (LogLifecycle). Default: true.
+  bool log_lifecycle = true;
   HttpConfig http;
   // [redaction] keys: config keys masked on top of the built-in ones
   // (api::RedactJobConfig). Default: none.

@@ -4,6 +4,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -122,6 +123,34 @@ void LogEvent(spdlog::level::level_enum level, std::string_view msg,
     }
   }
   spdlog::log(level, "{}", line);
+}
+
+void LogLifecycle(const LifecycleEvent& e) {
+  if (!spdlog::should_log(spdlog::level::info)) return;
+  using J = nlohmann::ordered_json;
+  const std::string_view name = LifecycleEventName(e.kind);
+  J f;
+  f["event"] = std::string(name);
+  if (e.kind == LifecycleKind::kWorkerStarted || e.kind == LifecycleKind::kWorkerStopped) {
+    f["worker"] = e.worker;
+    f["threads"] = e.threads;
+    LogEvent(spdlog::level::info, name, f);
+    return;
+  }
+  f["execution_id"] = std::to_string(e.id.value);
+  f["job"] = e.job.value;
+  f["tenant"] = e.tenant.value.empty() ? J(nullptr) : J(e.tenant.value);
+  f["queue"] = e.queue;
+  f["status"] = std::string(ToString(e.status));
+  f["attempt"] = e.attempt;
+  f["duration_ms"] = e.started_at > 0 ? J(std::max<Millis>(0, e.at - e.started_at)) : J(nullptr);
+  f["failure_class"] = e.failure_class == FailureClass::kNone
+                           ? J(nullptr)
+                           : J(std::string(ToString(e.failure_class)));
+  f["worker"] = e.worker.empty() ? J(nullptr) : J(e.worker);
+  if (e.kind == LifecycleKind::kDispatched) f["trigger"] = std::string(ToString(e.trigger));
+  if (e.status == ExecutionStatus::kQueued) f["run_at"] = FormatTime(e.run_at);
+  LogEvent(spdlog::level::info, name, f);
 }
 
 }  // namespace taskengine

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "server/config.h"
+#include "taskengine/lifecycle.h"
 
 namespace taskengine {
 
@@ -31,5 +32,14 @@ LogFormat CurrentLogFormat();
 // control characters). Thread-safe.
 void LogEvent(spdlog::level::level_enum level, std::string_view msg,
               const nlohmann::ordered_json& fields);
+
+// One info line for a lifecycle event: msg = its stable name
+// (LifecycleEventName), fields "event" (the same), then for executions
+// "execution_id", "job", "tenant" (null for global jobs), "queue", "status",
+// "attempt", "duration_ms" (of the attempt that ended; null when none ran),
+// "failure_class" (null when none), "worker" (null when none), and "trigger"
+// and "run_at" for admissions and requeues; for workers "worker" and
+// "threads". Thread-safe.
+void LogLifecycle(const LifecycleEvent& event);
 
 }  // namespace taskengine

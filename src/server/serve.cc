@@ -172,6 +172,7 @@ Status Serve(const ServerConfig& config) {
   // A killed leader's lock expires within seconds (the loop renews it); the
   // next node's cycle takes over.
   scheduler_options.lock_ttl_ms = 15'000;
+  if (config.log_lifecycle) scheduler_options.lifecycle = LogLifecycle;
   // The engine's clock: with PostgreSQL the database's, so fire times, the
   // leader lock's expiry and the leases all follow one clock across nodes.
   Scheduler scheduler(&engine->store(), engine->clock(), scheduler_options);

@@ -11,6 +11,7 @@
 #include "handlers/http_handler.h"
 #include "handlers/named_config.h"
 #include "server/job_seeding.h"
+#include "server/logging.h"
 
 namespace taskengine {
 namespace {
@@ -111,6 +112,9 @@ EngineOptions ToEngineOptions(const ServerConfig& config, EngineMode mode) {
   o.shutdown_grace_ms = config.shutdown_grace_ms;
   o.replay_requires_approval = config.replay_requires_approval;
   o.max_payload_bytes = config.max_payload_bytes;
+  // Lifecycle lines belong to the node that runs the work; the CLI's own
+  // changes are in its output and the audit log.
+  if (mode == EngineMode::kServe && config.log_lifecycle) o.lifecycle_listener = LogLifecycle;
   return o;
 }
 

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "taskengine/lifecycle.h"
 #include "taskengine/status.h"
 #include "taskengine/types.h"
 
@@ -312,6 +313,14 @@ class Store {
   virtual Status Migrate() = 0;
   // The schema version of the database (0 = empty).
   virtual Result<int> SchemaVersion() = 0;
+  // Lifecycle events (LifecycleKindOf): after each commit that changed
+  // statuses, `observer` gets the events of those changes in order, on the
+  // committing thread (keep it short). Nothing is reported for a
+  // transaction that did not commit. Call once, before the store is shared
+  // between threads; without an observer no event is collected.
+  virtual void SetLifecycleObserver(
+      std::function<void(std::vector<LifecycleEvent>&&)> observer) = 0;
+
   // A1: the payload limit of admissions that bypass the engine (PostgreSQL's
   // enqueue() called from SQL); the engine checks its own. Nothing to do for
   // a backend without such a path.

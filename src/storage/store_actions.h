@@ -102,8 +102,17 @@ class ActionStore : public Store {
   Result<ExecutionStatus> RequestCancel(ExecutionId id, const OperatorAction& action) override;
   Result<ReplayReply> Replay(const ReplayRequest& request) override;
   Result<ReplayReply> ApproveReplay(ExecutionId id, const OperatorAction& approver) override;
+  void SetLifecycleObserver(std::function<void(std::vector<LifecycleEvent>&&)> observer) override {
+    lifecycle_observer_ = std::move(observer);
+  }
 
  protected:
+  bool ObservesLifecycle() const { return static_cast<bool>(lifecycle_observer_); }
+  // Hands the events of a committed transaction to the observer.
+  void PublishLifecycle(std::vector<LifecycleEvent>&& events) const {
+    if (lifecycle_observer_ && !events.empty()) lifecycle_observer_(std::move(events));
+  }
+
   // Runs `body` in one write transaction, committed when it returns OK and
   // rolled back otherwise; `now` is the store clock's time at its start. The
   // backend may run `body` again when it retries the whole transaction.
@@ -113,6 +122,8 @@ class ActionStore : public Store {
   // WithActionTx for a body with a value: the value of its last run.
   template <typename T, typename F>
   Result<T> InActionTx(F&& body);
+
+  std::function<void(std::vector<LifecycleEvent>&&)> lifecycle_observer_;
 };
 
 }  // namespace taskengine::storage_internal

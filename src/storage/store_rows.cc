@@ -33,6 +33,7 @@ StateRow ReadStateRow(const Row& s) {
   r.worker = s.Text(23);
   r.queue = s.Text(24);
   r.state.handler_started = s.Int(25) != 0;
+  r.job = s.Text(26);
   return r;
 }
 

@@ -34,7 +34,7 @@ class Row {
 // max_ambiguous_attempts, max_consecutive_lease_expiries, lease_ms, run_at,
 // started_at, finished_at, max_unsupported_schema_attempts, lane_key, tenant,
 // status, worker, queue, handler_started.
-constexpr int kStateColumnCount = 26;
+constexpr int kStateColumnCount = 27;
 StateRow ReadStateRow(const Row& r);
 // The state columns, then job, payload, idempotency key ("" for NULL).
 ClaimRow ReadClaimRow(const Row& r);

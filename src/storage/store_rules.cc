@@ -260,12 +260,31 @@ void SortBlockedFirst(std::vector<LaneStatus>& lanes) {
 
 std::int64_t FirstRecentOutcomeHour(Millis now) { return now / kHourMs - 23; }
 
-void StatusCounters::CountTransition(const StateRow& row, ExecutionStatus to, Millis now) {
+void StatusCounters::CountTransition(const StateRow& row, const Transition& t, Millis now) {
   const ExecutionStatus from = row.state.status;
+  const ExecutionStatus to = t.to;
   if (from == to) return;
   counts[{row.tenant, row.queue, static_cast<int>(from)}] -= 1;
   counts[{row.tenant, row.queue, static_cast<int>(to)}] += 1;
   if (IsTerminal(to)) outcomes[{now / kHourMs, row.tenant, static_cast<int>(to)}] += 1;
+  if (!record_events) return;
+  const std::optional<LifecycleKind> kind = LifecycleKindOf(from, to, t.failure_class, t.trigger);
+  if (!kind) return;
+  LifecycleEvent& e = events.emplace_back();
+  e.kind = *kind;
+  e.id = row.id;
+  e.job = JobName(row.job);
+  e.tenant = TenantId(row.tenant);
+  e.queue = row.queue;
+  e.status = to;
+  e.failure_class = t.failure_class;
+  e.at = now;
+  if (from == ExecutionStatus::kRunning) {  // an attempt ended
+    e.attempt = row.state.attempt;
+    e.started_at = row.started_at;
+    e.worker = row.worker;
+  }
+  if (to == ExecutionStatus::kQueued) e.run_at = t.run_at;
 }
 
 void StatusCounters::CountAdmission(const std::string& queue, const std::string& tenant) {
@@ -275,11 +294,13 @@ void StatusCounters::CountAdmission(const std::string& queue, const std::string&
 void StatusCounters::Add(const StatusCounters& other) {
   for (const auto& [k, v] : other.counts) counts[k] += v;
   for (const auto& [k, v] : other.outcomes) outcomes[k] += v;
+  events.insert(events.end(), other.events.begin(), other.events.end());
 }
 
 void StatusCounters::Clear() {
   counts.clear();
   outcomes.clear();
+  events.clear();
 }
 
 FinishPlan PlanFinish(const FinishRequest& f, Millis now, double jitter01) {

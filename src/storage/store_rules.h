@@ -67,6 +67,7 @@ struct StateRow {
   std::string tenant;
   std::string worker;
   std::string queue;
+  std::string job;
 };
 
 // L2 fencing and L7: the one check every lease call makes. kNotFound when
@@ -107,9 +108,13 @@ std::int64_t FirstRecentOutcomeHour(Millis now);
 struct StatusCounters {
   std::map<std::tuple<std::string, std::string, int>, std::int64_t> counts;
   std::map<std::tuple<std::int64_t, std::string, int>, std::int64_t> outcomes;
+  // The lifecycle events of the transitions, in order, when `record_events`
+  // (the store has an observer): published after the commit.
+  bool record_events = false;
+  std::vector<LifecycleEvent> events;
 
-  // `row` moves from its status to `to` at `now`.
-  void CountTransition(const StateRow& row, ExecutionStatus to, Millis now);
+  // `row` moves by `t` at `now`.
+  void CountTransition(const StateRow& row, const Transition& t, Millis now);
   void CountAdmission(const std::string& queue, const std::string& tenant);
   // Adds `other`'s changes to these.
   void Add(const StatusCounters& other);

@@ -48,12 +48,13 @@ using pg::PgResult;
   "max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts"
 
 // The columns the state machine and fencing look at.
-#define TE_PG_STATE_COLUMNS                                                              \
-  "id, status, attempt, claim_version, consecutive_lease_expiries, permanent_failures, " \
-  "ambiguous_failures, cancel_requested, failure_class, max_attempts, backoff_base_ms, " \
-  "backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, "                     \
-  "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at, "          \
-  "max_unsupported_schema_attempts, lane_key, tenant, status, worker, queue, handler_started"
+#define TE_PG_STATE_COLUMNS                                                                     \
+  "id, status, attempt, claim_version, consecutive_lease_expiries, permanent_failures, "        \
+  "ambiguous_failures, cancel_requested, failure_class, max_attempts, backoff_base_ms, "        \
+  "backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, "                            \
+  "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at, "                 \
+  "max_unsupported_schema_attempts, lane_key, tenant, status, worker, queue, handler_started, " \
+  "job"
 
 // Every call about an execution locks its row first: concurrent calls about
 // one execution (on any node) are serialized by it.
@@ -666,7 +667,7 @@ class PostgresStore final : public ActionStore {
           attempts.push_back(t->attempt);
           versions.push_back(lease.version.value);
           expiries.push_back(lease.lease_expires_at);
-          tx.counters.CountTransition(row, t->to, now);
+          tx.counters.CountTransition(row, *t, now);
           out.push_back(std::move(lease));
         }
         if (ids.empty()) continue;
@@ -783,7 +784,7 @@ class PostgresStore final : public ActionStore {
           // Nothing else in this batch reads this row again, and a success
           // outside a lane touches no other row: write it with the others.
           successes.Add(*row, t, now, f.result_json);
-          tx.counters.CountTransition(*row, t.to, now);
+          tx.counters.CountTransition(*row, t, now);
         } else {
           TE_RETURN_IF_ERROR(Apply(tx, *row, t, now, d.plan.result, d.plan.error, d.plan.progress));
         }
@@ -1461,7 +1462,7 @@ class PostgresStore final : public ActionStore {
     else
       p.AddNull();
     TE_RETURN_IF_ERROR(tx.Q(kApplyTransition, p).status());
-    tx.counters.CountTransition(row, t.to, now);
+    tx.counters.CountTransition(row, t, now);
     if (t.to == ExecutionStatus::kQueued && row.state.status != ExecutionStatus::kQueued) {
       tx.MarkWork(row.queue);
     }
@@ -1812,6 +1813,7 @@ class PostgresStore final : public ActionStore {
         return AsUnavailable(begin.status(), lost);
       }
       Tx tx{c, {}, std::nullopt};
+      tx.counters.record_events = ObservesLifecycle();
       Result<T> r = body(tx);
       Status st = r.status();
       if (st.ok()) st = FlushCounts(tx);
@@ -1822,6 +1824,7 @@ class PostgresStore final : public ActionStore {
         st = c.Exec("COMMIT").status();
         if (st.ok()) {
           ReleaseConn(pc);
+          PublishLifecycle(std::move(tx.counters.events));
           return r;
         }
       }

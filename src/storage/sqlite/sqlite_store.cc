@@ -68,12 +68,13 @@ std::string JsonStringArray(const std::vector<std::string>& items) {
   "max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts"
 
 // The columns the state machine and fencing look at.
-#define TE_STATE_COLUMNS                                                                 \
-  "id, status, attempt, claim_version, consecutive_lease_expiries, permanent_failures, " \
-  "ambiguous_failures, cancel_requested, failure_class, max_attempts, backoff_base_ms, " \
-  "backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, "                     \
-  "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at, "          \
-  "max_unsupported_schema_attempts, lane_key, tenant, status, worker, queue, handler_started"
+#define TE_STATE_COLUMNS                                                                        \
+  "id, status, attempt, claim_version, consecutive_lease_expiries, permanent_failures, "        \
+  "ambiguous_failures, cancel_requested, failure_class, max_attempts, backoff_base_ms, "        \
+  "backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, "                            \
+  "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at, "                 \
+  "max_unsupported_schema_attempts, lane_key, tenant, status, worker, queue, handler_started, " \
+  "job"
 
 constexpr const char* kSelectState = "SELECT " TE_STATE_COLUMNS " FROM executions WHERE id = ?1";
 constexpr const char* kSelectExecution =
@@ -587,7 +588,7 @@ class SqliteStore final : public ActionStore {
               u.Bind(4, lease.version.value).Bind(5, request.worker.value).Bind(6, now);
               u.Bind(7, lease.lease_expires_at).Bind(8, request.mark_started ? 1 : 0);
               TE_RETURN_IF_ERROR(u.Run());
-              op_counters_.CountTransition(row, t->to, now);
+              op_counters_.CountTransition(row, *t, now);
               out.push_back(std::move(lease));
             }
           }
@@ -1324,7 +1325,7 @@ class SqliteStore final : public ActionStore {
     else
       s.BindNull(15);
     TE_RETURN_IF_ERROR(s.Run());
-    op_counters_.CountTransition(row, t.to, now);
+    op_counters_.CountTransition(row, t, now);
     if (EndsFailedAttempt(row.state.status, t.to)) {
       // History of an attempt that did not succeed (the success path writes nothing extra).
       TE_ASSIGN_OR_RETURN(Stmt a, c.Prepare(kInsertAttempt));
@@ -1636,6 +1637,7 @@ class SqliteStore final : public ActionStore {
       for (Op* op : batch) op->result = begin;
       return;
     }
+    op_counters_.record_events = ObservesLifecycle();
     for (std::size_t i = 0; i < batch.size(); ++i) {
       Op* op = batch[i];
       Status sp = RunCached(c, kSavepoint);
@@ -1660,12 +1662,15 @@ class SqliteStore final : public ActionStore {
       }
     }
     Status commit = FlushCounts(c);
+    std::vector<LifecycleEvent> events = std::move(batch_counters_.events);
     batch_counters_.Clear();
     if (commit.ok()) commit = RunCached(c, kCommit);
     if (!commit.ok()) {
       if (!c.autocommit()) (void)c.Exec("ROLLBACK");
       for (Op* op : batch) op->result = commit;
+      return;
     }
+    PublishLifecycle(std::move(events));
   }
 
   // Constant after construction.

@@ -554,6 +554,89 @@ TEST_P(StoreConformance, R1_TriggerBecomesRetryThenReplay) {
   EXPECT_EQ(page.items[0].id, id);
 }
 
+// Lifecycle events (issue 14 item 9): after each commit, the observer gets one
+// event per status change worth a log line, with the execution's job, tenant,
+// queue and the attempt that ended; claims, releases and refused or stale
+// calls report nothing.
+TEST_P(StoreConformance, LifecycleEventsFollowCommittedStatusChanges) {
+  std::vector<LifecycleEvent> seen;
+  store().SetLifecycleObserver([&seen](std::vector<LifecycleEvent>&& events) {
+    for (LifecycleEvent& e : events) seen.push_back(std::move(e));
+  });
+  JobDefinition job = WorkJob();
+  job.retry.max_attempts = 2;
+  DefineJob(job);
+  const ExecutionId id = AdmitOne(MakeRequest("work", 1));
+  const ExecutionId other = AdmitOne(MakeRequest("work", 2));
+  EXPECT_TRUE(seen.empty()) << "admissions are the engine's events";
+
+  const Lease first = ClaimOne();
+  ASSERT_EQ(first.id, id);
+  ASSERT_OK(store().Release(Ref(first)).status());
+  EXPECT_TRUE(seen.empty()) << "claims and releases are no events";
+
+  const Millis started = Now();
+  ASSERT_OK(store().Fail(Ref(ClaimOne()), FailureClass::kRetryable, "503"));
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].kind, LifecycleKind::kRetried);
+  EXPECT_EQ(seen[0].id, id);
+  EXPECT_EQ(seen[0].job.value, "work");
+  EXPECT_EQ(seen[0].queue, "default");
+  EXPECT_EQ(seen[0].status, ExecutionStatus::kQueued);
+  EXPECT_EQ(seen[0].attempt, 1);
+  EXPECT_EQ(seen[0].failure_class, FailureClass::kRetryable);
+  EXPECT_EQ(seen[0].started_at, started);
+  EXPECT_EQ(seen[0].worker, "w1");
+  EXPECT_EQ(seen[0].run_at, Now() + kFirstBackoff);
+
+  // The other execution's lease expires: an orphan, queued again.
+  const Lease other_lease = ClaimOne();
+  ASSERT_EQ(other_lease.id, other);
+  Advance(kLease + 1);
+  ASSERT_OK(store().SweepExpired(100).status());
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1].kind, LifecycleKind::kOrphaned);
+  EXPECT_EQ(seen[1].id, other);
+  EXPECT_EQ(seen[1].failure_class, FailureClass::kLeaseExpired);
+
+  // A stale finish changes nothing and reports nothing.
+  EXPECT_FALSE(store().Complete(Ref(other_lease), "{}").ok());
+  EXPECT_EQ(seen.size(), 2u);
+
+  // The last attempt fails: one terminal event.
+  Advance(kFirstBackoff);
+  std::vector<Lease> leases = ClaimN("default", 10);
+  ASSERT_EQ(leases.size(), 2u);
+  for (const Lease& l : leases) {
+    if (l.id == id) ASSERT_OK(store().Fail(Ref(l), FailureClass::kRetryable, "503"));
+    if (l.id == other) ASSERT_OK(store().Complete(Ref(l), "{}").status());
+  }
+  ASSERT_EQ(seen.size(), 4u);
+  for (std::size_t i = 2; i < 4; ++i) {
+    if (seen[i].id == id) {
+      EXPECT_EQ(seen[i].kind, LifecycleKind::kFailed);
+      EXPECT_EQ(seen[i].status, ExecutionStatus::kFailed);
+      EXPECT_EQ(seen[i].attempt, 2);
+    } else {
+      EXPECT_EQ(seen[i].kind, LifecycleKind::kCompleted);
+      EXPECT_EQ(seen[i].status, ExecutionStatus::kSucceeded);
+      EXPECT_EQ(seen[i].failure_class, FailureClass::kNone);
+    }
+  }
+
+  // An operator's replay, then a cancel of the queued execution.
+  ASSERT_OK(store().Replay(MakeReplay(id, "alice", "fixed")).status());
+  ASSERT_EQ(seen.size(), 5u);
+  EXPECT_EQ(seen[4].kind, LifecycleKind::kReplayed);
+  EXPECT_EQ(seen[4].attempt, 0) << "no attempt ended";
+  ASSERT_OK(store().RequestCancel(id, OperatorAction{"alice", "not needed"}).status());
+  ASSERT_EQ(seen.size(), 6u);
+  EXPECT_EQ(seen[5].kind, LifecycleKind::kAborted);
+  EXPECT_EQ(seen[5].status, ExecutionStatus::kCanceled);
+  EXPECT_EQ(seen[5].started_at, 0) << "it was queued";
+  store().SetLifecycleObserver(nullptr);
+}
+
 TEST_P(StoreConformance, R1_ReplayOfOtherStatusesIsConflictAndChangesNothing) {
   DefineJob(WorkJob());
   const ExecutionId succeeded = AdmitOne(MakeRequest("work", 1));
