@@ -99,6 +99,8 @@ CLI::App* AddVerb(CLI::App& app, const std::string& name, const std::string& des
 
 // serve, migrate, backup, queue:status, worker:list
 void AddServerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
+// config:check
+void AddConfigVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
 // job:list, job:dispatch
 void AddJobVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
 // execution:list, execution:show, execution:cancel, execution:replay, execution:approve

@@ -13,8 +13,9 @@ constexpr const char* kFooter =
     "the action), 5 other error. effect:* also exit 10 already_done, 11 ambiguous,\n"
     "12 stale, 13 canceled; scheduler:run exits 6 when another node holds the leader lock.\n"
     "Errors are printed to stderr as \"taskengine: <message>\".\n"
-    "Configuration: taskengine.toml (see --config) with TASKENGINE_DB, TASKENGINE_SYNC and\n"
-    "TASKENGINE_WORKERS overriding it, and --db overriding those.";
+    "Configuration: taskengine.toml (see --config) with TASKENGINE_* variables overriding it\n"
+    "(docs/operations.md lists them) and --db overriding those; `taskengine config:check`\n"
+    "checks it without touching the database.";
 
 }  // namespace
 
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
 
   std::vector<Verb> verbs;
   AddServerVerbs(app, flags, &verbs);
+  AddConfigVerbs(app, flags, &verbs);
   AddJobVerbs(app, flags, &verbs);
   AddExecutionVerbs(app, flags, &verbs);
   AddOperatorVerbs(app, flags, &verbs);

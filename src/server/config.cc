@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -11,9 +12,11 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <span>
 #include <sstream>
 
 #include "api/request_checks.h"
+#include "core/cron.h"
 #include "engine/scheduler.h"
 #include "storage/open_store.h"
 
@@ -41,6 +44,63 @@ bool IsPublicHost(const std::string& name) {
   if (!parsed && name.front() != '[') parsed = api::ParseHostAndPort("[" + name + "]");
   return parsed.has_value() && parsed->port == -1;
 }
+bool IsHex(char ch) {
+  return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
+}
+
+// "" when every '%' of `part` starts a %XX escape and it has no space or
+// control character; else the problem, naming `what` (never the text itself,
+// which may be a password).
+std::string CheckUriPart(std::string_view part, std::string_view what) {
+  for (std::size_t i = 0; i < part.size(); ++i) {
+    const auto ch = static_cast<unsigned char>(part[i]);
+    if (ch <= 0x20 || ch == 0x7f) {
+      return "has a space or control character in its " + std::string(what) + " (write it as %XX)";
+    }
+    if (ch == '%' && (i + 2 >= part.size() || !IsHex(part[i + 1]) || !IsHex(part[i + 2]))) {
+      return "has a malformed %-escape in its " + std::string(what) + " (write %XX)";
+    }
+  }
+  return "";
+}
+
+// One "host[:port]" of the host list ("" when it parses).
+std::string CheckUriHost(std::string_view item) {
+  std::string_view port;
+  if (!item.empty() && item.front() == '[') {
+    const std::size_t close = item.find(']');
+    if (close == std::string_view::npos) return "has an IPv6 host without its closing ']'";
+    const std::string_view rest = item.substr(close + 1);
+    if (!rest.empty() && rest.front() != ':') {
+      return "has text after the IPv6 host ']' that is not :port";
+    }
+    if (!rest.empty()) port = rest.substr(1);
+    if (close == 1) return "has an empty IPv6 host '[]'";
+  } else {
+    const std::size_t colon = item.find(':');
+    if (colon != std::string_view::npos) {
+      port = item.substr(colon + 1);
+      item = item.substr(0, colon);
+    }
+    if (std::string problem = CheckUriPart(item, "host"); !problem.empty()) return problem;
+    if (item.find_first_of("[]@/") != std::string_view::npos) {
+      return "has a host with '[', ']', '@' or '/' in it";
+    }
+  }
+  if (port.empty()) return "";
+  std::int64_t value = 0;
+  for (char ch : port) {
+    if (ch < '0' || ch > '9' || value > 65535) {
+      return "has port '" + std::string(port.substr(0, 16)) + "', which is not a number 1..65535";
+    }
+    value = value * 10 + (ch - '0');
+  }
+  if (value < 1 || value > 65535) {
+    return "has port " + std::string(port) + ", which is not in 1..65535";
+  }
+  return "";
+}
+
 constexpr int kMaxWorkerThreads = 256;
 constexpr std::size_t kMaxTextField = 200;
 
@@ -52,18 +112,120 @@ std::string Where(std::string_view file, const toml::source_region& region) {
   return out;
 }
 
-// Reads the keys of one TOML table, remembering which were read so that the
-// rest can be refused as unknown. Not thread-safe; lives for one table.
+// The keys of every table ParseConfig reads: the tables below refuse any
+// other key, and ConfigKeys() lists them for the documentation.
+constexpr std::string_view kRootKeys[] = {"database",        "engine",      "http",
+                                          "redaction",       "log",         "queue",
+                                          "command_profile", "http_target", "job"};
+constexpr std::string_view kDatabaseKeys[] = {"path", "url", "schema", "sync"};
+constexpr std::string_view kEngineKeys[] = {"worker_threads",           "poll_interval_ms",
+                                            "sweep_interval_ms",        "shutdown_grace_ms",
+                                            "replay_requires_approval", "max_payload_bytes"};
+constexpr std::string_view kHttpKeys[] = {"host",
+                                          "port",
+                                          "auth",
+                                          "session_idle_minutes",
+                                          "session_absolute_hours",
+                                          "secure_cookies",
+                                          "metrics_open",
+                                          "login_per_minute",
+                                          "dispatch_per_second",
+                                          "lease_per_second",
+                                          "public_hosts",
+                                          "login_per_second",
+                                          "login_threads",
+                                          "login_queue",
+                                          "login_lockout_after",
+                                          "max_connections",
+                                          "max_connections_per_client",
+                                          "header_timeout_ms"};
+constexpr std::string_view kRedactionKeys[] = {"keys"};
+constexpr std::string_view kLogKeys[] = {"format", "lifecycle"};
+constexpr std::string_view kQueueKeys[] = {"name", "priority", "concurrency"};
+constexpr std::string_view kCommandProfileKeys[] = {"name", "argv", "cwd", "env"};
+constexpr std::string_view kHttpTargetKeys[] = {"name",       "url",           "allow_hosts",
+                                                "allow_http", "allow_private", "headers"};
+constexpr std::string_view kJobKeys[] = {"name",
+                                         "display_name",
+                                         "handler",
+                                         "queue",
+                                         "scope",
+                                         "schedule",
+                                         "timezone",
+                                         "catch_up",
+                                         "catch_up_window_ms",
+                                         "window_ms",
+                                         "timeout_ms",
+                                         "lease_ms",
+                                         "max_attempts",
+                                         "backoff_base_ms",
+                                         "backoff_cap_ms",
+                                         "max_permanent_attempts",
+                                         "max_unsupported_schema_attempts",
+                                         "max_ambiguous_attempts",
+                                         "max_consecutive_lease_expiries",
+                                         "lane_template",
+                                         "accepted_schema_versions",
+                                         "enabled",
+                                         "config"};
+
+struct TableKeys {
+  std::string_view table;
+  bool array_of_tables;  // [[table]]
+  std::span<const std::string_view> keys;
+};
+constexpr TableKeys kTables[] = {
+    {"database", false, kDatabaseKeys},
+    {"engine", false, kEngineKeys},
+    {"http", false, kHttpKeys},
+    {"redaction", false, kRedactionKeys},
+    {"log", false, kLogKeys},
+    {"queue", true, kQueueKeys},
+    {"command_profile", true, kCommandProfileKeys},
+    {"http_target", true, kHttpTargetKeys},
+    {"job", true, kJobKeys},
+};
+
+// The declared keys of the table `table` ("" for the root).
+std::span<const std::string_view> KeysOf(std::string_view table) {
+  if (table.empty()) return kRootKeys;
+  for (const TableKeys& t : kTables) {
+    if (t.table == table) return t.keys;
+  }
+  TE_CHECK(false && "a table ParseConfig reads must be declared in kTables");
+  return {};
+}
+
+// Reads the keys of one TOML table, remembering which were read; keys the
+// table does not declare (kTables) are refused as unknown. Not thread-safe;
+// lives for one table.
 class TableReader {
  public:
   // `path` names the table in messages ("engine", "job[2]"); empty for the root.
-  TableReader(const toml::table& table, std::string path, std::string_view file)
-      : table_(table), path_(std::move(path)), file_(file) {}
+  // `kind` is its entry in kTables ("engine", "job"); empty for the root.
+  TableReader(const toml::table& table, std::string_view kind, std::string path,
+              std::string_view file)
+      : table_(table), declared_(KeysOf(kind)), path_(std::move(path)), file_(file) {}
 
   // The node under `key`, or nullptr; marks the key as known.
+  // REQUIRES: `key` is declared for this table in kTables.
   const toml::node* Get(std::string_view key) {
+    TE_CHECK(IsDeclared(key) && "a key ParseConfig reads must be declared in kTables");
     known_.emplace(key);
     return table_.get(key);
+  }
+
+  const std::string& path() const { return path_; }
+
+  // Where the table and each key it sets are, for ServerConfig::locations.
+  ServerConfig::TableLocation Location() const {
+    ServerConfig::TableLocation location;
+    location.path = path_;
+    location.where = Where(file_, table_.source());
+    for (auto&& [key, node] : table_) {
+      location.keys[std::string(key.str())] = Where(file_, node.source());
+    }
+    return location;
   }
 
   Status Int(std::string_view key, std::int64_t min, std::int64_t max, std::int64_t* out) {
@@ -109,10 +271,12 @@ class TableReader {
     return Status::Ok();
   }
 
-  // kInvalidArgument naming the first key that was never asked for.
+  // kInvalidArgument naming the first key the table does not declare. Called
+  // after a complete read, when every declared key has been asked for.
   Status RejectUnknown() const {
+    TE_DCHECK(known_.size() == declared_.size() && "every declared key must be read");
     for (auto&& [key, node] : table_) {
-      if (known_.count(std::string(key.str())) == 0) {
+      if (!IsDeclared(key.str())) {
         return InvalidArgument(Where(file_, key.source()) + ": unknown key '" +
                                Qualified(key.str()) + "'");
       }
@@ -129,7 +293,12 @@ class TableReader {
   }
 
  private:
+  bool IsDeclared(std::string_view key) const {
+    return std::find(declared_.begin(), declared_.end(), key) != declared_.end();
+  }
+
   const toml::table& table_;
+  const std::span<const std::string_view> declared_;
   const std::string path_;
   const std::string_view file_;
   std::set<std::string, std::less<>> known_;
@@ -168,10 +337,14 @@ Result<nlohmann::json> ToJson(const toml::node& node, const std::string& path,
   return bad("is a date or time, which JSON cannot hold: write it as a string");
 }
 
+using Locations = std::map<std::pair<std::string, std::string>, ServerConfig::TableLocation>;
+
 // Reads the array of tables `key` ([[queue]], [[job]]) and calls `each` on
-// each table. An absent key is an empty array.
+// each table, then records where it is under (key, its name). An absent key is
+// an empty array.
 template <typename Fn>
-Status ForEachTable(TableReader& root, std::string_view key, std::string_view file, Fn each) {
+Status ForEachTable(TableReader& root, std::string_view key, std::string_view file,
+                    Locations* locations, Fn each) {
   const toml::node* n = root.Get(key);
   if (n == nullptr) return Status::Ok();
   const auto* arr = n->as_array();
@@ -180,23 +353,28 @@ Status ForEachTable(TableReader& root, std::string_view key, std::string_view fi
   }
   for (std::size_t i = 0; i < arr->size(); ++i) {
     const toml::table& t = *arr->get(i)->as_table();
-    TableReader reader(t, std::string(key) + "[" + std::to_string(i) + "]", file);
+    TableReader reader(t, key, std::string(key) + "[" + std::to_string(i) + "]", file);
     TE_RETURN_IF_ERROR(each(reader, t));
     TE_RETURN_IF_ERROR(reader.RejectUnknown());
+    (*locations)[{std::string(key), t["name"].value_or(std::string())}] = reader.Location();
   }
   return Status::Ok();
 }
 
-// Reads a sub-table ([database], [engine], ...). An absent key is an empty table.
+// Reads a sub-table ([database], [engine], ...) and records where it is under
+// (key, ""). An absent key is an empty table.
 template <typename Fn>
-Status WithTable(TableReader& root, std::string_view key, std::string_view file, Fn each) {
+Status WithTable(TableReader& root, std::string_view key, std::string_view file,
+                 Locations* locations, Fn each) {
   const toml::node* n = root.Get(key);
   if (n == nullptr) return Status::Ok();
   const auto* t = n->as_table();
   if (t == nullptr) return root.Error(*n, key, "must be a table: write [" + std::string(key) + "]");
-  TableReader reader(*t, std::string(key), file);
+  TableReader reader(*t, key, std::string(key), file);
   TE_RETURN_IF_ERROR(each(reader));
-  return reader.RejectUnknown();
+  TE_RETURN_IF_ERROR(reader.RejectUnknown());
+  (*locations)[{std::string(key), std::string()}] = reader.Location();
+  return Status::Ok();
 }
 
 Result<SyncMode> ParseSync(std::string_view s) {
@@ -250,7 +428,16 @@ Status ReadJob(TableReader& r, const toml::table& table, std::string_view file,
   TE_RETURN_IF_ERROR(r.Int("catch_up_window_ms", 0, 7 * kDay, &job->catch_up_window_ms));
   TE_RETURN_IF_ERROR(r.Int("window_ms", 0, 366 * kDay, &job->window_ms));
   if (auto checked = CheckJobSchedule(*job); !checked.ok()) {  // cron, zone, whole-minute window
-    return InvalidArgument(Where(file, table.source()) + ": " + checked.status().message());
+    // Named at the key the scheduler refused.
+    std::string_view key = "timezone";
+    if (job->window_ms % 60'000 != 0) {
+      key = "window_ms";
+    } else if (!job->schedule.empty() && !ParseCron(job->schedule).ok()) {
+      key = "schedule";
+    }
+    const toml::node* n = r.Get(key);
+    return InvalidArgument(Where(file, n != nullptr ? n->source() : table.source()) + ": " +
+                           r.Qualified(key) + ": " + checked.status().message());
   }
   TE_RETURN_IF_ERROR(r.Int("timeout_ms", 1, 7 * kDay, &job->timeout_ms));
   TE_RETURN_IF_ERROR(r.Int("lease_ms", 100, kDay, &job->lease_ms));
@@ -310,6 +497,9 @@ Status ApplyEnv(const EnvLookup& env, ServerConfig* c) {
       return InvalidArgument(std::string(name) +
                              " must start with postgres:// or postgresql:// (is '" +
                              RedactUrl(*url) + "')");
+    }
+    if (Status s = CheckPostgresUrl(*url); !s.ok()) {
+      return InvalidArgument(std::string(name) + " " + s.message());
     }
     c->database_url = *url;
   }
@@ -394,13 +584,18 @@ Status ApplyEnv(const EnvLookup& env, ServerConfig* c) {
 
 Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view file) {
   ServerConfig c;
-  TableReader root(root_table, "", file);
-  TE_RETURN_IF_ERROR(WithTable(root, "database", file, [&](TableReader& t) -> Status {
+  TableReader root(root_table, "", "", file);
+  TE_RETURN_IF_ERROR(WithTable(root, "database", file, &c.locations, [&](TableReader& t) -> Status {
     TE_RETURN_IF_ERROR(t.String("path", 4096, &c.database_path));
     if (c.database_path.empty()) return t.Error(*t.Get("path"), "path", "must not be empty");
     TE_RETURN_IF_ERROR(t.String("url", 4096, &c.database_url));
     if (t.Get("url") != nullptr && !IsPostgresUrl(c.database_url)) {
       return t.Error(*t.Get("url"), "url", "must start with postgres:// or postgresql://");
+    }
+    if (t.Get("url") != nullptr) {
+      if (Status s = CheckPostgresUrl(c.database_url); !s.ok()) {
+        return t.Error(*t.Get("url"), "url", s.message());
+      }
     }
     TE_RETURN_IF_ERROR(t.String("schema", 63, &c.database_schema));
     if (t.Get("schema") != nullptr && !IsSchemaName(c.database_schema)) {
@@ -414,7 +609,7 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
     c.sync = *mode;
     return Status::Ok();
   }));
-  TE_RETURN_IF_ERROR(WithTable(root, "engine", file, [&](TableReader& t) -> Status {
+  TE_RETURN_IF_ERROR(WithTable(root, "engine", file, &c.locations, [&](TableReader& t) -> Status {
     TE_RETURN_IF_ERROR(t.Int("worker_threads", 0, kMaxWorkerThreads, &c.worker_threads));
     TE_RETURN_IF_ERROR(t.Int("poll_interval_ms", 1, 60'000, &c.poll_interval_ms));
     TE_RETURN_IF_ERROR(t.Int("sweep_interval_ms", 1, 3'600'000, &c.sweep_interval_ms));
@@ -426,7 +621,7 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
     c.max_payload_bytes = static_cast<std::size_t>(payload);
     return Status::Ok();
   }));
-  TE_RETURN_IF_ERROR(WithTable(root, "http", file, [&](TableReader& t) -> Status {
+  TE_RETURN_IF_ERROR(WithTable(root, "http", file, &c.locations, [&](TableReader& t) -> Status {
     TE_RETURN_IF_ERROR(t.String("host", 255, &c.http.host));
     if (c.http.host.empty()) return t.Error(*t.Get("host"), "host", "must not be empty");
     TE_RETURN_IF_ERROR(t.Int("port", 0, 65535, &c.http.port));
@@ -467,21 +662,23 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
     TE_RETURN_IF_ERROR(t.Int("header_timeout_ms", 100, 600'000, &c.http.header_timeout_ms));
     return Status::Ok();
   }));
-  TE_RETURN_IF_ERROR(WithTable(root, "redaction", file, [&](TableReader& t) -> Status {
-    const toml::node* n = t.Get("keys");
-    if (n == nullptr) return Status::Ok();
-    const auto* arr = n->as_array();
-    if (arr == nullptr) return t.Error(*n, "keys", "must be an array of strings");
-    for (std::size_t i = 0; i < arr->size(); ++i) {
-      const auto* v = arr->get(i)->as_string();
-      if (v == nullptr || v->get().empty() || v->get().size() > 100) {
-        return t.Error(*arr->get(i), "keys", "must hold non-empty strings of at most 100 bytes");
-      }
-      c.redact_keys.push_back(v->get());
-    }
-    return Status::Ok();
-  }));
-  TE_RETURN_IF_ERROR(WithTable(root, "log", file, [&](TableReader& t) -> Status {
+  TE_RETURN_IF_ERROR(
+      WithTable(root, "redaction", file, &c.locations, [&](TableReader& t) -> Status {
+        const toml::node* n = t.Get("keys");
+        if (n == nullptr) return Status::Ok();
+        const auto* arr = n->as_array();
+        if (arr == nullptr) return t.Error(*n, "keys", "must be an array of strings");
+        for (std::size_t i = 0; i < arr->size(); ++i) {
+          const auto* v = arr->get(i)->as_string();
+          if (v == nullptr || v->get().empty() || v->get().size() > 100) {
+            return t.Error(*arr->get(i), "keys",
+                           "must hold non-empty strings of at most 100 bytes");
+          }
+          c.redact_keys.push_back(v->get());
+        }
+        return Status::Ok();
+      }));
+  TE_RETURN_IF_ERROR(WithTable(root, "log", file, &c.locations, [&](TableReader& t) -> Status {
     std::string format = "text";
     TE_RETURN_IF_ERROR(t.String("format", 16, &format));
     if (format == "text") {
@@ -495,8 +692,8 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
     return Status::Ok();
   }));
   std::set<std::string> queue_names;
-  TE_RETURN_IF_ERROR(
-      ForEachTable(root, "queue", file, [&](TableReader& t, const toml::table& tbl) -> Status {
+  TE_RETURN_IF_ERROR(ForEachTable(
+      root, "queue", file, &c.locations, [&](TableReader& t, const toml::table& tbl) -> Status {
         QueueConfig q;
         q.name.clear();
         TE_RETURN_IF_ERROR(t.String("name", kMaxTextField, &q.name));
@@ -521,46 +718,45 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
   }
   // [[command_profile]] and [[http_target]]: a name plus the server-owned keys
   // of their handler, kept as JSON and checked like job configs at load.
-  auto read_named = [&](std::string_view table, std::initializer_list<std::string_view> keys,
-                        std::string_view required,
+  // Every declared key but the name is a setting of the handler.
+  auto read_named = [&](std::string_view table, std::string_view required,
                         std::map<std::string, std::string, std::less<>>* out) {
-    return ForEachTable(root, table, file, [&](TableReader& t, const toml::table& tbl) -> Status {
-      std::string name;
-      TE_RETURN_IF_ERROR(t.String("name", kMaxTextField, &name));
-      if (name.empty()) {
-        return InvalidArgument(Where(file, tbl.source()) + ": " + t.Qualified("name") +
-                               " is required");
-      }
-      if (!IsValidJobName(name)) {
-        return t.Error(*t.Get("name"), "name",
-                       "'" + name + "' is not a valid name ([a-z0-9][a-z0-9._-]{0,99})");
-      }
-      if (out->count(name) > 0) {
-        return t.Error(*t.Get("name"), "name", "'" + name + "' is defined twice");
-      }
-      if (t.Get(required) == nullptr) {
-        return InvalidArgument(Where(file, tbl.source()) + ": " +
-                               t.Qualified(std::string(required)) + " is required");
-      }
-      nlohmann::json settings = nlohmann::json::object();
-      for (std::string_view key : keys) {
-        if (const toml::node* n = t.Get(key)) {
-          TE_ASSIGN_OR_RETURN(settings[std::string(key)],
-                              ToJson(*n, t.Qualified(std::string(key)), file));
-        }
-      }
-      (*out)[name] = settings.dump();
-      return Status::Ok();
-    });
+    return ForEachTable(
+        root, table, file, &c.locations, [&](TableReader& t, const toml::table& tbl) -> Status {
+          std::string name;
+          TE_RETURN_IF_ERROR(t.String("name", kMaxTextField, &name));
+          if (name.empty()) {
+            return InvalidArgument(Where(file, tbl.source()) + ": " + t.Qualified("name") +
+                                   " is required");
+          }
+          if (!IsValidJobName(name)) {
+            return t.Error(*t.Get("name"), "name",
+                           "'" + name + "' is not a valid name ([a-z0-9][a-z0-9._-]{0,99})");
+          }
+          if (out->count(name) > 0) {
+            return t.Error(*t.Get("name"), "name", "'" + name + "' is defined twice");
+          }
+          if (t.Get(required) == nullptr) {
+            return InvalidArgument(Where(file, tbl.source()) + ": " +
+                                   t.Qualified(std::string(required)) + " is required");
+          }
+          nlohmann::json settings = nlohmann::json::object();
+          for (std::string_view key : KeysOf(table)) {
+            if (key == "name") continue;
+            if (const toml::node* n = t.Get(key)) {
+              TE_ASSIGN_OR_RETURN(settings[std::string(key)],
+                                  ToJson(*n, t.Qualified(std::string(key)), file));
+            }
+          }
+          (*out)[name] = settings.dump();
+          return Status::Ok();
+        });
   };
-  TE_RETURN_IF_ERROR(
-      read_named("command_profile", {"argv", "cwd", "env"}, "argv", &c.command_profiles));
-  TE_RETURN_IF_ERROR(read_named("http_target",
-                                {"url", "allow_hosts", "allow_http", "allow_private", "headers"},
-                                "url", &c.http_targets));
+  TE_RETURN_IF_ERROR(read_named("command_profile", "argv", &c.command_profiles));
+  TE_RETURN_IF_ERROR(read_named("http_target", "url", &c.http_targets));
   std::set<std::string> job_names;
-  TE_RETURN_IF_ERROR(
-      ForEachTable(root, "job", file, [&](TableReader& t, const toml::table& tbl) -> Status {
+  TE_RETURN_IF_ERROR(ForEachTable(
+      root, "job", file, &c.locations, [&](TableReader& t, const toml::table& tbl) -> Status {
         JobDefinition job;
         TE_RETURN_IF_ERROR(ReadJob(t, tbl, file, &job));
         if (!job_names.insert(job.name.value).second) {
@@ -623,6 +819,91 @@ Result<ServerConfig> LoadConfig(const std::string& path, const EnvLookup& env) {
   text << in.rdbuf();
   if (in.bad()) return InvalidArgument("cannot read config file " + path);
   return ParseConfig(text.str(), path, env);
+}
+
+Status CheckPostgresUrl(std::string_view url) {
+  auto bad = [](const std::string& problem) {
+    return InvalidArgument("is not a valid PostgreSQL URL: it " + problem +
+                           " (postgres://[user[:password]@][host][:port][/dbname][?param=value])");
+  };
+  std::string_view rest;
+  if (url.starts_with("postgres://")) {
+    rest = url.substr(11);
+  } else if (url.starts_with("postgresql://")) {
+    rest = url.substr(13);
+  } else {
+    return bad("does not start with postgres:// or postgresql://");
+  }
+  std::string_view query;
+  if (const std::size_t q = rest.find('?'); q != std::string_view::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  std::string_view database;
+  if (const std::size_t slash = rest.find('/'); slash != std::string_view::npos) {
+    database = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+  }
+  if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    if (std::string p = CheckUriPart(rest.substr(0, at), "user or password"); !p.empty()) {
+      return bad(p);
+    }
+    rest = rest.substr(at + 1);
+  }
+  // The host list: host[:port][,host[:port]...]; an empty host means the
+  // default (a Unix socket).
+  for (std::size_t start = 0; start <= rest.size();) {
+    std::size_t end = rest.find(',', start);
+    if (end == std::string_view::npos) end = rest.size();
+    if (std::string p = CheckUriHost(rest.substr(start, end - start)); !p.empty()) return bad(p);
+    start = end + 1;
+  }
+  if (std::string p = CheckUriPart(database, "database name"); !p.empty()) return bad(p);
+  if (!query.empty()) {
+    for (std::size_t start = 0; start <= query.size();) {
+      std::size_t end = query.find('&', start);
+      if (end == std::string_view::npos) end = query.size();
+      const std::string_view param = query.substr(start, end - start);
+      const std::size_t eq = param.find('=');
+      if (eq == std::string_view::npos || eq == 0) {
+        return bad("has a query parameter that is not name=value");
+      }
+      if (std::string p = CheckUriPart(param, "query parameters"); !p.empty()) return bad(p);
+      start = end + 1;
+    }
+  }
+  return Status::Ok();
+}
+
+std::string ConfigLocation(const ServerConfig& config, std::string_view table,
+                           std::string_view name, std::string_view key) {
+  auto it = config.locations.find({std::string(table), std::string(name)});
+  if (it == config.locations.end()) return "";
+  const ServerConfig::TableLocation& t = it->second;
+  if (!key.empty()) {
+    if (auto k = t.keys.find(key); k != t.keys.end()) {
+      return k->second + ": " + (t.path.empty() ? "" : t.path + ".") + std::string(key);
+    }
+  }
+  return t.where + ": " + t.path;
+}
+
+Status Located(const Status& status, const ServerConfig& config, std::string_view table,
+               std::string_view name, std::string_view key) {
+  if (status.ok()) return status;
+  const std::string where = ConfigLocation(config, table, name, key);
+  if (where.empty()) return status;
+  return Status(status.code(), where + ": " + status.message());
+}
+
+std::vector<std::string> ConfigKeys() {
+  std::vector<std::string> keys;
+  for (const TableKeys& t : kTables) {
+    std::string section(t.array_of_tables ? "[[" : "[");
+    section.append(t.table).append(t.array_of_tables ? "]] " : "] ");
+    for (std::string_view key : t.keys) keys.push_back(section + std::string(key));
+  }
+  return keys;
 }
 
 std::string DescribeDatabase(const ServerConfig& config) {

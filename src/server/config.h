@@ -8,7 +8,8 @@
 //   url = "postgres://user:pw@host:5432/db"  # PostgreSQL (D2); when set, path and sync
 //                                    # are not used. TASKENGINE_DATABASE_URL, else
 //                                    # DATABASE_URL, overrides. Logged with the password
-//                                    # redacted.
+//                                    # redacted. Checked as libpq's URI syntax
+//                                    # (CheckPostgresUrl) without connecting.
 //   schema = "taskengine"            # PostgreSQL schema of the tables;
 //                                    # TASKENGINE_DATABASE_SCHEMA overrides
 //
@@ -34,6 +35,7 @@
 //   session_idle_minutes = 30        # dashboard session idle timeout
 //   session_absolute_hours = 12      # dashboard session absolute timeout
 //   secure_cookies = false           # Secure session cookie (behind TLS)
+//   metrics_open = false             # GET /metrics without credentials
 //   login_per_minute = 10            # per client IP; 0 = unlimited
 //   login_per_second = 10            # for the whole server (burst 2x); 0 = unlimited
 //   login_threads = 2                # password checks at once (64 MiB each); more wait
@@ -92,7 +94,8 @@
 //   # minutes, 0..366 days); schedule and timezone are checked as the scheduler parses them
 //
 // Relative database paths are relative to the working directory of the
-// process, not to the file.
+// process, not to the file. ConfigKeys() lists every key above, from the same
+// tables ParseConfig refuses unknown keys with.
 #pragma once
 
 #include <functional>
@@ -100,6 +103,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "taskengine/engine.h"
@@ -177,7 +181,43 @@ struct ServerConfig {
   // [[http_target]]: name -> {"url": ..., "allow_hosts": [...], ...} (JSON
   // text). Checked by CheckJobsAgainstHandlers. Default: none.
   std::map<std::string, std::string, std::less<>> http_targets;
+
+  // Where the file defines a table and its keys, for messages about them
+  // after parsing (CheckJobsAgainstHandlers, `config:check`).
+  struct TableLocation {
+    std::string path;   // as in messages: "http", "job[2]", "command_profile[0]"
+    std::string where;  // "<file>:<line>:<column>" of the table
+    // Key -> "<file>:<line>:<column>" of its value, for the keys the file sets.
+    std::map<std::string, std::string, std::less<>> keys;
+  };
+  // Every table the file has, by (table, name): ("http", ""), ("job", "hello"),
+  // ("command_profile", "report"), ("http_target", "hook"). Empty for a config
+  // built in code or without a file. See ConfigLocation.
+  std::map<std::pair<std::string, std::string>, TableLocation> locations;
 };
+
+// "<file>:<line>:<column>: <path>.<key>" of `key` in the table `table` named
+// `name` ("" for [database], [http], ...), e.g. "te.toml:9:12: job[0].schedule";
+// "<file>:<line>:<column>: <path>" of the table when `key` is empty or the
+// file does not set it; "" when `config` has no location for the table.
+std::string ConfigLocation(const ServerConfig& config, std::string_view table,
+                           std::string_view name, std::string_view key = {});
+
+// `status` with ConfigLocation(config, table, name, key) and ": " before its
+// message (unchanged when there is no location).
+Status Located(const Status& status, const ServerConfig& config, std::string_view table,
+               std::string_view name, std::string_view key = {});
+
+// Every key ParseConfig reads, as the documentation writes them: "[database] path",
+// "[http] metrics_open", "[[job]] schedule", "[[queue]] name". This is the
+// list ParseConfig refuses other keys with, so it cannot drift from the parser.
+std::vector<std::string> ConfigKeys();
+
+// kInvalidArgument naming the problem (never the password) unless `url` is a
+// PostgreSQL connection URI as libpq reads it:
+// postgres[ql]://[user[:password]@][host[:port][,host[:port]...]][/dbname][?name=value[&...]],
+// hosts bracketed for IPv6, ports 1..65535, %XX escapes well formed. Does not connect.
+Status CheckPostgresUrl(std::string_view url);
 
 // Looks up an environment variable; nullopt when unset.
 using EnvLookup = std::function<std::optional<std::string>(const char* name)>;

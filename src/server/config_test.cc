@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -358,6 +359,73 @@ TEST(ConfigTest, BadJobsAreRefused) {
   ExpectInvalid(ParseConfig(job("") + job(""), "t", NoEnv()), {"'a' is defined twice"});
   ExpectInvalid(ParseConfig("[[queue]]\nname = \"q\"\n[[queue]]\nname = \"q\"\n", "t", NoEnv()),
                 {"'q' is declared twice"});
+}
+
+TEST(ConfigTest, ScheduleErrorsNameTheKeyTheSchedulerRefused) {
+  constexpr const char* kJob = "[[job]]\nname = \"a\"\nhandler = \"command\"\n";
+  ExpectInvalid(ParseConfig(std::string(kJob) + "schedule = \"61 * * * *\"\n", "t.toml", NoEnv()),
+                {"t.toml:4:12: job[0].schedule: ", "61 * * * *"});
+  ExpectInvalid(ParseConfig(std::string(kJob) + "schedule = \"0 3 * * *\"\ntimezone = \"Mars/X\"\n",
+                            "t.toml", NoEnv()),
+                {"t.toml:5:12: job[0].timezone: ", "Mars/X"});
+  ExpectInvalid(ParseConfig(std::string(kJob) + "window_ms = 1000\n", "t.toml", NoEnv()),
+                {"t.toml:4:13: job[0].window_ms: ", "whole number of minutes"});
+}
+
+TEST(ConfigTest, LocationsNameWhereTheFileDefinesTablesAndKeys) {
+  ASSERT_OK_AND_ASSIGN(
+      ServerConfig c,
+      ParseConfig("[http]\nport = 9000\n\n[[job]]\nname = \"a\"\nhandler = \"command\"\n"
+                  "schedule = \"0 3 * * *\"\n",
+                  "t.toml", NoEnv()));
+  EXPECT_EQ(ConfigLocation(c, "job", "a", "schedule"), "t.toml:7:12: job[0].schedule");
+  EXPECT_EQ(ConfigLocation(c, "job", "a", "timeout_ms"), "t.toml:4:1: job[0]");  // not set
+  EXPECT_EQ(ConfigLocation(c, "job", "a"), "t.toml:4:1: job[0]");
+  EXPECT_EQ(ConfigLocation(c, "http", "", "port"), "t.toml:2:8: http.port");
+  EXPECT_EQ(ConfigLocation(c, "job", "b"), "");
+  EXPECT_EQ(Located(InvalidArgument("bad"), c, "job", "a", "schedule").message(),
+            "t.toml:7:12: job[0].schedule: bad");
+  EXPECT_EQ(Located(InvalidArgument("bad"), ServerConfig{}, "job", "a").message(), "bad");
+}
+
+TEST(ConfigTest, ConfigKeysAreTheKeysTheParserAccepts) {
+  const std::vector<std::string> keys = ConfigKeys();
+  for (const char* k : {"[database] path", "[database] url", "[http] metrics_open",
+                        "[engine] replay_requires_approval", "[[queue]] concurrency",
+                        "[[command_profile]] argv", "[[http_target]] allow_private",
+                        "[[job]] schedule", "[[job]] max_consecutive_lease_expiries"}) {
+    EXPECT_NE(std::find(keys.begin(), keys.end(), k), keys.end()) << k;
+  }
+  // Every listed key of a plain table is accepted, and any other refused.
+  for (const std::string& k : keys) {
+    if (k.starts_with("[[")) continue;
+    const std::string section = k.substr(0, k.find(' '));
+    const std::string key = k.substr(k.find(' ') + 1);
+    auto parsed = ParseConfig(section + "\n" + key + " = {}\n", "t.toml", NoEnv());
+    ASSERT_FALSE(parsed.ok()) << k;  // a table is the wrong type for every key
+    EXPECT_THAT(parsed.status().message(), ::testing::Not(HasSubstr("unknown key"))) << k;
+  }
+}
+
+TEST(ConfigTest, PostgresUrlsAreCheckedAsLibpqReadsThem) {
+  for (const char* good :
+       {"postgres://u@h/db", "postgresql://u:p%40ss@h:5432/db", "postgres:///db",
+        "postgres://h1:5432,h2:5433/db?sslmode=require&connect_timeout=2",
+        "postgres://[::1]:5432/db", "postgres://%2Fvar%2Frun%2Fpostgresql/db", "postgres://"}) {
+    EXPECT_TRUE(CheckPostgresUrl(good).ok()) << good << ": " << CheckPostgresUrl(good).message();
+  }
+  for (const char* bad : {"postgres://u@h:99999/db", "postgres://u@h:x/db", "postgres://u@h:0/db",
+                          "postgres://u:p%4@h/db", "postgres://u@[::1/db", "postgres://u@h/db?x",
+                          "postgres://u@h/db?=1", "postgres://u:sec ret@h/db", "mysql://h/db"}) {
+    EXPECT_FALSE(CheckPostgresUrl(bad).ok()) << bad;
+  }
+  // Never the password in the message.
+  EXPECT_THAT(CheckPostgresUrl("postgres://u:sec%zzret@h/db").message(),
+              ::testing::Not(HasSubstr("sec")));
+  ExpectInvalid(ParseConfig("[database]\nurl = \"postgres://u@h:70000/db\"\n", "t.toml", NoEnv()),
+                {"t.toml:2:7: database.url", "port 70000"});
+  ExpectInvalid(ParseConfig("", "t", Env({{"DATABASE_URL", "postgres://u@h:x/db"}})),
+                {"DATABASE_URL", "port 'x'"});
 }
 
 TEST(ConfigTest, EnvironmentOverridesTheFile) {

@@ -75,7 +75,8 @@ Status CheckCommandConfig(const JobDefinition& job, const ServerConfig& server,
   return Status::Ok();
 }
 
-// The settings of a named profile or target, checked as a job using it.
+// The settings of a named profile or target, checked as a job using it; the
+// message names where the file defines it.
 Status CheckNamedSettings(const ServerConfig& config) {
   for (const auto& [name, settings] : config.command_profiles) {
     JobDefinition probe;
@@ -83,13 +84,15 @@ Status CheckNamedSettings(const ServerConfig& config) {
     probe.handler = kCommandHandler;
     probe.config_json = settings;
     if (Status s = CheckCommandConfig(probe, config, nullptr); !s.ok()) {
-      return InvalidArgument("[[command_profile]] '" + name +
-                             "': " + s.message().substr(s.message().find("): ") + 3));
+      return Located(InvalidArgument("[[command_profile]] '" + name +
+                                     "': " + s.message().substr(s.message().find("): ") + 3)),
+                     config, "command_profile", name);
     }
   }
   for (const auto& [name, settings] : config.http_targets) {
     if (auto http = ParseHttpHandlerConfig(settings); !http.ok()) {
-      return InvalidArgument("[[http_target]] '" + name + "': " + http.status().message());
+      return Located(InvalidArgument("[[http_target]] '" + name + "': " + http.status().message()),
+                     config, "http_target", name);
     }
   }
   return Status::Ok();
@@ -268,7 +271,10 @@ std::vector<std::string> ServerOwnedConfigKeys(std::string_view handler) {
 Status CheckJobsAgainstHandlers(const ServerConfig& config) {
   TE_RETURN_IF_ERROR(CheckNamedSettings(config));
   for (const JobDefinition& job : config.jobs) {
-    TE_RETURN_IF_ERROR(CheckJobDefinition(job, config));
+    std::string field;
+    if (Status s = CheckJobDefinition(job, config, &field); !s.ok()) {
+      return Located(s, config, "job", job.name.value, field);  // the key's line in the file
+    }
   }
   return Status::Ok();
 }

@@ -73,7 +73,8 @@ std::vector<std::string> ServerOwnedConfigKeys(std::string_view handler);
 
 // The [[command_profile]]s and [[http_target]]s checked as the handlers read
 // them, then CheckJobDefinition for every seeded job. kInvalidArgument naming
-// the profile, target or job.
+// the profile, target or job, after "<file>:<line>:<column>: job[N].<field>"
+// (or the table) when config.locations knows where the file defines it.
 Status CheckJobsAgainstHandlers(const ServerConfig& config);
 
 struct OpenOptions {

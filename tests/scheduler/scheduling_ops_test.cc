@@ -246,6 +246,7 @@ handler = "command"
   EXPECT_EQ(c.jobs[1].window_ms, 0);
 }
 
+// Each names the line and column of the key the scheduler refused.
 TEST(SchedulingConfigTest, BadSchedulingKeysNameTheJobAndTheProblem) {
   struct Case {
     std::string keys;
@@ -253,18 +254,21 @@ TEST(SchedulingConfigTest, BadSchedulingKeysNameTheJobAndTheProblem) {
   };
   const std::vector<Case> cases = {
       {R"(schedule = "0 24 * * *")",
-       "t.toml:2:1: job 'nightly': schedule \"0 24 * * *\": hour field at position 3: value 24 "
-       "out of range 0-23"},
+       "t.toml:5:12: job[0].schedule: job 'nightly': schedule \"0 24 * * *\": hour field at "
+       "position 3: value 24 out of range 0-23"},
       {"schedule = \"0 2 * * *\"\ntimezone = \"Europe/Nowhere\"",
-       "t.toml:2:1: job 'nightly': timezone: unknown time zone \"Europe/Nowhere\""},
+       "t.toml:6:12: job[0].timezone: job 'nightly': timezone: unknown time zone "
+       "\"Europe/Nowhere\""},
       {R"(timezone = "Europe/Nowhere")",
-       "t.toml:2:1: job 'nightly': timezone: unknown time zone \"Europe/Nowhere\""},
+       "t.toml:5:12: job[0].timezone: job 'nightly': timezone: unknown time zone "
+       "\"Europe/Nowhere\""},
       {R"(catch_up = "sometimes")",
        "t.toml:5:12: job[0].catch_up must be \"coalesce\", \"all\" or \"none\""},
       {R"(catch_up_window_ms = 604800001)",
        "t.toml:5:22: job[0].catch_up_window_ms must be between 0 and 604800000 (got 604800001)"},
       {R"(window_ms = 90000)",
-       "t.toml:2:1: job 'nightly': window_ms must be a whole number of minutes (got 90000)"},
+       "t.toml:5:13: job[0].window_ms: job 'nightly': window_ms must be a whole number of "
+       "minutes (got 90000)"},
       {R"(window_ms = -60000)",
        "t.toml:5:13: job[0].window_ms must be between 0 and 31622400000 (got -60000)"},
   };
