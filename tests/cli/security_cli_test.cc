@@ -36,6 +36,12 @@ shutdown_grace_ms = 5000
 name = "hello"
 handler = "command"
 config = { argv = ["/bin/sh", "-c", "cat > /dev/null; echo '{\"result\": {\"greeting\": \"hi\"}}'"] }
+
+[[job]]
+name = "per-store"
+handler = "command"
+scope = "per_tenant"
+config = { argv = ["/bin/sh", "-c", "cat > /dev/null"] }
 )";
 
 std::string ReadBinary(const std::string& path) {
@@ -240,6 +246,58 @@ TEST_F(SecurityCliTest, ServeEndToEndWithATokenFromTokenCreate) {
   StopServe(&serve);
   EXPECT_THAT(ReadFile(te_.serve_log()), Not(HasSubstr(secret))) << "secrets are never logged";
   EXPECT_THAT(ReadFile(te_.serve_log()), Not(HasSubstr("pw-olga-1")));
+}
+
+// X2 (issue 14 bug 4), through the real binary: a token bound to tenant a
+// gets 200 from /api/v1/stats counting its tenant only; a global token gets
+// the per-tenant breakdown.
+TEST_F(SecurityCliTest, TenantBoundTokenGetsTheStatsOfItsTenant) {
+  ASSERT_EQ(te_.Run({"tenant:add", "a"}).exit_code, 0);
+  ASSERT_EQ(te_.Run({"tenant:add", "b"}).exit_code, 0);
+  ChildProcess serve;
+  const int port = StartServe(&serve);
+  ASSERT_NE(port, 0);
+  TestClient client(port);
+  const std::string global =
+      te_.RunJson({"token:create", "--name=all", "--scopes=dispatch,read"}).value("secret", "");
+  const std::string store_a =
+      te_.RunJson({"token:create", "--name=a", "--scopes=dispatch,read", "--tenant=a"})
+          .value("secret", "");
+  ASSERT_FALSE(global.empty());
+  ASSERT_FALSE(store_a.empty());
+  ASSERT_EQ(client.Post("/api/v1/jobs/per-store/dispatch", store_a, {{"tenant", "a"}}).status, 202);
+  ASSERT_EQ(client.Post("/api/v1/jobs/per-store/dispatch", global, {{"tenant", "b"}}).status, 202);
+  ASSERT_EQ(client.Post("/api/v1/jobs/per-store/dispatch", global, {{"tenant", "b"}}).status, 202);
+  ASSERT_EQ(client.Post("/api/v1/jobs/hello/dispatch", global, nlohmann::json::object()).status,
+            202);
+  const auto ended = [](const nlohmann::json& stats) {
+    std::int64_t n = 0;
+    for (const auto& [status, count] : stats["last_24h"].items()) n += count.get<std::int64_t>();
+    return n;
+  };
+  nlohmann::json all;
+  ASSERT_TRUE(WaitUntil(std::chrono::seconds(30), [&] {
+    ClientResponse r = client.Get("/api/v1/stats", global);
+    all = r.status == 200 ? r.json() : nlohmann::json();
+    return all.is_object() && ended(all) == 4;
+  })) << all.dump();
+  std::map<std::string, std::int64_t> per_tenant;
+  for (const nlohmann::json& t : all["tenants"]) {
+    per_tenant[t["tenant"].is_null() ? "(global)" : t["tenant"].get<std::string>()] =
+        t["succeeded_24h"].get<std::int64_t>();
+  }
+  EXPECT_EQ(per_tenant, (std::map<std::string, std::int64_t>{{"(global)", 1}, {"a", 1}, {"b", 2}}))
+      << all.dump();
+
+  ClientResponse mine = client.Get("/api/v1/stats", store_a);
+  ASSERT_EQ(mine.status, 200) << mine.body;
+  const nlohmann::json a = mine.json();
+  EXPECT_EQ(a["scope"], "tenants");
+  EXPECT_EQ(ended(a), 1) << mine.body;
+  ASSERT_EQ(a["tenants"].size(), 1u) << mine.body;
+  EXPECT_EQ(a["tenants"][0]["tenant"], "a");
+  EXPECT_FALSE(a.contains("engine")) << mine.body;
+  StopServe(&serve);
 }
 
 // --- [http] configuration ---
