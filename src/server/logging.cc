@@ -33,13 +33,25 @@ class JsonFormatter final : public spdlog::formatter {
         std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch()).count();
     const auto level = spdlog::level::to_string_view(msg.level);
     const std::string ts = FormatTime(ms);
+    std::string_view payload(msg.payload.data(), msg.payload.size());
+    if (payload.size() > 2 && payload[0] == kFieldsMarker && payload[1] == '{' &&
+        msg.logger_name.size() == 0) {
+      // LogEvent's record: an object of "msg" and fields that never repeat
+      // ts, time or level. The head is prepended instead of parsing it again.
+      std::string head = "{\"ts\":\"" + ts + "\",\"time\":\"" + ts + "\",\"level\":\"";
+      head.append(level.data(), level.size());
+      head += "\",";
+      dest.append(head.data(), head.data() + head.size());
+      dest.append(payload.data() + 2, payload.data() + payload.size());
+      dest.push_back('\n');
+      return;
+    }
     // Ordered: ts, time, level, msg first, then the fields as given.
     nlohmann::ordered_json j;
     j["ts"] = ts;
     j["time"] = ts;
     j["level"] = std::string(level.data(), level.size());
     j["msg"] = nullptr;
-    std::string_view payload(msg.payload.data(), msg.payload.size());
     nlohmann::ordered_json fields;
     if (!payload.empty() && payload.front() == kFieldsMarker) {
       fields = nlohmann::ordered_json::parse(payload.substr(1), nullptr,
@@ -105,7 +117,7 @@ void LogEvent(spdlog::level::level_enum level, std::string_view msg,
     record["msg"] = std::string(msg);
     if (fields.is_object()) {
       for (const auto& [key, value] : fields.items()) {
-        if (key != "msg") record[key] = value;
+        if (key != "msg" && key != "ts" && key != "time" && key != "level") record[key] = value;
       }
     }
     std::string payload(1, kFieldsMarker);
