@@ -7,6 +7,7 @@
 #include "api/errors.h"
 #include "api/redaction.h"
 #include "core/canonical_json.h"
+#include "core/job_fields.h"
 
 namespace taskengine::api {
 namespace {
@@ -15,32 +16,12 @@ constexpr std::size_t kMaxText = 4096;  // the definition check bounds each fiel
 constexpr std::size_t kMaxReason = 1000;
 
 // The fields a request may name: JobFields' and "reason".
-constexpr std::string_view kRequestFields[] = {
-    "name",
-    "display_name",
-    "handler",
-    "queue",
-    "scope",
-    "schedule",
-    "timezone",
-    "timeout_ms",
-    "lease_ms",
-    "max_attempts",
-    "backoff_base_ms",
-    "backoff_cap_ms",
-    "max_permanent_attempts",
-    "max_unsupported_schema_attempts",
-    "max_ambiguous_attempts",
-    "max_consecutive_lease_expiries",
-    "lane_template",
-    "accepted_schema_versions",
-    "catch_up",
-    "catch_up_window_ms",
-    "window_ms",
-    "config",
-    "enabled",
-    "reason",
-};
+// A job definition's fields, and the audit reason of a change.
+bool IsRequestField(std::string_view key) {
+  return key == "reason" ||
+         std::find(std::begin(kJobDefinitionFields), std::end(kJobDefinitionFields), key) !=
+             std::end(kJobDefinitionFields);
+}
 
 // Reads typed fields of a request body into a definition; the first problem
 // wins and names its field.
@@ -164,12 +145,12 @@ void ReadCommonFields(FieldReader& r, JobDefinition* job) {
 // kInvalidArgument naming the first field of `body` no request has.
 Status RejectUnknownFields(const nlohmann::json& body, std::string* field) {
   for (const auto& [key, unused] : body.items()) {
-    if (std::find(std::begin(kRequestFields), std::end(kRequestFields), key) ==
-        std::end(kRequestFields)) {
+    if (!IsRequestField(key)) {
       *field = key.substr(0, 100);
       std::string known;
-      for (std::string_view f : kRequestFields)
+      for (std::string_view f : kJobDefinitionFields)
         known += (known.empty() ? "" : ", ") + std::string(f);
+      known += ", reason";
       return InvalidArgument("unknown field '" + *field + "' (known: " + known + ")");
     }
   }
@@ -251,8 +232,8 @@ Json JobFields(const JobDefinition& job) {
   Json all = JobToJson(job, JobScheduleInfo{});
   Json fields = Json::object();
   for (auto& [key, value] : all.items()) {
-    if (std::find(std::begin(kRequestFields), std::end(kRequestFields), key) !=
-        std::end(kRequestFields)) {
+    if (std::find(std::begin(kJobDefinitionFields), std::end(kJobDefinitionFields), key) !=
+        std::end(kJobDefinitionFields)) {
       fields[key] = value;
     }
   }

@@ -17,6 +17,7 @@
 
 #include "api/request_checks.h"
 #include "core/cron.h"
+#include "core/job_fields.h"
 #include "engine/scheduler.h"
 #include "storage/open_store.h"
 
@@ -145,29 +146,6 @@ constexpr std::string_view kQueueKeys[] = {"name", "priority", "concurrency"};
 constexpr std::string_view kCommandProfileKeys[] = {"name", "argv", "cwd", "env"};
 constexpr std::string_view kHttpTargetKeys[] = {"name",       "url",           "allow_hosts",
                                                 "allow_http", "allow_private", "headers"};
-constexpr std::string_view kJobKeys[] = {"name",
-                                         "display_name",
-                                         "handler",
-                                         "queue",
-                                         "scope",
-                                         "schedule",
-                                         "timezone",
-                                         "catch_up",
-                                         "catch_up_window_ms",
-                                         "window_ms",
-                                         "timeout_ms",
-                                         "lease_ms",
-                                         "max_attempts",
-                                         "backoff_base_ms",
-                                         "backoff_cap_ms",
-                                         "max_permanent_attempts",
-                                         "max_unsupported_schema_attempts",
-                                         "max_ambiguous_attempts",
-                                         "max_consecutive_lease_expiries",
-                                         "lane_template",
-                                         "accepted_schema_versions",
-                                         "enabled",
-                                         "config"};
 
 struct TableKeys {
   std::string_view table;
@@ -183,7 +161,7 @@ constexpr TableKeys kTables[] = {
     {"queue", true, kQueueKeys},
     {"command_profile", true, kCommandProfileKeys},
     {"http_target", true, kHttpTargetKeys},
-    {"job", true, kJobKeys},
+    {"job", true, kJobDefinitionFields},
 };
 
 // The declared keys of the table `table` ("" for the root).
