@@ -169,9 +169,9 @@ class StoreSoak {
       : seed_(seed),
         steps_(steps),
         sloppy_(sloppy_operator),
-        postgres_url_(std::move(postgres_url)),
         rng_(seed),
-        jitter_(seed ^ 0x5eed) {}
+        jitter_(seed ^ 0x5eed),
+        postgres_url_(std::move(postgres_url)) {}
   ~StoreSoak() {
     store_.reset();
     DropSchema();
