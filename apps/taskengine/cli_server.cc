@@ -236,10 +236,10 @@ int RunWorkerList(const GlobalFlags& flags) {
 void AddServerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs) {
   CLI::App* serve = AddVerb(
       app, "serve",
-      "Run the engine: worker pool, lease sweeper and cron scheduler. Logs to stderr. Stops "
-      "gracefully on "
-      "SIGTERM or SIGINT (running jobs get shutdown_grace_ms to finish; a second signal exits "
-      "at once).");
+      "Run the node: REST API, worker pool, lease sweeper and cron scheduler. Logs to stderr, "
+      "with one line per lifecycle event (execution.completed, ...; [log] lifecycle). Stops "
+      "gracefully on SIGTERM or SIGINT (running jobs get shutdown_grace_ms to finish; a second "
+      "signal exits at once).");
   auto log_format = std::make_shared<std::string>();
   serve
       ->add_option("--log-format", *log_format,
