@@ -3,11 +3,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 
 #include "server/operations.h"
+#ifdef TE_SERVER_TEST_POSTGRES
+#include "storage/postgres/pg_conn.h"
+#endif
 #include "storage/store.h"
 #include "testing_support/test_util.h"
 #include "views/views.h"
@@ -16,6 +20,43 @@ namespace taskengine {
 namespace {
 
 using ::testing::HasSubstr;
+
+#ifdef TE_SERVER_TEST_POSTGRES
+// A1 (issue 14 bug 5): `migrate` and `serve` make [engine] max_payload_bytes
+// the limit of PostgreSQL's enqueue() from SQL; a CLI client does not.
+TEST(PayloadLimitTest, MigrateSetsTheLimitOfEnqueueFromSql) {
+  const char* url = std::getenv("TASKENGINE_TEST_PG_URL");
+  if (url == nullptr || *url == '\0') {
+    const char* optional = std::getenv("TASKENGINE_TEST_PG_OPTIONAL");
+    if (optional != nullptr && std::string(optional) == "1") GTEST_SKIP();
+    FAIL() << "TASKENGINE_TEST_PG_URL is not set";
+  }
+  const std::string schema = "te_payload_limit";
+  pg::PgConn admin;
+  ASSERT_OK(admin.Connect(url, ""));
+  ASSERT_OK(admin.Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE").status());
+  ServerConfig c;
+  c.database_url = url;
+  c.database_schema = schema;
+  c.queues = {QueueConfig{}};
+  JobDefinition hello;
+  hello.name = JobName("hello");
+  hello.handler = "command";
+  hello.config_json = R"({"argv":["/bin/true"]})";
+  c.jobs.push_back(hello);
+  c.max_payload_bytes = 4096;
+  { ASSERT_OK(OpenEngine(c, EngineMode::kMigrate)); }
+  c.max_payload_bytes = 1 << 20;
+  { ASSERT_OK(OpenEngine(c, EngineMode::kClient)); }
+  const std::string over = "{\"x\":\"" + std::string(5000, 'a') + "\"}";
+  auto refused = admin.Exec("SELECT " + schema + ".enqueue('hello', '" + over + "')");
+  EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidArgument) << refused.status().ToString();
+  EXPECT_THAT(refused.status().message(), HasSubstr("more than 4096"));
+  { ASSERT_OK(OpenEngine(c, EngineMode::kMigrate)); }
+  EXPECT_OK(admin.Exec("SELECT " + schema + ".enqueue('hello', '" + over + "')").status());
+  ASSERT_OK(admin.Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE").status());
+}
+#endif
 
 ServerConfig ConfigWithHello(const TempDir& dir) {
   ServerConfig c;
