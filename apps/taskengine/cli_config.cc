@@ -134,7 +134,10 @@ int RunConfigCheck(const GlobalFlags& flags) {
   for (const JobDefinition& job : config.jobs) used.insert(job.handler);
   nlohmann::ordered_json queues = nlohmann::ordered_json::array();
   for (const QueueConfig& q : config.queues) {
-    queues.push_back({{"name", q.name}, {"priority", q.priority}, {"concurrency", q.concurrency}});
+    queues.push_back({{"name", q.name},
+                      {"priority", q.priority},
+                      {"concurrency", q.concurrency},
+                      {"pool", q.pool}});
   }
   nlohmann::ordered_json jobs = nlohmann::ordered_json::array();
   for (const JobDefinition& job : config.jobs) {
@@ -176,12 +179,7 @@ int RunConfigCheck(const GlobalFlags& flags) {
     for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
     return out.empty() ? std::string("none") : out;
   };
-  std::string queue_text;
-  for (const QueueConfig& q : config.queues) {
-    queue_text += (queue_text.empty() ? "" : ", ") + q.name + " (priority " +
-                  std::to_string(q.priority) + ", concurrency " +
-                  (q.concurrency == 0 ? std::string("all") : std::to_string(q.concurrency)) + ")";
-  }
+  const std::string queue_text = DescribeQueues(config.queues);
   std::cout << "config " << (config.source.empty() ? "(none: built-in defaults)" : config.source)
             << ": ok\n"
             << "database: " << DescribeDatabase(config) << "; " << database_summary << "\n"

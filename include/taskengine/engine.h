@@ -41,6 +41,9 @@ struct QueueConfig {
   std::string name = "default";
   int priority = 0;     // higher is claimed first
   int concurrency = 0;  // executions of this queue running at once in this engine; 0 = all workers
+  // false: this engine's worker pool never claims from the queue; its work
+  // is left to remote workers (worker:start) or other processes.
+  bool pool = true;
 };
 
 // The payload limit (A1): its default and the range EngineOptions and the

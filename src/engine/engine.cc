@@ -171,10 +171,17 @@ class EngineImpl final : public Engine {
     std::lock_guard<std::mutex> lock(mu_);
     if (started_) return Conflict("engine already started");
     started_ = true;
-    if (options_.worker_threads > 0) {
+    // The queues this engine's pool claims from: every queue but those left
+    // to remote workers (none declared = the queue "default").
+    std::vector<QueueConfig> pool_queues;
+    for (const QueueConfig& q : options_.queues) {
+      if (q.pool) pool_queues.push_back(q);
+    }
+    if (options_.queues.empty()) pool_queues.push_back(QueueConfig{});
+    if (options_.worker_threads > 0 && !pool_queues.empty()) {
       WorkerPoolOptions po;
       po.worker_threads = options_.worker_threads;
-      po.queues = options_.queues;
+      po.queues = std::move(pool_queues);
       po.claim_batch = options_.claim_batch;
       po.prefetch = options_.prefetch;
       po.max_prefetch = options_.max_prefetch;

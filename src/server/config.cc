@@ -142,7 +142,7 @@ constexpr std::string_view kHttpKeys[] = {"host",
                                           "header_timeout_ms"};
 constexpr std::string_view kRedactionKeys[] = {"keys"};
 constexpr std::string_view kLogKeys[] = {"format", "lifecycle"};
-constexpr std::string_view kQueueKeys[] = {"name", "priority", "concurrency"};
+constexpr std::string_view kQueueKeys[] = {"name", "priority", "concurrency", "pool"};
 constexpr std::string_view kCommandProfileKeys[] = {"name", "argv", "cwd", "env"};
 constexpr std::string_view kHttpTargetKeys[] = {"name",       "url",           "allow_hosts",
                                                 "allow_http", "allow_private", "headers"};
@@ -687,6 +687,7 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
         }
         TE_RETURN_IF_ERROR(t.Int("priority", -1000, 1000, &q.priority));
         TE_RETURN_IF_ERROR(t.Int("concurrency", 0, 10'000, &q.concurrency));
+        TE_RETURN_IF_ERROR(t.Bool("pool", &q.pool));
         c.queues.push_back(std::move(q));
         return Status::Ok();
       }));
@@ -891,6 +892,22 @@ std::string DescribeDatabase(const ServerConfig& config) {
   }
   return "sqlite " + config.database_path + " (sync " + std::string(SyncModeName(config.sync)) +
          ")";
+}
+
+std::string DescribeQueues(const std::vector<QueueConfig>& queues) {
+  std::string out;
+  for (const QueueConfig& q : queues) {
+    if (!out.empty()) out += ", ";
+    out += q.name + " (priority " + std::to_string(q.priority) + ", ";
+    if (!q.pool) {
+      out += "remote workers only)";
+    } else if (q.concurrency == 0) {
+      out += "concurrency all)";
+    } else {
+      out += "concurrency " + std::to_string(q.concurrency) + ")";
+    }
+  }
+  return out;
 }
 
 bool IsLoopbackHost(std::string_view host) {

@@ -66,6 +66,8 @@
 //   name = "default"
 //   priority = 0                     # higher is claimed first
 //   concurrency = 0                  # 0 = all workers
+//   pool = true                      # false = this node's worker pool never claims from it
+//                                    # (remote workers do)
 //
 //   [[command_profile]]              # what a `command` job may run: jobs (from this file or
 //   name = "report"                  # the API) name it with config = { profile = "report" }
@@ -248,5 +250,10 @@ std::string_view SyncModeName(SyncMode m);
 // "postgresql <url with the password redacted> (schema S)" or "sqlite <path>
 // (sync M)": the backend `config` selects, for logs and `migrate`.
 std::string DescribeDatabase(const ServerConfig& config);
+
+// "default (priority 0, concurrency all), remote (priority 0, remote workers
+// only)": the queues and how this node's worker pool treats them, for the
+// serve log and config:check.
+std::string DescribeQueues(const std::vector<QueueConfig>& queues);
 
 }  // namespace taskengine

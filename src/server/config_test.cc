@@ -74,6 +74,10 @@ concurrency = 1
 
 [[queue]]
 name = "default"
+
+[[queue]]
+name = "remote"
+pool = false
 )";
   ASSERT_OK_AND_ASSIGN(ServerConfig c, ParseConfig(kToml, "t.toml", NoEnv()));
   EXPECT_EQ(c.database_path, "/var/lib/te/x.db");
@@ -84,13 +88,25 @@ name = "default"
   EXPECT_EQ(c.shutdown_grace_ms, 3000);
   EXPECT_TRUE(c.replay_requires_approval);
   EXPECT_EQ(c.log_format, LogFormat::kJson);
-  ASSERT_EQ(c.queues.size(), 2u);
+  ASSERT_EQ(c.queues.size(), 3u);
   EXPECT_EQ(c.queues[0].name, "high");
   EXPECT_EQ(c.queues[0].priority, 10);
   EXPECT_EQ(c.queues[0].concurrency, 1);
+  EXPECT_TRUE(c.queues[0].pool);
   EXPECT_EQ(c.queues[1].name, "default");
   EXPECT_EQ(c.queues[1].priority, 0);
   EXPECT_EQ(c.queues[1].concurrency, 0);
+  EXPECT_TRUE(c.queues[1].pool);
+  EXPECT_EQ(c.queues[2].name, "remote");
+  EXPECT_FALSE(c.queues[2].pool);
+  EXPECT_EQ(DescribeQueues(c.queues),
+            "high (priority 10, concurrency 1), default (priority 0, concurrency all), remote "
+            "(priority 0, remote workers only)");
+}
+
+TEST(ConfigTest, QueuePoolMustBeABoolean) {
+  ExpectInvalid(ParseConfig("[[queue]]\nname = \"remote\"\npool = 0\n", "t.toml", NoEnv()),
+                {"t.toml:3:", "pool", "true or false"});
 }
 
 TEST(ConfigTest, ReplayRequiresApprovalMustBeABoolean) {

@@ -40,16 +40,6 @@ std::string SignalName(int sig) {
   }
 }
 
-std::string Describe(const std::vector<QueueConfig>& queues) {
-  std::string out;
-  for (const QueueConfig& q : queues) {
-    if (!out.empty()) out += ", ";
-    out += q.name + " (priority " + std::to_string(q.priority) + ", concurrency " +
-           (q.concurrency == 0 ? std::string("all") : std::to_string(q.concurrency)) + ")";
-  }
-  return out;
-}
-
 // "<hostname>:<pid>": unique per process, as the leader lock needs.
 std::string SchedulerNodeId() {
   char host[256] = {0};
@@ -158,7 +148,8 @@ Status Serve(const ServerConfig& config) {
   spdlog::info("taskengine serve: config {}",
                config.source.empty() ? "(none: defaults)" : config.source);
   spdlog::info("database {}", DescribeDatabase(config));
-  spdlog::info("{} worker threads; queues: {}", config.worker_threads, Describe(config.queues));
+  spdlog::info("{} worker threads; queues: {}", config.worker_threads,
+               DescribeQueues(config.queues));
   auto opened = OpenEngine(config, EngineMode::kServe);
   if (!opened.ok()) return opened.status();
   std::unique_ptr<Engine> engine = std::move(opened).value();

@@ -312,6 +312,37 @@ TEST_F(EngineTest, PerQueueConcurrencyIsBounded) {
   EXPECT_EQ(max_high.load(), 2);
 }
 
+// A queue with pool = false is never claimed by this engine's pool (its work
+// waits for remote workers), even at a higher priority than the queue the pool
+// drains.
+TEST_F(EngineTest, QueueWithoutPoolIsLeftToRemoteWorkers) {
+  EngineOptions o = Options(1);
+  QueueConfig remote{"remote", 10, 0};
+  remote.pool = false;
+  o.queues = {QueueConfig{"default", 0, 0}, remote};
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(o));
+  ASSERT_OK(engine->DefineJob(Job("j-remote", "work", "remote")));
+  ASSERT_OK(engine->DefineJob(Job("j-local", "work", "default")));
+  std::atomic<int> remote_runs{0};
+  ASSERT_OK(engine->RegisterHandler("work", [&](JobContext& ctx) {
+    if (ctx.job().value == "j-remote") ++remote_runs;
+    return HandlerResult::Success();
+  }));
+  std::vector<DispatchRequest> batch(4);
+  batch[0].job = JobName("j-remote");
+  for (int i = 1; i < 4; ++i) batch[i].job = JobName("j-local");
+  ASSERT_OK_AND_ASSIGN(auto ds, engine->DispatchBatch(batch));
+  ASSERT_OK(engine->Start());
+  ASSERT_TRUE(WaitFor([&] {
+    for (int i = 1; i < 4; ++i) {
+      if (StatusOf(*engine, ds[i].id) != ExecutionStatus::kSucceeded) return false;
+    }
+    return true;
+  }));
+  EXPECT_EQ(StatusOf(*engine, ds[0].id), ExecutionStatus::kQueued);
+  EXPECT_EQ(remote_runs.load(), 0);
+}
+
 // O2: with one worker, every ready execution of the higher-priority queue runs
 // before any of the lower one, even though the lower ones were admitted first.
 TEST_F(EngineTest, HigherPriorityQueueRunsFirst) {
