@@ -144,12 +144,17 @@ void PrintDetail(const ExecutionDetail& d) {
   const std::vector<EffectRecord> escaped = d.EscapedEffects();
   if (!escaped.empty()) {
     Printf(
-        "escaped effects (%zu): committed before the cancellation took effect; "
+        "escaped effects (%zu): they may have happened although the execution was canceled; "
         "cancellation does not undo them\n",
         escaped.size());
     for (const EffectRecord& f : escaped) {
-      Printf("  %s  committed at %s  %s\n", f.key.c_str(), TimeOrDash(f.committed_at).c_str(),
-             OrDash(Cut(f.detail, kErrorColumnBytes)).c_str());
+      if (f.committed) {
+        Printf("  %s  committed at %s  %s\n", f.key.c_str(), TimeOrDash(f.committed_at).c_str(),
+               OrDash(Cut(f.detail, kErrorColumnBytes)).c_str());
+      } else {
+        Printf("  %s  reserved at %s, never confirmed: outcome unknown\n", f.key.c_str(),
+               TimeOrDash(f.reserved_at).c_str());
+      }
     }
   }
 

@@ -6,15 +6,11 @@
 namespace taskengine {
 
 std::vector<EffectRecord> ExecutionDetail::EscapedEffects() const {
-  std::vector<EffectRecord> out;
   if (execution.status != ExecutionStatus::kCanceled &&
       execution.status != ExecutionStatus::kPartiallyCanceled) {
-    return out;
+    return {};
   }
-  for (const EffectRecord& e : effects) {
-    if (e.committed) out.push_back(e);
-  }
-  return out;
+  return effects;
 }
 
 std::string ExecutionAuditTarget(ExecutionId id) { return "execution:" + std::to_string(id.value); }

@@ -22,8 +22,11 @@ struct ExecutionDetail {
   std::vector<AttemptRecord> attempts;  // earlier attempts that did not succeed, oldest first
   std::vector<AuditRecord> audit;       // target "execution:<id>", newest first
 
-  // The escaped effects (C2): the committed effects of a canceled or
-  // partially canceled execution, by reservation time; empty otherwise.
+  // The escaped effects (C2) of a canceled or partially canceled execution,
+  // by reservation time; empty otherwise: every effect that may have happened
+  // although the execution was canceled — the committed ones, and the
+  // reservations never confirmed (committed = false: their outcome is
+  // unknown, which is why the cancel ended `partially_canceled`).
   std::vector<EffectRecord> EscapedEffects() const;
 };
 

@@ -68,6 +68,13 @@ TEST(ViewsTest, DetailListsEscapedEffectsOnlyWhenCanceled) {
   EXPECT_FALSE(j.contains("result"));
   d.execution.status = ExecutionStatus::kPartiallyCanceled;
   EXPECT_EQ(ExecutionDetailToJson(d)["escaped_effects"].size(), 1u);
+  // A reservation never confirmed may have happened too: listed as reserved.
+  EffectRecord unconfirmed;
+  unconfirmed.name = "draft";
+  d.effects.push_back(unconfirmed);
+  j = ExecutionDetailToJson(d);
+  ASSERT_EQ(j["escaped_effects"].size(), 2u);
+  EXPECT_EQ(j["escaped_effects"][1]["state"], "reserved");
 }
 
 // W5: a pool's state, busy and idle threads as readers see them: live while

@@ -3,7 +3,9 @@
 // and execution:show lists the escaped notice with its time. A third case
 // cancels right before the script reserves its effect: the ledger answers
 // `canceled` (exit 13), the script starts nothing, the execution ends
-// `canceled`.
+// `canceled`. A quarantined execution whose effect was reserved and never
+// confirmed ends `partially_canceled` when canceled, the reservation listed
+// among the escaped effects as `reserved` (its outcome is unknown).
 #include "drill_support.h"
 
 namespace taskengine::testing {
@@ -51,6 +53,12 @@ std::string DrillConfig(const DrillFiles& f) {
          ShellJob("commit-after-cancel", StartLine(f) + ReserveThenCommitAfterGo(f, "notice"),
                   keys + "lease_ms = 60000\n") +
          ShellJob("succeed-after-cancel", StartLine(f) + WaitForGo(f) + "exit 0\n",
+                  keys + "lease_ms = 60000\n") +
+         // Reserves its notice and ends without confirming it (exit 76: the
+         // outcome is unknown): quarantined as ambiguous, the reservation open.
+         ShellJob("unconfirmed",
+                  StartLine(f) +
+                      "\"$TASKENGINE_BIN\" effect:reserve notice > /dev/null || exit 75\nexit 76\n",
                   keys + "lease_ms = 60000\n");
 }
 
@@ -205,6 +213,32 @@ TEST_F(Rd7Drill, HandlerThatSucceedsAfterTheCancelWithoutEffectsEndsCanceled) {
   EXPECT_EQ(j["status"], "canceled") << j.dump();
   EXPECT_TRUE(j["escaped_effects"].empty()) << j.dump();
   ExpectInvariants(te_, files_, {id}, {{id, 0}});
+}
+
+TEST_F(Rd7Drill, CancelOfAnAmbiguousExecutionListsTheUnconfirmedEffectAsEscaped) {
+  const std::int64_t id = DispatchJob(te_, "unconfirmed");
+  ASSERT_GT(id, 0);
+  nlohmann::json j = WaitTerminal(id);
+  ASSERT_EQ(j["status"], "quarantined") << j.dump();
+  EXPECT_EQ(j["failure_class"], "ambiguous") << j.dump();
+  ASSERT_EQ(j["effects"].size(), 1u) << j.dump();
+  EXPECT_EQ(j["effects"][0]["state"], "reserved");
+
+  ProcessResult cancel = te_.Run({"execution:cancel", std::to_string(id), "--reason", "give up"});
+  ASSERT_EQ(cancel.exit_code, 0) << cancel.Describe();
+  j = ShowJson(te_, id);
+  EXPECT_EQ(j["status"], "partially_canceled") << j.dump();
+  ASSERT_EQ(j["escaped_effects"].size(), 1u) << j.dump();
+  EXPECT_EQ(j["escaped_effects"][0]["key"], std::to_string(id) + ":notice");
+  EXPECT_EQ(j["escaped_effects"][0]["state"], "reserved");
+  EXPECT_TRUE(j["escaped_effects"][0]["committed_at"].is_null());
+
+  ProcessResult show = te_.Run({"execution:show", std::to_string(id)});
+  ASSERT_EQ(show.exit_code, 0) << show.Describe();
+  EXPECT_THAT(show.out, HasSubstr("escaped effects (1)"));
+  EXPECT_THAT(show.out, ContainsRegex(std::to_string(id) +
+                                      ":notice  reserved at [0-9T:.Z-]+, never confirmed: outcome "
+                                      "unknown"));
 }
 
 }  // namespace
