@@ -2,8 +2,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -213,6 +216,27 @@ std::vector<pid_t> ChildrenOf(pid_t parent) {
   }
   closedir(dir);
   return out;
+}
+
+int PickStablePort() {
+  int ephemeral_low = 32768;
+  std::istringstream(ReadFile("/proc/sys/net/ipv4/ip_local_port_range")) >> ephemeral_low;
+  const int high = std::max(ephemeral_low - 1, 2000);
+  const int low = std::max(1024, high - 10'000);
+  std::mt19937 random(std::random_device{}());
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int candidate = std::uniform_int_distribution<int>(low, high)(random);
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return 0;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<std::uint16_t>(candidate));
+    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    close(fd);
+    if (free) return candidate;
+  }
+  return 0;
 }
 
 }  // namespace taskengine::testing

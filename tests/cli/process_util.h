@@ -84,4 +84,10 @@ std::string ReadFile(const std::string& path);
 // The live (not zombie) processes whose parent is `parent`, from /proc.
 std::vector<pid_t> ChildrenOf(pid_t parent);
 
+// A loopback TCP port that is free right now, chosen BELOW the kernel's
+// ephemeral range (ip_local_port_range) so that no outgoing connection of
+// another process can take it while a server restarted on it is down. 0 when
+// none of the tries could be bound.
+int PickStablePort();
+
 }  // namespace taskengine::testing

@@ -38,15 +38,12 @@
 // minutes on 2 shared cores: each job starts a shell and two `taskengine`
 // processes, about 15 jobs/s here). TE_RD9_JOBS sets the size; run the full
 // drill with TE_RD9_JOBS=10000 (about 11 minutes).
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <ctime>
 #include <iomanip>
 #include <optional>
-#include <random>
 #include <regex>
 
 #include "drill_support.h"
@@ -69,31 +66,6 @@ constexpr int kMaxAttempts = 25;
 int JobCount() {
   const char* v = std::getenv("TE_RD9_JOBS");
   return v != nullptr ? std::max(100, std::atoi(v)) : 2000;
-}
-
-// A loopback TCP port that is free right now, chosen BELOW the kernel's
-// ephemeral range (ip_local_port_range) so that no outgoing connection of
-// another process can take it while the server is down between restarts. 0
-// when none of the tries could be bound.
-int PickFreePort() {
-  int ephemeral_low = 32768;
-  std::istringstream(ReadFile("/proc/sys/net/ipv4/ip_local_port_range")) >> ephemeral_low;
-  const int high = std::max(ephemeral_low - 1, 2000);
-  const int low = std::max(1024, high - 10'000);
-  std::mt19937 random(std::random_device{}());
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    const int candidate = std::uniform_int_distribution<int>(low, high)(random);
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) return 0;
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<std::uint16_t>(candidate));
-    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    close(fd);
-    if (free) return candidate;
-  }
-  return 0;
 }
 
 // Every "listening on URL" of the serve log, in order (one per start).
@@ -128,25 +100,6 @@ std::int64_t WallNowMs() {
   return std::chrono::duration_cast<milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-// Every execution (filtered by `status` when not empty) over the API, in
-// listing order, so a duplicate would show. nullopt when a page failed (the
-// server may be restarting).
-std::optional<std::vector<nlohmann::json>> ListOverHttp(taskengine_client::Client& client,
-                                                        const std::string& status = "") {
-  std::vector<nlohmann::json> out;
-  taskengine_client::ListFilter filter;
-  filter.status = status;
-  filter.limit = 1000;
-  for (int page = 0; page < 1000; ++page) {
-    auto r = client.ListExecutions(filter);
-    if (!r.ok()) return std::nullopt;
-    for (const auto& e : r->items) out.push_back(e);
-    if (r->next_cursor.empty()) return out;
-    filter.cursor = r->next_cursor;
-  }
-  return std::nullopt;
 }
 
 // Lines of `path` split into whitespace-separated fields.
@@ -198,7 +151,7 @@ TEST(Rd9Drill, KillNineTheServerFiveTimesDuringARemoteWorkerRunKeepsLDS) {
   const int jobs = JobCount();
   const auto t_start = std::chrono::steady_clock::now();
   DrillFiles files;
-  const int port = PickFreePort();
+  const int port = PickStablePort();
   ASSERT_GT(port, 0) << "no free loopback port";
   const std::string job =
       "\n[[job]]\nname = \"remote\"\nhandler = \"command\"\nqueue = "

@@ -4,8 +4,6 @@
 // logs, results and countable effects reported over HTTP (worker:effect);
 // --max-jobs; graceful SIGTERM; a serve restart under a running worker; and
 // worker:manager restarting a kill -9'd worker and stopping on SIGTERM.
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include <fstream>
 #include <regex>
@@ -47,20 +45,6 @@ std::string RemoteJob(const DrillFiles& f, const std::string& sleep_s = "0") {
 std::string HttpSection(int port) {
   return "\n[http]\nport = " + std::to_string(port) +
          "\nlease_per_second = 0\ndispatch_per_second = 0\n";
-}
-
-// A port that was free a moment ago (for a serve restarted on the same port).
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
 }
 
 // serve on HTTP plus a worker token; see each test.
@@ -352,7 +336,7 @@ TEST_F(WorkerCliTest, BadFlagsAndARefusedTokenExit1) {
 }
 
 TEST_F(WorkerCliTest, AWorkerSurvivesAServeRestart) {
-  ASSERT_NO_FATAL_FAILURE(Setup(RemoteJob(files_), FreePort()));
+  ASSERT_NO_FATAL_FAILURE(Setup(RemoteJob(files_), PickStablePort()));
   std::vector<std::int64_t> ids = DispatchMany(2);
   ChildProcess worker;
   ASSERT_NO_FATAL_FAILURE(StartWorker(&worker, "worker:start", {"--concurrency=2"}));
