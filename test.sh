@@ -6,7 +6,8 @@
 #      (label drill), the sized load drills (label load) at the CI sizes
 #      below; then the .deb is built from the same objects (ccache) and
 #      checked (tests/install/deb_test.sh).
-#   2. ASan+UBSan (clang; preset asan): the product instrumented; the unit,
+#   2. ASan+UBSan (clang; preset asan): the product instrumented (and, as in
+#      every clang tree, its locking checked: -Werror=thread-safety); the unit,
 #      conformance and integration suites and every drill but `load`.
 #   3. TSan (clang): the concurrency suites (engine, both backends'
 #      conformance, the PostgreSQL store).

@@ -2,8 +2,9 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <random>
+
+#include "taskengine/mutex.h"
 
 namespace taskengine {
 
@@ -19,14 +20,14 @@ class RandomSource {
 class SeededRandom final : public RandomSource {
  public:
   explicit SeededRandom(std::uint64_t seed) : gen_(seed) {}
-  double Uniform01() override {
-    std::lock_guard<std::mutex> lock(mu_);
+  double Uniform01() override EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     return std::uniform_real_distribution<double>(0.0, 1.0)(gen_);
   }
 
  private:
-  std::mutex mu_;
-  std::mt19937_64 gen_;
+  Mutex mu_;
+  std::mt19937_64 gen_ GUARDED_BY(mu_);
 };
 
 // Always returns the same value; for tests that want no jitter (0.0). Thread-safe.

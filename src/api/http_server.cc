@@ -38,9 +38,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <ctime>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_map>
@@ -48,6 +46,7 @@
 
 #include "api/errors.h"
 #include "api/request_checks.h"
+#include "taskengine/mutex.h"
 
 namespace taskengine::api {
 namespace {
@@ -59,8 +58,8 @@ using tcp = boost::asio::ip::tcp;
 
 // Guards delivery of late responses: open while the I/O context may be used.
 struct Gate {
-  std::mutex mu;
-  bool open = true;
+  Mutex mu;
+  bool open GUARDED_BY(mu) = true;
 };
 
 std::string HttpDate() {
@@ -122,10 +121,10 @@ class ServerCore {
   }
 
   Status Start();
-  void Stop(Millis grace_ms);
+  void Stop(Millis grace_ms) EXCLUDES(mu_);
   int port() const { return port_.load(); }
-  int in_flight() const {
-    std::lock_guard<std::mutex> lock(mu_);
+  int in_flight() const EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     return in_flight_;
   }
 
@@ -134,23 +133,23 @@ class ServerCore {
   const RequestHandler& handler() const { return handler_; }
   const std::shared_ptr<Gate>& gate() const { return gate_; }
   const HostAllowlist& hosts() const { return hosts_; }
-  int connections() const {
-    std::lock_guard<std::mutex> lock(mu_);
+  int connections() const EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     return static_cast<int>(sessions_.size());
   }
   int max_connections() const { return max_connections_.load(); }
   net::thread_pool& pool() { return *pool_; }
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
-  void BeginRequest() {
-    std::lock_guard<std::mutex> lock(mu_);
+  void BeginRequest() EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     ++in_flight_;
   }
-  void EndRequest() {
-    std::lock_guard<std::mutex> lock(mu_);
+  void EndRequest() EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     --in_flight_;
-    if (in_flight_ == 0) idle_cv_.notify_all();
+    if (in_flight_ == 0) idle_cv_.NotifyAll();
   }
-  void Unregister(std::uint64_t id);
+  void Unregister(std::uint64_t id) EXCLUDES(mu_);
 
  private:
   void Accept();
@@ -159,10 +158,10 @@ class ServerCore {
   // descriptor and closes it, then makes room. On acceptor_strand_.
   void ShedAtDescriptorLimit();
   // Closes the session that has waited longest for its client; false when
-  // every session is busy. REQUIRES: mu_ held.
-  bool EvictOldestLocked();
-  std::vector<std::shared_ptr<Session>> SnapshotSessions() {
-    std::lock_guard<std::mutex> lock(mu_);
+  // every session is busy.
+  bool EvictOldestLocked() REQUIRES(mu_);
+  std::vector<std::shared_ptr<Session>> SnapshotSessions() EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     std::vector<std::shared_ptr<Session>> out;
     out.reserve(sessions_.size());
     for (auto& [id, s] : sessions_) out.push_back(s);
@@ -192,13 +191,13 @@ class ServerCore {
   bool running_ = false;  // Start succeeded
   bool stopped_ = false;
 
-  // Protected by mu_.
-  mutable std::mutex mu_;
-  std::condition_variable idle_cv_;
-  int in_flight_ = 0;
-  std::uint64_t next_session_id_ = 1;
-  std::unordered_map<std::uint64_t, std::shared_ptr<Session>> sessions_;
-  std::unordered_map<std::string, int> per_client_;  // open connections by address
+  mutable Mutex mu_;
+  CondVar idle_cv_;
+  int in_flight_ GUARDED_BY(mu_) = 0;
+  std::uint64_t next_session_id_ GUARDED_BY(mu_) = 1;
+  std::unordered_map<std::uint64_t, std::shared_ptr<Session>> sessions_ GUARDED_BY(mu_);
+  // Open connections by address.
+  std::unordered_map<std::string, int> per_client_ GUARDED_BY(mu_);
 
   friend class Session;
 };
@@ -387,7 +386,7 @@ class Session : public std::enable_shared_from_this<Session> {
     std::weak_ptr<Session> weak = weak_from_this();
     std::shared_ptr<Gate> gate = server_->gate();
     Responder responder([weak, gate](HttpResponse response) {
-      std::lock_guard<std::mutex> lock(gate->mu);
+      MutexLock lock(gate->mu);
       if (!gate->open) return;
       std::shared_ptr<Session> self = weak.lock();
       if (!self) return;
@@ -606,7 +605,7 @@ void ServerCore::OnAccept(beast::error_code ec, tcp::socket socket) {
   socket.set_option(tcp::no_delay(true), nodelay_ec);
   std::shared_ptr<Session> session;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     int& from_client = per_client_[client];
     const bool client_full = from_client >= std::max(1, options_.max_connections_per_client);
     const bool server_full = !client_full &&
@@ -629,7 +628,7 @@ void ServerCore::OnAccept(beast::error_code ec, tcp::socket socket) {
 
 void ServerCore::Unregister(std::uint64_t id) {
   std::shared_ptr<Session> doomed;  // destroyed outside the lock
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return;
   doomed = std::move(it->second);
@@ -669,7 +668,7 @@ void ServerCore::ShedAtDescriptorLimit() {
   acceptor_->accept(doomed, ec);  // non-blocking: would_block when none waits
   if (!ec) doomed.close(ec);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     EvictOldestLocked();
   }
   reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -691,13 +690,15 @@ void ServerCore::Stop(Millis grace_ms) {
   }
   // 3. Let handled requests finish, up to the grace period.
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    idle_cv_.wait_for(lock, std::chrono::milliseconds(std::max<Millis>(0, grace_ms)),
-                      [this] { return in_flight_ == 0; });
+    MutexLock lock(mu_);
+    const auto grace_end =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max<Millis>(0, grace_ms));
+    while (in_flight_ != 0 && idle_cv_.WaitUntil(mu_, grace_end)) {
+    }
   }
   // 4. Drop late responses, close everything, join.
   {
-    std::lock_guard<std::mutex> lock(gate_->mu);
+    MutexLock lock(gate_->mu);
     gate_->open = false;
   }
   for (auto& s : SnapshotSessions()) {
@@ -708,7 +709,7 @@ void ServerCore::Stop(Millis grace_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
   while (std::chrono::steady_clock::now() < deadline) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (sessions_.empty()) break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -720,7 +721,7 @@ void ServerCore::Stop(Millis grace_ms) {
   pool_->join();
   std::unordered_map<std::uint64_t, std::shared_ptr<Session>> remaining;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     remaining.swap(sessions_);
   }
   remaining.clear();

@@ -17,10 +17,10 @@ LeaseBroker::~LeaseBroker() { Stop(); }
 
 void LeaseBroker::Wake() {
   {
-    std::lock_guard<std::mutex> lock(signal_->mu);
+    MutexLock lock(signal_->mu);
     ++signal_->generation;
   }
-  signal_->cv.notify_all();
+  signal_->cv.NotifyAll();
 }
 
 std::function<void()> LeaseBroker::WakeCallback() const {
@@ -29,15 +29,15 @@ std::function<void()> LeaseBroker::WakeCallback() const {
   std::shared_ptr<Signal> signal = signal_;
   return [signal] {
     {
-      std::lock_guard<std::mutex> lock(signal->mu);
+      MutexLock lock(signal->mu);
       ++signal->generation;
     }
-    signal->cv.notify_all();
+    signal->cv.NotifyAll();
   };
 }
 
 std::size_t LeaseBroker::parked() const {
-  std::lock_guard<std::mutex> lock(signal_->mu);
+  MutexLock lock(signal_->mu);
   return parked_.size() + in_round_;
 }
 
@@ -88,7 +88,7 @@ Status LeaseBroker::Submit(LeasePoll poll) {
   std::uint64_t generation = 0;
   bool stopping = false;
   {
-    std::lock_guard<std::mutex> lock(signal_->mu);
+    MutexLock lock(signal_->mu);
     stopping = stopping_;
     generation = signal_->generation;
   }
@@ -104,7 +104,7 @@ Status LeaseBroker::Submit(LeasePoll poll) {
     return Status::Ok();
   }
   {
-    std::lock_guard<std::mutex> lock(signal_->mu);
+    MutexLock lock(signal_->mu);
     if (!stopping_) {
       if (parked_.size() + in_round_ >= options_.max_parked) {
         return Unavailable("too many workers are waiting for leases (" +
@@ -114,7 +114,7 @@ Status LeaseBroker::Submit(LeasePoll poll) {
       if (signal_->generation != generation) round_due_ = true;
       const auto deadline = std::chrono::steady_clock::now() + poll.wait;
       parked_.push_back(Parked{std::move(poll), deadline});
-      signal_->cv.notify_all();
+      signal_->cv.NotifyAll();
       return Status::Ok();
     }
   }
@@ -176,12 +176,12 @@ std::vector<LeaseBroker::Parked> LeaseBroker::ServeRound(std::vector<Parked> bat
 
 void LeaseBroker::Loop() {
   using Clock = std::chrono::steady_clock;
-  std::unique_lock<std::mutex> lock(signal_->mu);
+  MutexLock lock(signal_->mu);
   std::uint64_t seen = signal_->generation;
   Clock::time_point last_round = Clock::now();
   while (!stopping_) {
     if (parked_.empty()) {
-      signal_->cv.wait(lock, [&] { return stopping_ || !parked_.empty(); });
+      while (!stopping_ && parked_.empty()) signal_->cv.Wait(signal_->mu);
       // Wakes while nothing was parked concern nobody: the new poll's own
       // claim saw their work (Submit sets round_due_ for one it may have missed).
       if (!round_due_) seen = signal_->generation;
@@ -190,8 +190,9 @@ void LeaseBroker::Loop() {
     }
     Clock::time_point until = last_round + options_.poll_interval;
     for (const Parked& p : parked_) until = std::min(until, p.deadline);
-    signal_->cv.wait_until(lock, until,
-                           [&] { return stopping_ || round_due_ || signal_->generation != seen; });
+    while (!stopping_ && !round_due_ && signal_->generation == seen &&
+           signal_->cv.WaitUntil(signal_->mu, until)) {
+    }
     if (stopping_) break;
     Clock::time_point now = Clock::now();
     const bool woken = round_due_ || signal_->generation != seen;
@@ -203,9 +204,9 @@ void LeaseBroker::Loop() {
                                 std::make_move_iterator(parked_.end()));
       parked_.clear();
       in_round_ = batch.size();
-      lock.unlock();
+      lock.Unlock();
       std::vector<Parked> waiting = ServeRound(std::move(batch));
-      lock.lock();
+      lock.Lock();
       // The unanswered keep their place ahead of polls parked meanwhile.
       for (auto it = waiting.rbegin(); it != waiting.rend(); ++it)
         parked_.push_front(std::move(*it));
@@ -222,24 +223,24 @@ void LeaseBroker::Loop() {
       }
     }
     if (!expired.empty()) {
-      lock.unlock();
+      lock.Unlock();
       for (Parked& p : expired) p.poll.deliver({});
-      lock.lock();
+      lock.Lock();
     }
   }
   std::vector<Parked> rest(std::make_move_iterator(parked_.begin()),
                            std::make_move_iterator(parked_.end()));
   parked_.clear();
-  lock.unlock();
+  lock.Unlock();
   for (Parked& p : rest) p.poll.deliver({});
 }
 
 void LeaseBroker::Stop() {
   {
-    std::lock_guard<std::mutex> lock(signal_->mu);
+    MutexLock lock(signal_->mu);
     stopping_ = true;
   }
-  signal_->cv.notify_all();
+  signal_->cv.NotifyAll();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 

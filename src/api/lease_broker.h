@@ -22,13 +22,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -37,6 +35,7 @@
 #include <vector>
 
 #include "storage/store.h"
+#include "taskengine/mutex.h"
 #include "taskengine/status.h"
 #include "taskengine/types.h"
 
@@ -86,21 +85,21 @@ class LeaseBroker {
   // After Stop(), delivers an empty list at once without claiming.
   // Errors (nothing delivered, nothing claimed): the store's error when the
   // first claim failed; kUnavailable when max_parked polls are parked.
-  Status Submit(LeasePoll poll);
+  Status Submit(LeasePoll poll) EXCLUDES(signal_->mu);
 
   // Work may be due: serve the parked polls now. Cheap, never blocks on the
   // store (safe as an Engine work listener).
-  void Wake();
+  void Wake() EXCLUDES(signal_->mu);
   // A callable that forwards to Wake() while the broker lives and is a no-op
   // after, for listeners that may outlive the broker.
   std::function<void()> WakeCallback() const;
 
   // Answers every parked poll with an empty list, stops the broker thread and
   // makes later Submits answer empty lists at once. Idempotent.
-  void Stop();
+  void Stop() EXCLUDES(signal_->mu);
 
   // Polls parked now (including those being served).
-  std::size_t parked() const;
+  std::size_t parked() const EXCLUDES(signal_->mu);
 
  private:
   using SteadyTime = std::chrono::steady_clock::time_point;
@@ -110,9 +109,9 @@ class LeaseBroker {
   };
   // What wakes the broker thread; shared with WakeCallback()s.
   struct Signal {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::uint64_t generation = 0;  // bumped by every Wake(); protected by mu
+    Mutex mu;
+    CondVar cv;
+    std::uint64_t generation GUARDED_BY(mu) = 0;  // bumped by every Wake()
   };
   struct Claimed {
     std::vector<Lease> leases;
@@ -124,21 +123,23 @@ class LeaseBroker {
   // Skips queues in `*drained` and adds the ones a claim found drained (keys:
   // DrainedKey, since a queue drained of one handler set may hold work of
   // another).
-  Claimed ClaimFor(const LeasePoll& poll, int max, std::set<std::string>* drained);
+  Claimed ClaimFor(const LeasePoll& poll, int max, std::set<std::string>* drained)
+      EXCLUDES(signal_->mu);
   // Serves `batch` (FIFO); returns the polls that got nothing, in order.
-  std::vector<Parked> ServeRound(std::vector<Parked> batch);
-  void Loop();
+  std::vector<Parked> ServeRound(std::vector<Parked> batch) EXCLUDES(signal_->mu);
+  void Loop() EXCLUDES(signal_->mu);
 
   // Constant after construction.
   Store* const store_;
   const LeaseBrokerOptions options_;
   const std::shared_ptr<Signal> signal_;
 
-  // Protected by signal_->mu.
-  std::deque<Parked> parked_;
-  std::size_t in_round_ = 0;  // polls taken out of parked_ by the round being served
-  bool round_due_ = false;    // a poll parked after a wake it may have missed
-  bool stopping_ = false;
+  std::deque<Parked> parked_ GUARDED_BY(signal_->mu);
+  // Polls taken out of parked_ by the round being served.
+  std::size_t in_round_ GUARDED_BY(signal_->mu) = 0;
+  // A poll parked after a wake it may have missed.
+  bool round_due_ GUARDED_BY(signal_->mu) = false;
+  bool stopping_ GUARDED_BY(signal_->mu) = false;
 
   std::thread thread_;
 };
@@ -156,28 +157,28 @@ class CallBatcher {
       : flush_(std::move(flush)), max_batch_(max_batch < 1 ? 1 : max_batch) {}
 
   // Blocks until the batch holding `request` has been flushed; returns its reply.
-  Reply Call(Request request) {
+  Reply Call(Request request) EXCLUDES(mu_) {
     Slot slot{std::move(request), std::nullopt};
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     queue_.push_back(&slot);
     while (true) {
-      cv_.wait(lock, [&] { return slot.reply.has_value() || !leader_active_; });
+      while (!slot.reply.has_value() && leader_active_) cv_.Wait(mu_);
       if (slot.reply.has_value()) return std::move(*slot.reply);
       // No flush runs and ours is still queued: lead the next batch.
       leader_active_ = true;
       const std::size_t n = std::min(queue_.size(), max_batch_);
       std::vector<Slot*> batch(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
-      lock.unlock();
+      lock.Unlock();
       std::vector<Request> requests;
       requests.reserve(batch.size());
       for (Slot* s : batch) requests.push_back(std::move(s->request));
       std::vector<Reply> replies = flush_(requests);
       TE_CHECK(replies.size() == batch.size());
-      lock.lock();
+      lock.Lock();
       for (std::size_t i = 0; i < batch.size(); ++i) batch[i]->reply.emplace(std::move(replies[i]));
       leader_active_ = false;
-      cv_.notify_all();
+      cv_.NotifyAll();
     }
   }
 
@@ -191,10 +192,10 @@ class CallBatcher {
   const Flush flush_;
   const std::size_t max_batch_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Slot*> queue_;     // protected by mu_; slots live on their callers' stacks
-  bool leader_active_ = false;  // protected by mu_
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<Slot*> queue_ GUARDED_BY(mu_);  // slots live on their callers' stacks
+  bool leader_active_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace taskengine::api

@@ -37,10 +37,10 @@ LoginGuard::LoginGuard(LoginGuardOptions options)
 
 LoginGuard::~LoginGuard() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   for (std::thread& t : threads_) t.join();
 }
 
@@ -48,7 +48,7 @@ std::optional<HttpResponse> LoginGuard::Submit(std::string account,
                                                std::function<std::optional<bool>()> check) {
   const Millis now = clock_->NowMillis();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = accounts_.find(account);
     if (it != accounts_.end() && it->second.locked_until > now) {
       return Refusal(429, "login_account", "too many failed logins for this account",
@@ -62,15 +62,15 @@ std::optional<HttpResponse> LoginGuard::Submit(std::string account,
     return Refusal(429, "login_global", "too many logins on this server", wait);
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     queue_.push_back(Job{std::move(account), std::move(check)});
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
   return std::nullopt;
 }
 
 int LoginGuard::pending() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return static_cast<int>(queue_.size()) + running_;
 }
 
@@ -78,8 +78,8 @@ void LoginGuard::Run() {
   for (;;) {
     Job job;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(mu_);
+      while (!stopping_ && queue_.empty()) cv_.Wait(mu_);
       if (queue_.empty()) return;  // stopping, and every queued login ran
       job = std::move(queue_.front());
       queue_.pop_front();
@@ -92,7 +92,7 @@ void LoginGuard::Run() {
       // The check answers its own request; nothing to count.
     }
     Record(job.account, ok);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     --running_;
   }
 }
@@ -100,7 +100,7 @@ void LoginGuard::Run() {
 void LoginGuard::Record(const std::string& account, std::optional<bool> ok) {
   if (!ok.has_value() || options_.lockout_after <= 0) return;
   const Millis now = clock_->NowMillis();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (*ok) {
     accounts_.erase(account);
     return;

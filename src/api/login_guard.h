@@ -21,12 +21,10 @@
 // Thread-safe. The destructor lets queued logins finish, then joins.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,6 +34,7 @@
 #include "api/http_types.h"
 #include "api/rate_limit.h"
 #include "taskengine/clock.h"
+#include "taskengine/mutex.h"
 
 namespace taskengine::api {
 
@@ -76,10 +75,10 @@ class LoginGuard {
   // or 503 (every thread busy and the queue full); `check` is then dropped
   // without running.
   std::optional<HttpResponse> Submit(std::string account,
-                                     std::function<std::optional<bool>()> check);
+                                     std::function<std::optional<bool>()> check) EXCLUDES(mu_);
 
   // Logins running or waiting now.
-  int pending() const;
+  int pending() const EXCLUDES(mu_);
 
  private:
   struct Account {
@@ -92,23 +91,21 @@ class LoginGuard {
     std::function<std::optional<bool>()> check;
   };
 
-  void Run();
-  void Record(const std::string& account, std::optional<bool> ok);
-  // REQUIRES: mu_ held.
-  void ForgetOldestLocked();
+  void Run() EXCLUDES(mu_);
+  void Record(const std::string& account, std::optional<bool> ok) EXCLUDES(mu_);
+  void ForgetOldestLocked() REQUIRES(mu_);
 
   // Constant after construction.
   const LoginGuardOptions options_;
   Clock* const clock_;
   RateLimiter global_;  // thread-safe itself
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  // Protected by mu_.
-  std::deque<Job> queue_;
-  int running_ = 0;
-  bool stopping_ = false;
-  std::map<std::string, Account, std::less<>> accounts_;
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<Job> queue_ GUARDED_BY(mu_);
+  int running_ GUARDED_BY(mu_) = 0;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::map<std::string, Account, std::less<>> accounts_ GUARDED_BY(mu_);
 
   std::vector<std::thread> threads_;  // started in the constructor, joined in the destructor
 };

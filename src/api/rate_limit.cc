@@ -50,7 +50,7 @@ Millis RateLimiter::Acquire(RateClass cls, std::string_view key) {
   if (limit.per_second <= 0) return 0;
   const double burst = std::max(1.0, limit.burst);
   const Millis now = clock_->NowMillis();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = buckets_.find(std::make_pair(cls, std::string(key)));
   if (it == buckets_.end()) {
     if (buckets_.size() >= options_.max_keys) EvictLocked(now);

@@ -10,13 +10,13 @@
 
 #include <cstddef>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "api/http_types.h"
 #include "taskengine/clock.h"
+#include "taskengine/mutex.h"
 
 namespace taskengine::api {
 
@@ -51,7 +51,7 @@ class RateLimiter {
   // Takes one token from the bucket of (`cls`, `key`). Returns 0 when the
   // request may proceed, else how long (ms, > 0) until a token is available
   // (nothing is taken then). Always 0 for kNone or an unlimited class.
-  Millis Acquire(RateClass cls, std::string_view key);
+  Millis Acquire(RateClass cls, std::string_view key) EXCLUDES(mu_);
 
   // The class of a route: POST /api/v1/auth/login -> kLogin; a POST whose
   // pattern ends in "/dispatch" or "/dispatch/bulk" -> kDispatch; a route
@@ -68,13 +68,12 @@ class RateLimiter {
     Millis updated_at = 0;
   };
   const RateLimit& LimitOf(RateClass cls) const;
-  // REQUIRES: mu_ held.
-  void EvictLocked(Millis now);
+  void EvictLocked(Millis now) REQUIRES(mu_);
 
   const RateLimiterOptions options_;
   Clock* const clock_;
-  std::mutex mu_;
-  std::map<std::pair<RateClass, std::string>, Bucket, std::less<>> buckets_;
+  Mutex mu_;
+  std::map<std::pair<RateClass, std::string>, Bucket, std::less<>> buckets_ GUARDED_BY(mu_);
 };
 
 // The IP part of a peer address as the server records it: "ip:port" (also

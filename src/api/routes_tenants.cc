@@ -62,7 +62,7 @@ HttpResponse GetTenant(ApiContext& ctx, const RouteRequest& req) {
 //                         "active": true (default), "reason": "..."}
 // -> 201 Tenant (created, with Location) | 200 Tenant (updated).
 // Audited with the caller, the state before and after, and the reason.
-HttpResponse UpsertTenant(ApiContext& ctx, std::mutex& mu, const RouteRequest& req) {
+HttpResponse UpsertTenant(ApiContext& ctx, Mutex& mu, const RouteRequest& req) EXCLUDES(mu) {
   const Principal& principal = PrincipalOf(req);
   if (!principal.all_tenants) return NeedsAllTenants("creating or changing tenants");
   auto body = ParseJsonBody(req.http, /*allow_empty=*/false);
@@ -79,7 +79,7 @@ HttpResponse UpsertTenant(ApiContext& ctx, std::mutex& mu, const RouteRequest& r
 
   // One edit at a time in this process: before/after of the audit record and
   // created-or-updated stay truthful.
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   const TenantId tenant_id(*id);
   auto before = ctx.store->GetTenant(tenant_id);
   if (!before.ok() && before.status().code() != ErrorCode::kNotFound) {
@@ -116,7 +116,7 @@ HttpResponse UpsertTenant(ApiContext& ctx, std::mutex& mu, const RouteRequest& r
 }  // namespace
 
 void RegisterTenantRoutes(ApiContext& ctx, Router& router) {
-  auto edit_mu = std::make_shared<std::mutex>();
+  auto edit_mu = std::make_shared<Mutex>();
   router.Add(HttpMethod::kGet, "/api/v1/tenants", RouteAccess::Requires(Scope::kRead),
              [&ctx](const RouteRequest& r) { return ListTenants(ctx, r); });
   router.Add(HttpMethod::kGet, "/api/v1/tenants/{id}", RouteAccess::Requires(Scope::kRead),

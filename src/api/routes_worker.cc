@@ -22,13 +22,13 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 
 #include "api/lease_broker.h"
 #include "api/metrics.h"
 #include "api/routes.h"
+#include "taskengine/mutex.h"
 
 namespace taskengine::api {
 namespace {
@@ -85,8 +85,8 @@ class WorkerRegistry {
 
   // A lease request: updates the registration. Returns the row to report to
   // the store when one is due.
-  std::optional<WorkerInfo> OnLease(const Registration& r, Millis now) {
-    std::lock_guard<std::mutex> lock(mu_);
+  std::optional<WorkerInfo> OnLease(const Registration& r, Millis now) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     Forget(SteadyClock::now());
     Entry& e = Touch(r.id, now);
     if (r.name) e.details.name = *r.name;
@@ -100,9 +100,9 @@ class WorkerRegistry {
   }
 
   // Leases handed to `worker`.
-  void OnLeased(const WorkerId& worker, const std::vector<Lease>& leases) {
+  void OnLeased(const WorkerId& worker, const std::vector<Lease>& leases) EXCLUDES(mu_) {
     if (leases.empty()) return;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = workers_.find(worker.value);
     if (it == workers_.end()) return;
     for (const Lease& l : leases) {
@@ -115,8 +115,9 @@ class WorkerRegistry {
   std::optional<WorkerInfo> OnHeartbeat(const WorkerId& worker,
                                         const std::vector<ExecutionId>& in_hand,
                                         std::optional<std::int64_t> processed,
-                                        std::optional<std::int64_t> failed, Millis now) {
-    std::lock_guard<std::mutex> lock(mu_);
+                                        std::optional<std::int64_t> failed, Millis now)
+      EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     Entry& e = Touch(worker, now);
     for (std::int64_t id : e.current) owner_.erase(id);
     e.current.clear();
@@ -130,8 +131,8 @@ class WorkerRegistry {
   }
 
   // Executions whose outcome was published: no longer in anyone's hands.
-  void OnFinished(const std::vector<ExecutionId>& ids) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void OnFinished(const std::vector<ExecutionId>& ids) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     for (ExecutionId id : ids) {
       auto it = owner_.find(id.value);
       if (it == owner_.end()) continue;
@@ -144,8 +145,8 @@ class WorkerRegistry {
   // The registration fields this process holds, by worker id; plus the rows
   // of workers it knows that the store may lack.
   void Snapshot(std::map<std::string, WorkerDetails>* details,
-                std::map<std::string, WorkerInfo>* rows) const {
-    std::lock_guard<std::mutex> lock(mu_);
+                std::map<std::string, WorkerInfo>* rows) const EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     for (const auto& [id, e] : workers_) {
       WorkerDetails d = e.details;
       d.current.clear();
@@ -170,8 +171,7 @@ class WorkerRegistry {
     WorkerState reported_state = WorkerState::kIdle;
   };
 
-  // REQUIRES: mu_ held.
-  Entry& Touch(const WorkerId& id, Millis now) {
+  Entry& Touch(const WorkerId& id, Millis now) REQUIRES(mu_) {
     auto [it, inserted] = workers_.try_emplace(id.value);
     Entry& e = it->second;
     if (inserted) e.started_at = now;
@@ -200,8 +200,7 @@ class WorkerRegistry {
     return w;
   }
 
-  // REQUIRES: mu_ held.
-  std::optional<WorkerInfo> ReportIfDue(const WorkerId& id, Entry& e) {
+  std::optional<WorkerInfo> ReportIfDue(const WorkerId& id, Entry& e) REQUIRES(mu_) {
     WorkerInfo row = Row(id, e);
     const auto now = SteadyClock::now();
     if (e.reported && row.state == e.reported_state && now - e.last_report < kReportInterval) {
@@ -213,8 +212,8 @@ class WorkerRegistry {
     return row;
   }
 
-  // Drops workers not seen for a long time. REQUIRES: mu_ held.
-  void Forget(SteadyClock::time_point now) {
+  // Drops workers not seen for a long time.
+  void Forget(SteadyClock::time_point now) REQUIRES(mu_) {
     if (now - last_forget_ < std::chrono::minutes(1)) return;
     last_forget_ = now;
     for (auto it = workers_.begin(); it != workers_.end();) {
@@ -227,10 +226,10 @@ class WorkerRegistry {
     }
   }
 
-  mutable std::mutex mu_;
-  std::map<std::string, Entry> workers_;       // protected by mu_
-  std::map<std::int64_t, std::string> owner_;  // execution -> worker; protected by mu_
-  SteadyClock::time_point last_forget_;        // protected by mu_
+  mutable Mutex mu_;
+  std::map<std::string, Entry> workers_ GUARDED_BY(mu_);
+  std::map<std::int64_t, std::string> owner_ GUARDED_BY(mu_);  // execution -> worker
+  SteadyClock::time_point last_forget_ GUARDED_BY(mu_);
 };
 
 // Job definitions for lease answers (handler, config), cached briefly so a
@@ -240,17 +239,17 @@ class JobCache {
   explicit JobCache(Store* store) : store_(store) {}
 
   // nullptr when the definition is gone or cannot be read now.
-  std::shared_ptr<const JobDefinition> Get(const JobName& job) {
+  std::shared_ptr<const JobDefinition> Get(const JobName& job) EXCLUDES(mu_) {
     const auto now = SteadyClock::now();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       auto it = jobs_.find(job.value);
       if (it != jobs_.end() && now - it->second.fetched_at < kJobCacheTtl) return it->second.job;
     }
     Result<JobDefinition> def = store_->GetJob(job);
     if (!def.ok()) return nullptr;
     auto shared = std::make_shared<const JobDefinition>(std::move(def).value());
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (jobs_.size() > 10'000) jobs_.clear();
     jobs_[job.value] = Cached{shared, now};
     return shared;
@@ -262,8 +261,8 @@ class JobCache {
     SteadyClock::time_point fetched_at;
   };
   Store* const store_;
-  std::mutex mu_;
-  std::map<std::string, Cached> jobs_;  // protected by mu_
+  Mutex mu_;
+  std::map<std::string, Cached> jobs_ GUARDED_BY(mu_);
 };
 
 // The state the worker routes share. Thread-safe.

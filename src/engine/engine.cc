@@ -7,14 +7,13 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 
 #include "engine/dispatcher.h"
 #include "engine/worker_pool.h"
 #include "storage/open_store.h"
+#include "taskengine/mutex.h"
 
 namespace taskengine {
 namespace {
@@ -55,14 +54,14 @@ class CancelLatency {
   // Pending cancels kept at most (the oldest are dropped beyond).
   static constexpr std::size_t kMaxPending = 100'000;
 
-  void Observe(Millis latency_ms) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Observe(Millis latency_ms) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     ObserveLocked(latency_ms);
   }
 
   // A cancel of a running execution, requested at `at`.
-  void Requested(ExecutionId id, Millis at) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Requested(ExecutionId id, Millis at) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     if (pending_.size() >= kMaxPending) {
       auto oldest =
           std::min_element(pending_.begin(), pending_.end(),
@@ -73,23 +72,23 @@ class CancelLatency {
   }
 
   // This engine saw `id` reach `status` at `now`.
-  void Observed(ExecutionId id, ExecutionStatus status, Millis now) {
+  void Observed(ExecutionId id, ExecutionStatus status, Millis now) EXCLUDES(mu_) {
     if (!IsTerminal(status)) return;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = pending_.find(id.value);
     if (it == pending_.end()) return;
     ObserveLocked(std::max<Millis>(0, now - it->second));
     pending_.erase(it);
   }
 
-  void Forget(ExecutionId id) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Forget(ExecutionId id) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     pending_.erase(id.value);
   }
 
   // Up to `max` pending ids to recheck; drops those older than kMaxPendingMs.
-  std::vector<ExecutionId> Pending(std::size_t max, Millis now) {
-    std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ExecutionId> Pending(std::size_t max, Millis now) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     std::vector<ExecutionId> ids;
     for (auto it = pending_.begin(); it != pending_.end();) {
       if (now - it->second > kMaxPendingMs) {
@@ -102,15 +101,15 @@ class CancelLatency {
     return ids;
   }
 
-  void Fill(EngineStats* s) const {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Fill(EngineStats* s) const EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     s->cancel_latency_buckets = buckets_;
     s->cancel_latency_count = count_;
     s->cancel_latency_sum_ms = sum_ms_;
   }
 
  private:
-  void ObserveLocked(Millis latency_ms) {
+  void ObserveLocked(Millis latency_ms) REQUIRES(mu_) {
     const auto& bounds = EngineStats::kCancelLatencyBoundsMs;
     std::size_t i = 0;
     while (i < bounds.size() && latency_ms > bounds[i]) ++i;
@@ -119,12 +118,13 @@ class CancelLatency {
     sum_ms_ += latency_ms;
   }
 
-  mutable std::mutex mu_;
-  // Protected by mu_.
-  std::unordered_map<std::int64_t, Millis> pending_;  // execution id -> requested at
-  std::array<std::int64_t, EngineStats::kCancelLatencyBoundsMs.size() + 1> buckets_{};
-  std::int64_t count_ = 0;
-  Millis sum_ms_ = 0;
+  mutable Mutex mu_;
+  // execution id -> requested at
+  std::unordered_map<std::int64_t, Millis> pending_ GUARDED_BY(mu_);
+  std::array<std::int64_t, EngineStats::kCancelLatencyBoundsMs.size() + 1> buckets_
+      GUARDED_BY(mu_){};
+  std::int64_t count_ GUARDED_BY(mu_) = 0;
+  Millis sum_ms_ GUARDED_BY(mu_) = 0;
 };
 
 class EngineImpl final : public Engine {
@@ -152,8 +152,8 @@ class EngineImpl final : public Engine {
 
   Status DefineJob(const JobDefinition& job) override { return store_->UpsertJob(job); }
 
-  Status RegisterHandler(const std::string& name, Handler handler) override {
-    std::lock_guard<std::mutex> lock(mu_);
+  Status RegisterHandler(const std::string& name, Handler handler) override EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     if (pool_) return Conflict("handlers must be registered before Start()");
     return handlers_.Register(name, std::move(handler));
   }
@@ -167,8 +167,8 @@ class EngineImpl final : public Engine {
     return dispatcher_.DispatchBatch(requests);
   }
 
-  Status Start() override {
-    std::lock_guard<std::mutex> lock(mu_);
+  Status Start() override EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     if (started_) return Conflict("engine already started");
     started_ = true;
     // The queues this engine's pool claims from: every queue but those left
@@ -202,21 +202,23 @@ class EngineImpl final : public Engine {
     return Status::Ok();
   }
 
-  void Stop() override {
+  void Stop() override EXCLUDES(mu_, sweep_mu_) {
+    WorkerPool* pool = nullptr;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stopped_) return;
       stopped_ = true;
+      pool = pool_.get();
     }
-    if (pool_) {
-      pool_->Stop();
+    if (pool != nullptr) {
+      pool->Stop();
       WorkerEvent(LifecycleKind::kWorkerStopped);
     }
     {
-      std::lock_guard<std::mutex> lock(sweep_mu_);
+      MutexLock lock(sweep_mu_);
       stop_sweeper_ = true;
     }
-    sweep_cv_.notify_all();
+    sweep_cv_.NotifyAll();
     if (sweeper_.joinable()) sweeper_.join();
   }
 
@@ -322,16 +324,16 @@ class EngineImpl final : public Engine {
     return Status::Ok();
   }
 
-  void AddWorkListener(std::function<void()> listener) override {
-    std::lock_guard<std::mutex> lock(listeners_mu_);
+  void AddWorkListener(std::function<void()> listener) override EXCLUDES(listeners_mu_) {
+    MutexLock lock(listeners_mu_);
     listeners_.push_back(std::move(listener));
   }
 
-  void WakeWorkers() {
+  void WakeWorkers() EXCLUDES(listeners_mu_) {
     // pool_ptr_ is published once by Start(); admissions before that need no wakeup.
     WorkerPool* pool = pool_ptr_.load(std::memory_order_acquire);
     if (pool != nullptr) pool->Wake();
-    std::lock_guard<std::mutex> lock(listeners_mu_);
+    MutexLock lock(listeners_mu_);
     for (const auto& listener : listeners_) listener();
   }
 
@@ -349,16 +351,19 @@ class EngineImpl final : public Engine {
     }
   }
 
-  void SweepLoop() {
-    std::unique_lock<std::mutex> lock(sweep_mu_);
+  void SweepLoop() EXCLUDES(sweep_mu_) {
+    MutexLock lock(sweep_mu_);
     while (!stop_sweeper_) {
-      lock.unlock();
+      lock.Unlock();
       auto swept = SweepOnce();
       if (!swept.ok()) spdlog::warn("sweep failed: {}", swept.status().ToString());
       RecheckPendingCancels();
-      lock.lock();
-      sweep_cv_.wait_for(lock, std::chrono::milliseconds(options_.sweep_interval_ms),
-                         [&] { return stop_sweeper_; });
+      lock.Lock();
+      // Until the next pass is due, or Stop.
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.sweep_interval_ms);
+      while (!stop_sweeper_ && sweep_cv_.WaitUntil(sweep_mu_, deadline)) {
+      }
     }
   }
 
@@ -374,22 +379,25 @@ class EngineImpl final : public Engine {
   GrantsAuthorizer grants_;
   Authorizer* const authorizer_;
 
-  std::mutex mu_;
-  HandlerRegistry handlers_;          // written before Start, read-only after
-  std::unique_ptr<WorkerPool> pool_;  // set in Start
+  Mutex mu_;
+  // Protected by mu_. The pool reads handlers_ (registered before Start)
+  // without it.
+  HandlerRegistry handlers_ GUARDED_BY(mu_);
+  std::unique_ptr<WorkerPool> pool_ GUARDED_BY(mu_);  // set in Start
+  bool started_ GUARDED_BY(mu_) = false;
+  bool stopped_ GUARDED_BY(mu_) = false;
+  // pool_, published once by Start for readers that take no lock.
   std::atomic<WorkerPool*> pool_ptr_{nullptr};
-  bool started_ = false;
-  bool stopped_ = false;
 
   CancelLatency cancel_latency_;
   std::atomic<std::int64_t> lease_expirations_{0};
 
-  std::mutex listeners_mu_;
-  std::vector<std::function<void()>> listeners_;  // protected by listeners_mu_
+  Mutex listeners_mu_;
+  std::vector<std::function<void()>> listeners_ GUARDED_BY(listeners_mu_);
 
-  std::mutex sweep_mu_;
-  std::condition_variable sweep_cv_;
-  bool stop_sweeper_ = false;  // protected by sweep_mu_
+  Mutex sweep_mu_;
+  CondVar sweep_cv_;
+  bool stop_sweeper_ GUARDED_BY(sweep_mu_) = false;
   std::thread sweeper_;
 };
 

@@ -174,12 +174,12 @@ const Result<std::optional<Schedule>>& Scheduler::ParsedSchedule(const JobDefini
 }
 
 Result<CycleReport> Scheduler::RunCycle() {
-  std::lock_guard<std::mutex> lock(cycle_mu_);
+  MutexLock lock(cycle_mu_);
   const auto start = SteadyClock::now();
   const Millis started_at = clock_->NowMillis();
   std::map<std::string, std::int64_t> skipped_by_job;
   Result<CycleReport> result = RunCycleLocked(&skipped_by_job);
-  std::lock_guard<std::mutex> totals_lock(totals_mu_);
+  MutexLock totals_lock(totals_mu_);
   if (!result.ok()) {
     ++totals_.cycles_failed;
   } else if (!result->leader) {
@@ -201,7 +201,7 @@ Result<CycleReport> Scheduler::RunCycle() {
 }
 
 SchedulerTotals Scheduler::totals() const {
-  std::lock_guard<std::mutex> lock(totals_mu_);
+  MutexLock lock(totals_mu_);
   return totals_;
 }
 
@@ -223,12 +223,12 @@ Result<CycleReport> Scheduler::RunCycleLocked(std::map<std::string, std::int64_t
 }
 
 Result<CyclePlan> Scheduler::Evaluate() {
-  std::lock_guard<std::mutex> lock(cycle_mu_);
+  MutexLock lock(cycle_mu_);
   return EvaluateLocked();
 }
 
 Result<CycleReport> Scheduler::Commit(CyclePlan plan) {
-  std::lock_guard<std::mutex> lock(cycle_mu_);
+  MutexLock lock(cycle_mu_);
   return CommitLocked(std::move(plan));
 }
 
@@ -480,7 +480,7 @@ Result<CycleReport> Scheduler::CommitLocked(CyclePlan plan) {
 }
 
 Status Scheduler::Start(std::function<void(const Result<CycleReport>&)> on_cycle) {
-  std::lock_guard<std::mutex> lock(loop_mu_);
+  MutexLock lock(loop_mu_);
   if (started_) return Conflict("the scheduler loop is already started");
   started_ = true;
   stopping_ = false;
@@ -490,11 +490,11 @@ Status Scheduler::Start(std::function<void(const Result<CycleReport>&)> on_cycle
 
 void Scheduler::Stop() {
   {
-    std::lock_guard<std::mutex> lock(loop_mu_);
+    MutexLock lock(loop_mu_);
     if (!started_ || stopping_) return;
     stopping_ = true;
   }
-  loop_cv_.notify_all();
+  loop_cv_.NotifyAll();
   if (loop_.joinable()) loop_.join();
   Status released = store_->ReleaseLock(kSchedulerLockName, options_.node_id);
   if (!released.ok()) {
@@ -516,14 +516,14 @@ void Scheduler::Loop(std::function<void(const Result<CycleReport>&)> on_cycle) {
   // leader died, at that node's next cycle.
   const Millis renew_every = std::max<Millis>(1, lock_ttl_ms_ / 3);
   Millis renewed_at = 0;
-  std::unique_lock<std::mutex> lock(loop_mu_);
+  MutexLock lock(loop_mu_);
   Millis next = clock_->NowMillis();  // the first cycle runs at once
   while (!stopping_) {
     const Millis now = clock_->NowMillis();
     if (now < next && was_leader && now - renewed_at >= renew_every) {
-      lock.unlock();
+      lock.Unlock();
       Result<bool> held = store_->AcquireLock(kSchedulerLockName, options_.node_id, lock_ttl_ms_);
-      lock.lock();
+      lock.Lock();
       renewed_at = now;
       if (held.ok() && !*held) {
         spdlog::info("scheduler {}: is no longer the leader", options_.node_id);
@@ -534,10 +534,12 @@ void Scheduler::Loop(std::function<void(const Result<CycleReport>&)> on_cycle) {
     if (now < next) {
       Millis wait = std::min(next - now, std::max<Millis>(1, options_.loop_tick_ms));
       if (was_leader) wait = std::min(wait, std::max<Millis>(1, renewed_at + renew_every - now));
-      loop_cv_.wait_for(lock, std::chrono::milliseconds(wait), [&] { return stopping_; });
+      const auto wait_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait);
+      while (!stopping_ && loop_cv_.WaitUntil(loop_mu_, wait_end)) {
+      }
       continue;
     }
-    lock.unlock();
+    lock.Unlock();
     Result<CycleReport> result = RunCycle();
     if (!result.ok()) {
       spdlog::warn("scheduler cycle failed: {}", result.status().ToString());
@@ -557,7 +559,7 @@ void Scheduler::Loop(std::function<void(const Result<CycleReport>&)> on_cycle) {
       }
     }
     if (on_cycle) on_cycle(result);
-    lock.lock();
+    lock.Lock();
     renewed_at = now;  // a cycle takes (or renews) the lock
     const Millis after = clock_->NowMillis();
     next = next_after(after);

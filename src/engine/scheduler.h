@@ -63,11 +63,9 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -79,6 +77,7 @@
 #include "engine/job_schedules.h"
 #include "storage/store.h"
 #include "taskengine/clock.h"
+#include "taskengine/mutex.h"
 #include "taskengine/status.h"
 #include "taskengine/types.h"
 
@@ -235,7 +234,7 @@ class Scheduler {
   // One cycle (see the file comment). Not being the leader is not an error:
   // the report says leader = false. Errors: the store's (kUnavailable, ...);
   // nothing was committed unless the error came from a chunk after the first.
-  Result<CycleReport> RunCycle();
+  Result<CycleReport> RunCycle() EXCLUDES(cycle_mu_, totals_mu_);
 
   // The parts of a cycle after the lock, for tests and drills (RD14 proves
   // with them that the keys alone prevent a double fire when two schedulers
@@ -245,21 +244,22 @@ class Scheduler {
   // was taken). Committing a plan twice creates nothing new (the keys answer
   // duplicate) but adds its skipped counts to the states again: the store
   // sums them.
-  Result<CyclePlan> Evaluate();
-  Result<CycleReport> Commit(CyclePlan plan);
+  Result<CyclePlan> Evaluate() EXCLUDES(cycle_mu_);
+  Result<CycleReport> Commit(CyclePlan plan) EXCLUDES(cycle_mu_);
 
   // Runs cycles in a background thread: one at once, then one
   // loop_offset_ms after every boundary of cycle_interval_ms, until Stop().
   // Each result goes to `on_cycle` (may be empty) and to the log. A
   // scheduler runs its loop at most once: kConflict when started before.
-  Status Start(std::function<void(const Result<CycleReport>&)> on_cycle = nullptr);
+  Status Start(std::function<void(const Result<CycleReport>&)> on_cycle = nullptr)
+      EXCLUDES(loop_mu_);
   // Stops the loop (waits for a running cycle) and releases the leader lock
   // when this node holds it, so that another node takes over at once.
   // Idempotent; a no-op when never started.
-  void Stop();
+  void Stop() EXCLUDES(loop_mu_);
 
   // Totals of RunCycle calls so far. Thread-safe; does not wait for a cycle.
-  SchedulerTotals totals() const;
+  SchedulerTotals totals() const EXCLUDES(totals_mu_);
 
   const SchedulerOptions& options() const { return options_; }
   Millis lock_ttl_ms() const { return lock_ttl_ms_; }
@@ -274,12 +274,13 @@ class Scheduler {
   };
 
   // The parsed schedule of `job`, from the cache when still current.
-  // REQUIRES: cycle_mu_ held.
-  const Result<std::optional<Schedule>>& ParsedSchedule(const JobDefinition& job);
-  Result<CyclePlan> EvaluateLocked();
-  Result<CycleReport> CommitLocked(CyclePlan plan);
-  Result<CycleReport> RunCycleLocked(std::map<std::string, std::int64_t>* skipped_by_job);
-  void Loop(std::function<void(const Result<CycleReport>&)> on_cycle);
+  const Result<std::optional<Schedule>>& ParsedSchedule(const JobDefinition& job)
+      REQUIRES(cycle_mu_);
+  Result<CyclePlan> EvaluateLocked() REQUIRES(cycle_mu_);
+  Result<CycleReport> CommitLocked(CyclePlan plan) REQUIRES(cycle_mu_);
+  Result<CycleReport> RunCycleLocked(std::map<std::string, std::int64_t>* skipped_by_job)
+      REQUIRES(cycle_mu_);
+  void Loop(std::function<void(const Result<CycleReport>&)> on_cycle) EXCLUDES(loop_mu_);
 
   // Constant after construction.
   Store* const store_;
@@ -288,17 +289,17 @@ class Scheduler {
   const Millis lock_ttl_ms_;
 
   // Held for a whole cycle: cycles of this instance run one at a time.
-  std::mutex cycle_mu_;
-  std::unordered_map<std::string, CachedSchedule> cache_;  // protected by cycle_mu_
+  Mutex cycle_mu_ ACQUIRED_BEFORE(totals_mu_);
+  std::unordered_map<std::string, CachedSchedule> cache_ GUARDED_BY(cycle_mu_);
 
-  mutable std::mutex totals_mu_;
-  SchedulerTotals totals_;  // protected by totals_mu_
+  mutable Mutex totals_mu_;
+  SchedulerTotals totals_ GUARDED_BY(totals_mu_);
 
   // The loop.
-  std::mutex loop_mu_;
-  std::condition_variable loop_cv_;
-  bool stopping_ = false;  // protected by loop_mu_
-  bool started_ = false;   // protected by loop_mu_
+  Mutex loop_mu_;
+  CondVar loop_cv_;
+  bool stopping_ GUARDED_BY(loop_mu_) = false;
+  bool started_ GUARDED_BY(loop_mu_) = false;
   std::thread loop_;
 };
 

@@ -14,6 +14,7 @@
 #include "core/canonical_json.h"
 #include "core/time_text.h"
 #include "storage/sqlite/sqlite_store.h"
+#include "taskengine/mutex.h"
 #include "testing_support/test_util.h"
 
 namespace taskengine {
@@ -630,16 +631,16 @@ TEST_F(SchedulerTest, LoopRunsACycleAtStartAndAfterEachMinuteThenReleasesTheLock
   std::atomic<int> admitted{0};
   o.on_admitted = [&] { ++admitted; };
   Scheduler scheduler(store_.get(), &clock_, o);
-  std::mutex mu;
+  Mutex mu;
   std::vector<Millis> cycle_times;
   ASSERT_OK(scheduler.Start([&](const Result<CycleReport>& r) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     cycle_times.push_back(r->now);
   }));
   EXPECT_EQ(scheduler.Start().code(), ErrorCode::kConflict);
   auto cycles = [&] {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     return cycle_times.size();
   };
   auto wait_for = [&](std::size_t n) {
@@ -657,7 +658,7 @@ TEST_F(SchedulerTest, LoopRunsACycleAtStartAndAfterEachMinuteThenReleasesTheLock
   ASSERT_TRUE(wait_for(3));
   scheduler.Stop();
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     EXPECT_EQ(cycle_times,
               (std::vector<Millis>{kT0 + kMinute + 30 * kSecond, kT0 + 2 * kMinute + kSecond,
                                    kT0 + 3 * kMinute + kSecond}));
@@ -692,17 +693,17 @@ TEST_F(SchedulerTest, FollowerTakesOverSoonAfterTheLeaderDiedAndFiresOnTime) {
   SetNow(kT0 + kMinute + 50 * kSecond);
   ASSERT_TRUE(Cycle(a).leader);
 
-  std::mutex mu;
+  Mutex mu;
   std::vector<std::pair<Millis, bool>> cycles;  // (when, leader)
   ASSERT_OK(b.Start([&](const Result<CycleReport>& r) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     cycles.emplace_back(r->now, r->leader);
   }));
   auto wait_for = [&](std::size_t n) {
     for (int i = 0; i < 2000; ++i) {
       {
-        std::lock_guard<std::mutex> lock(mu);
+        MutexLock lock(mu);
         if (cycles.size() >= n) return true;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -719,7 +720,7 @@ TEST_F(SchedulerTest, FollowerTakesOverSoonAfterTheLeaderDiedAndFiresOnTime) {
   SetNow(kT0 + 2 * kMinute + 7 * kSecond);  // past 00:02:05 and ttl/3 after the last try
   ASSERT_TRUE(wait_for(3));
   b.Stop();
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   EXPECT_EQ(cycles,
             (std::vector<std::pair<Millis, bool>>{{kT0 + kMinute + 50 * kSecond, false},
                                                   {kT0 + 2 * kMinute + kSecond, false},

@@ -193,7 +193,7 @@ WorkerPool::WorkerPool(Store* store, Clock* clock, const HandlerRegistry* handle
 WorkerPool::~WorkerPool() { Stop(); }
 
 Status WorkerPool::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (started_) return Conflict("worker pool already started");
   if (options_.worker_threads < 1) return InvalidArgument("worker pool needs at least one thread");
   started_ = true;
@@ -221,14 +221,14 @@ Status WorkerPool::Start() {
 
 void WorkerPool::Wake() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     wake_ = true;
   }
-  claim_cv_.notify_one();
+  claim_cv_.NotifyOne();
 }
 
 void WorkerPool::NotifyCancel(ExecutionId id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto [begin, end] = in_hand_.equal_range(id.value);
   for (auto it = begin; it != end; ++it) {
     it->second->cancel_requested = true;
@@ -259,7 +259,7 @@ void WorkerPool::DropUnstarted(const std::shared_ptr<Task>& task) {
   EraseInHand(task);
   ++stale_;
   wake_ = true;
-  claim_cv_.notify_one();
+  claim_cv_.NotifyOne();
 }
 
 WorkerInfo WorkerPool::Registration(bool stopped) {
@@ -273,7 +273,7 @@ WorkerInfo WorkerPool::Registration(bool stopped) {
   w.processed = succeeded_.load() + failed_.load();
   w.failed = failed_.load();
   if (!stopped) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const QueueState& q : queues_) w.busy += q.running;
     for (const auto& [id, task] : in_hand_) {
       if (task->started && !task->finished && w.current.size() < kMaxWorkerCurrent) {
@@ -328,6 +328,13 @@ void WorkerPool::SampleRates() {
   }
 }
 
+bool WorkerPool::AnyRunning() const {
+  for (const QueueState& q : queues_) {
+    if (q.running > 0) return true;
+  }
+  return false;
+}
+
 int WorkerPool::TargetInHand(const QueueState& q) const {
   const int fixed = std::max(0, options_.prefetch);
   if (options_.max_prefetch <= 0) return q.limit + fixed;
@@ -353,7 +360,7 @@ int WorkerPool::MarkBatch(const QueueState& q) const {
 }
 
 void WorkerPool::ClaimLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!stop_claiming_) {
     ClaimRequest request;
     request.worker = WorkerId(options_.worker_id);
@@ -372,19 +379,21 @@ void WorkerPool::ClaimLoop() {
     }
     if (wanted == 0) {
       // Full: wait until a worker frees room.
-      claim_cv_.wait(lock, [&] { return stop_claiming_ || wake_; });
+      while (!stop_claiming_ && !wake_) claim_cv_.Wait(mu_);
       wake_ = false;
       continue;
     }
     wake_ = false;
-    lock.unlock();
+    lock.Unlock();
     request.mark_started = false;  // L4: marked when a handler takes each lease
     auto leases = store_->Claim(request);
-    lock.lock();
+    lock.Lock();
     if (!leases.ok()) {
       spdlog::warn("claim failed: {}", leases.status().ToString());
-      claim_cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms),
-                         [&] { return stop_claiming_; });
+      const auto retry_at =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.poll_interval_ms);
+      while (!stop_claiming_ && claim_cv_.WaitUntil(mu_, retry_at)) {
+      }
       continue;
     }
     const int got = static_cast<int>(leases->size());
@@ -414,11 +423,13 @@ void WorkerPool::ClaimLoop() {
       in_hand_.emplace(task->lease.id.value, task);
     }
     claimed_ += got;
-    if (got > 0) work_cv_.notify_all();
+    if (got > 0) work_cv_.NotifyAll();
     if (got < wanted) {
       // Nothing more is due now: sleep until woken or the poll interval.
-      claim_cv_.wait_for(lock, std::chrono::milliseconds(options_.poll_interval_ms),
-                         [&] { return stop_claiming_ || wake_; });
+      const auto poll_at =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.poll_interval_ms);
+      while (!stop_claiming_ && !wake_ && claim_cv_.WaitUntil(mu_, poll_at)) {
+      }
     }
   }
 }
@@ -435,10 +446,10 @@ std::shared_ptr<WorkerPool::Task> WorkerPool::NextReady() {
 }
 
 void WorkerPool::WorkLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (true) {
     std::shared_ptr<Task> task;
-    work_cv_.wait(lock, [&] { return stop_workers_ || (task = NextReady()) != nullptr; });
+    while (!stop_workers_ && (task = NextReady()) == nullptr) work_cv_.Wait(mu_);
     if (!task) return;
     QueueState& q = queues_[task->queue];
     ++q.running;
@@ -448,26 +459,26 @@ void WorkerPool::WorkLoop() {
       // next leases of a fast queue, which its workers run within moments).
       std::vector<std::shared_ptr<Task>> batch{task};
       TakeUnmarked(q, MarkBatch(q) - 1, &batch);
-      if (MarkStarted(batch, /*first_is_mine=*/true, lock) == nullptr) {
+      if (MarkStarted(batch, /*first_is_mine=*/true) == nullptr) {
         // Stale, or given back: this worker runs nothing of it.
         --q.running;
-        idle_cv_.notify_all();
+        idle_cv_.NotifyAll();
         continue;
       }
     }
-    RefillMarked(q, lock);
+    RefillMarked(q);
     task->started_at = clock_->NowMillis();
-    lock.unlock();
+    lock.Unlock();
     RunTask(task);
-    lock.lock();
+    lock.Lock();
     --q.running;
     --q.in_hand;
     ++q.done;
     EraseInHand(task);
     wake_ = true;
-    claim_cv_.notify_one();
-    idle_cv_.notify_all();
-    if (!q.ready.empty()) work_cv_.notify_one();
+    claim_cv_.NotifyOne();
+    idle_cv_.NotifyAll();
+    if (!q.ready.empty()) work_cv_.NotifyOne();
   }
 }
 
@@ -478,7 +489,7 @@ void WorkerPool::TakeUnmarked(QueueState& q, int n, std::vector<std::shared_ptr<
   q.ready.erase(first, first + count);
 }
 
-void WorkerPool::RefillMarked(QueueState& q, std::unique_lock<std::mutex>& lock) {
+void WorkerPool::RefillMarked(QueueState& q) {
   const int n = MarkBatch(q);
   if (n < 2 || q.refilling || q.marked_ready >= static_cast<std::size_t>(n / 2) || stop_claiming_) {
     return;
@@ -487,19 +498,20 @@ void WorkerPool::RefillMarked(QueueState& q, std::unique_lock<std::mutex>& lock)
   TakeUnmarked(q, n, &batch);
   if (batch.empty()) return;
   q.refilling = true;
-  MarkStarted(batch, /*first_is_mine=*/false, lock);
+  MarkStarted(batch, /*first_is_mine=*/false);
   q.refilling = false;
 }
 
 std::shared_ptr<WorkerPool::Task> WorkerPool::MarkStarted(
-    const std::vector<std::shared_ptr<Task>>& batch, bool first_is_mine,
-    std::unique_lock<std::mutex>& lock) {
+    const std::vector<std::shared_ptr<Task>>& batch, bool first_is_mine) {
   std::vector<LeaseRef> refs;
   refs.reserve(batch.size());
   for (const auto& t : batch) refs.push_back(LeaseRef{t->lease.id, t->lease.version});
-  lock.unlock();
-  std::vector<Status> replies = store_->MarkStarted(refs);
-  lock.lock();
+  std::vector<Status> replies;
+  {
+    MutexUnlock unlock(mu_);
+    replies = store_->MarkStarted(refs);
+  }
   std::shared_ptr<Task> mine;
   std::vector<std::shared_ptr<Task>> followers;
   std::vector<std::shared_ptr<Task>> give_back;
@@ -532,7 +544,7 @@ std::shared_ptr<WorkerPool::Task> WorkerPool::MarkStarted(
     q.ready.insert(q.ready.begin() + static_cast<std::ptrdiff_t>(q.marked_ready), followers.begin(),
                    followers.end());
     q.marked_ready += followers.size();
-    work_cv_.notify_all();
+    work_cv_.NotifyAll();
   }
   for (const auto& t : give_back) {
     QueueState& q = queues_[t->queue];
@@ -541,26 +553,25 @@ std::shared_ptr<WorkerPool::Task> WorkerPool::MarkStarted(
     FinishRequest r;
     r.lease = LeaseRef{t->lease.id, t->lease.version};
     r.kind = FinishRequest::Kind::kRelease;
-    lock.unlock();
+    MutexUnlock unlock(mu_);
     Finish(t, std::move(r));
-    lock.lock();
   }
   if (!give_back.empty()) {
     wake_ = true;
-    claim_cv_.notify_one();
+    claim_cv_.NotifyOne();
   }
   return mine;
 }
 
 Result<std::shared_ptr<const JobDefinition>> WorkerPool::Definition(const JobName& job) {
   {
-    std::lock_guard<std::mutex> lock(defs_mu_);
+    MutexLock lock(defs_mu_);
     auto it = defs_.find(job.value);
     if (it != defs_.end()) return it->second;
   }
   TE_ASSIGN_OR_RETURN(JobDefinition def, store_->GetJob(job));
   auto shared = std::make_shared<const JobDefinition>(std::move(def));
-  std::lock_guard<std::mutex> lock(defs_mu_);
+  MutexLock lock(defs_mu_);
   defs_[job.value] = shared;
   return shared;
 }
@@ -595,7 +606,7 @@ void WorkerPool::RunTask(const std::shared_ptr<Task>& task) {
   }
   auto context = std::make_shared<Context>(store_, task->lease, *def, &effect_duplicates_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     task->context = context;
     if (task->cancel_requested) context->MarkCancelRequested();
     if (task->lost) context->MarkLost();
@@ -647,7 +658,7 @@ void WorkerPool::RunTask(const std::shared_ptr<Task>& task) {
 
 void WorkerPool::Finish(const std::shared_ptr<Task>& task, FinishRequest request) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     task->finished = true;
   }
   if (request.kind == FinishRequest::Kind::kComplete) ++succeeded_;
@@ -665,21 +676,21 @@ void WorkerPool::Finish(const std::shared_ptr<Task>& task, FinishRequest request
   }
   if (request.kind == FinishRequest::Kind::kRelease) ++released_;
   {
-    std::lock_guard<std::mutex> lock(finish_mu_);
+    MutexLock lock(finish_mu_);
     finishes_.push_back(std::move(request));
   }
-  finish_cv_.notify_one();
+  finish_cv_.NotifyOne();
 }
 
 void WorkerPool::CompleteLoop() {
   std::vector<FinishRequest> batch;
-  std::unique_lock<std::mutex> lock(finish_mu_);
+  MutexLock lock(finish_mu_);
   while (true) {
-    finish_cv_.wait(lock, [&] { return stop_completer_ || !finishes_.empty(); });
+    while (!stop_completer_ && finishes_.empty()) finish_cv_.Wait(finish_mu_);
     if (finishes_.empty()) return;  // stopping and drained
     batch.swap(finishes_);
     finishes_in_flight_ = static_cast<int>(batch.size());
-    lock.unlock();
+    lock.Unlock();
     for (int attempt = 0; !batch.empty(); ++attempt) {
       auto replies = store_->FinishBatch(batch);
       std::vector<FinishRequest> retry;
@@ -702,9 +713,9 @@ void WorkerPool::CompleteLoop() {
       batch.swap(retry);
       if (!batch.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    lock.lock();
+    lock.Lock();
     finishes_in_flight_ = 0;
-    idle_cv_.notify_all();
+    idle_cv_.NotifyAll();
   }
 }
 
@@ -713,11 +724,13 @@ void WorkerPool::CompleteLoop() {
 constexpr Millis kTimeoutSlackMs = 10'000;
 
 void WorkerPool::KeepLoop() {
-  std::unique_lock<std::mutex> keep_lock(keep_mu_);
+  MutexLock keep_lock(keep_mu_);
   while (!stop_keeper_) {
-    keep_cv_.wait_for(keep_lock, std::chrono::milliseconds(50), [&] { return stop_keeper_; });
+    const auto tick_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+    while (!stop_keeper_ && keep_cv_.WaitUntil(keep_mu_, tick_at)) {
+    }
     if (stop_keeper_) break;
-    keep_lock.unlock();
+    keep_lock.Unlock();
     const Millis now = clock_->NowMillis();
     if (now - reported_at_ >= options_.report_interval_ms) {
       reported_at_ = now;
@@ -726,7 +739,7 @@ void WorkerPool::KeepLoop() {
     std::vector<std::shared_ptr<Task>> due;
     std::vector<HeartbeatRequest> requests;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       for (auto& [id, task] : in_hand_) {
         if (task->finished || task->timed_out) continue;
         if (task->started && task->context &&
@@ -754,7 +767,7 @@ void WorkerPool::KeepLoop() {
         const bool lost = code == ErrorCode::kStale || code == ErrorCode::kNotFound;
         std::shared_ptr<Context> ctx;
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          MutexLock lock(mu_);
           ctx = due[i]->context;
           if (lost && !due[i]->started) {
             // Recovered elsewhere before its handler started: drop it now,
@@ -768,23 +781,23 @@ void WorkerPool::KeepLoop() {
         if (lost) ++stale_;
       }
     }
-    keep_lock.lock();
+    keep_lock.Lock();
   }
 }
 
 void WorkerPool::Stop() {
   std::vector<std::shared_ptr<Task>> unstarted;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!started_ || stopped_) return;
     stopped_ = true;
     stop_claiming_ = true;
   }
-  claim_cv_.notify_all();
+  claim_cv_.NotifyAll();
   claimer_.join();
   // Leases not yet started go back at once.
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (QueueState& q : queues_) {
       for (auto& task : q.ready) unstarted.push_back(task);
       q.in_hand -= static_cast<int>(q.ready.size());
@@ -801,13 +814,11 @@ void WorkerPool::Stop() {
   }
   // Running handlers may finish within the grace period.
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    idle_cv_.wait_for(lock, std::chrono::milliseconds(options_.shutdown_grace_ms), [&] {
-      for (const QueueState& q : queues_) {
-        if (q.running > 0) return false;
-      }
-      return true;
-    });
+    MutexLock lock(mu_);
+    const auto grace_end =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.shutdown_grace_ms);
+    while (AnyRunning() && idle_cv_.WaitUntil(mu_, grace_end)) {
+    }
     // Past the grace: release what still runs so others can claim it at once;
     // the handlers learn at their next checkpoint that the claim is gone.
     for (auto& [id, task] : in_hand_) {
@@ -818,7 +829,7 @@ void WorkerPool::Stop() {
       r.lease = LeaseRef{task->lease.id, task->lease.version};
       r.kind = FinishRequest::Kind::kRelease;
       {
-        std::lock_guard<std::mutex> flock(finish_mu_);
+        MutexLock flock(finish_mu_);
         finishes_.push_back(std::move(r));
       }
       ++released_;
@@ -826,20 +837,20 @@ void WorkerPool::Stop() {
     }
     stop_workers_ = true;
   }
-  finish_cv_.notify_one();
-  work_cv_.notify_all();
+  finish_cv_.NotifyOne();
+  work_cv_.NotifyAll();
   for (auto& w : workers_) w.join();
   {
-    std::lock_guard<std::mutex> lock(finish_mu_);
+    MutexLock lock(finish_mu_);
     stop_completer_ = true;
   }
-  finish_cv_.notify_one();
+  finish_cv_.NotifyOne();
   completer_.join();
   {
-    std::lock_guard<std::mutex> lock(keep_mu_);
+    MutexLock lock(keep_mu_);
     stop_keeper_ = true;
   }
-  keep_cv_.notify_all();
+  keep_cv_.NotifyAll();
   keeper_.join();
   Report(/*stopped=*/true);
 }

@@ -26,12 +26,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -39,6 +37,7 @@
 
 #include "storage/store.h"
 #include "taskengine/engine.h"
+#include "taskengine/mutex.h"
 
 namespace taskengine {
 
@@ -79,14 +78,14 @@ class WorkerPool {
              WorkerPoolOptions options);
   ~WorkerPool();
 
-  Status Start();
+  Status Start() EXCLUDES(mu_);
   // New work may be due: claim now instead of at the next poll.
-  void Wake();
+  void Wake() EXCLUDES(mu_);
   // Cancellation of `id` was requested in this process: a handler running it
   // here sees kCancelRequested at once instead of at its next heartbeat.
-  void NotifyCancel(ExecutionId id);
+  void NotifyCancel(ExecutionId id) EXCLUDES(mu_);
   // Graceful shutdown (L6). Idempotent.
-  void Stop();
+  void Stop() EXCLUDES(mu_, finish_mu_, keep_mu_);
   EngineStats stats() const;
 
  private:
@@ -108,46 +107,48 @@ class WorkerPool {
     bool rate_known = false;
   };
   // How many leases queue `q` may hold now (concurrency + prefetch, the
-  // prefetch sized by the queue's completion rate). Under mu_.
-  int TargetInHand(const QueueState& q) const;
-  // How many leases of `q` are marked started at once (>= 1). Under mu_.
-  int MarkBatch(const QueueState& q) const;
+  // prefetch sized by the queue's completion rate).
+  int TargetInHand(const QueueState& q) const REQUIRES(mu_);
+  // How many leases of `q` are marked started at once (>= 1).
+  int MarkBatch(const QueueState& q) const REQUIRES(mu_);
   // Moves up to `n` unmarked leases (those after the marked ones) out of
-  // `q`'s ready list to the end of `out`. REQUIRES: mu_ held.
-  void TakeUnmarked(QueueState& q, int n, std::vector<std::shared_ptr<Task>>* out);
+  // `q`'s ready list to the end of `out`.
+  void TakeUnmarked(QueueState& q, int n, std::vector<std::shared_ptr<Task>>* out) REQUIRES(mu_);
   // For a fast queue: marks the next leases of `q` started when fewer than
-  // half a batch wait marked, so its workers do not wait for marks.
-  // REQUIRES: mu_ held by `lock`, released during the store call.
-  void RefillMarked(QueueState& q, std::unique_lock<std::mutex>& lock);
-  // Updates each queue's completion rate. Under mu_.
-  void SampleRates();
+  // half a batch wait marked, so its workers do not wait for marks. Releases
+  // mu_ during the store call.
+  void RefillMarked(QueueState& q) REQUIRES(mu_);
+  // Updates each queue's completion rate.
+  void SampleRates() REQUIRES(mu_);
+  // Whether a handler runs (or is being marked started) in any queue.
+  bool AnyRunning() const REQUIRES(mu_);
   // Forgets `task`, a lease found stale before its handler started: out of
-  // its queue's ready list and of in_hand_. REQUIRES: mu_ held.
-  void DropUnstarted(const std::shared_ptr<Task>& task);
-  // Removes `task` (this very lease) from in_hand_. REQUIRES: mu_ held.
-  void EraseInHand(const std::shared_ptr<Task>& task);
+  // its queue's ready list and of in_hand_.
+  void DropUnstarted(const std::shared_ptr<Task>& task) REQUIRES(mu_);
+  // Removes `task` (this very lease) from in_hand_.
+  void EraseInHand(const std::shared_ptr<Task>& task) REQUIRES(mu_);
   // Marks `batch` (taken out of one queue's ready list) started in the store.
   // With `first_is_mine` the first is the calling worker's own task; the
   // others go back to the ready list after its marked leases, marked. Drops
   // stale leases; gives back (releases) leases the store could not mark, and
   // the others when stopping. Returns the worker's task when it may run,
-  // else nullptr. REQUIRES: mu_ held by `lock`, released during the store call.
+  // else nullptr. Releases mu_ during the store calls.
   std::shared_ptr<Task> MarkStarted(const std::vector<std::shared_ptr<Task>>& batch,
-                                    bool first_is_mine, std::unique_lock<std::mutex>& lock);
+                                    bool first_is_mine) REQUIRES(mu_);
 
-  void ClaimLoop();
-  void WorkLoop();
-  void CompleteLoop();
-  void KeepLoop();
-  void RunTask(const std::shared_ptr<Task>& task);
+  void ClaimLoop() EXCLUDES(mu_);
+  void WorkLoop() EXCLUDES(mu_);
+  void CompleteLoop() EXCLUDES(finish_mu_);
+  void KeepLoop() EXCLUDES(keep_mu_, mu_);
+  void RunTask(const std::shared_ptr<Task>& task) EXCLUDES(mu_);
   // The pool's worker registration now; `stopped` after Stop. Takes mu_.
-  WorkerInfo Registration(bool stopped);
+  WorkerInfo Registration(bool stopped) EXCLUDES(mu_);
   // Reports Registration(stopped) to the store; a failure is logged (the
   // next report is due within report_interval_ms).
-  void Report(bool stopped);
-  void Finish(const std::shared_ptr<Task>& task, FinishRequest request);
-  std::shared_ptr<Task> NextReady();  // REQUIRES: mu_ held
-  Result<std::shared_ptr<const JobDefinition>> Definition(const JobName& job);
+  void Report(bool stopped) EXCLUDES(mu_);
+  void Finish(const std::shared_ptr<Task>& task, FinishRequest request) EXCLUDES(mu_, finish_mu_);
+  std::shared_ptr<Task> NextReady() REQUIRES(mu_);
+  Result<std::shared_ptr<const JobDefinition>> Definition(const JobName& job) EXCLUDES(defs_mu_);
 
   // Constant after construction.
   Store* const store_;
@@ -155,39 +156,39 @@ class WorkerPool {
   const HandlerRegistry* const handlers_;
   const WorkerPoolOptions options_;
 
-  std::mutex mu_;
-  std::condition_variable claim_cv_;
-  std::condition_variable work_cv_;
-  std::condition_variable idle_cv_;
-  // Protected by mu_.
-  std::vector<QueueState> queues_;  // by priority, highest first
-  std::unordered_map<std::string, int> queue_index_;
+  Mutex mu_;
+  CondVar claim_cv_;
+  CondVar work_cv_;
+  CondVar idle_cv_;
+  // Protected by mu_ (as are the fields of each Task so marked).
+  std::vector<QueueState> queues_ GUARDED_BY(mu_);  // by priority, highest first
+  std::unordered_map<std::string, int> queue_index_ GUARDED_BY(mu_);
   // Every lease in hand by execution id; one execution may briefly have two
   // (a stale lease and its successor), told apart by claim version.
-  std::unordered_multimap<std::int64_t, std::shared_ptr<Task>> in_hand_;
-  std::chrono::steady_clock::time_point rate_sampled_at_{};
-  bool wake_ = false;
-  bool stop_claiming_ = false;
-  bool stop_workers_ = false;
-  bool started_ = false;
-  bool stopped_ = false;
+  std::unordered_multimap<std::int64_t, std::shared_ptr<Task>> in_hand_ GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point rate_sampled_at_ GUARDED_BY(mu_){};
+  bool wake_ GUARDED_BY(mu_) = false;
+  bool stop_claiming_ GUARDED_BY(mu_) = false;
+  bool stop_workers_ GUARDED_BY(mu_) = false;
+  bool started_ GUARDED_BY(mu_) = false;
+  bool stopped_ GUARDED_BY(mu_) = false;
 
-  std::mutex finish_mu_;
-  std::condition_variable finish_cv_;
-  // Protected by finish_mu_.
-  std::vector<FinishRequest> finishes_;
-  int finishes_in_flight_ = 0;
-  bool stop_completer_ = false;
+  Mutex finish_mu_;
+  CondVar finish_cv_;
+  std::vector<FinishRequest> finishes_ GUARDED_BY(finish_mu_);
+  int finishes_in_flight_ GUARDED_BY(finish_mu_) = 0;
+  bool stop_completer_ GUARDED_BY(finish_mu_) = false;
 
-  std::mutex keep_mu_;
-  std::condition_variable keep_cv_;
-  bool stop_keeper_ = false;  // protected by keep_mu_
+  Mutex keep_mu_;
+  CondVar keep_cv_;
+  bool stop_keeper_ GUARDED_BY(keep_mu_) = false;
   // Set by Start; read by the keeper thread and Stop (after Start).
   Millis started_at_ = 0;
   Millis reported_at_ = 0;  // the keeper thread's only
 
-  std::mutex defs_mu_;
-  std::unordered_map<std::string, std::shared_ptr<const JobDefinition>> defs_;  // by job name
+  Mutex defs_mu_;
+  // By job name.
+  std::unordered_map<std::string, std::shared_ptr<const JobDefinition>> defs_ GUARDED_BY(defs_mu_);
 
   std::atomic<std::int64_t> claimed_{0}, succeeded_{0}, failed_{0}, stale_{0}, released_{0},
       published_{0}, completed_{0};

@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -22,6 +21,7 @@
 
 #include "handlers/testing/fake_job_context.h"
 #include "taskengine/engine.h"
+#include "taskengine/mutex.h"
 #include "testing_support/test_util.h"
 
 namespace taskengine {
@@ -69,7 +69,7 @@ class TestServer {
   int port() const { return port_; }
   int connections() const { return connections_.load(); }
   std::vector<std::string> requests() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return requests_;
   }
   // Bytes received on connections, whether or not they formed a request.
@@ -131,7 +131,7 @@ class TestServer {
     std::string request;
     if (!ReadRequest(fd, request)) return;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       requests_.push_back(request);
     }
     switch (mode_) {
@@ -166,8 +166,8 @@ class TestServer {
   std::thread thread_;
   std::atomic<int> connections_{0};
   std::atomic<std::size_t> bytes_received_{0};
-  mutable std::mutex mu_;
-  std::vector<std::string> requests_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<std::string> requests_ GUARDED_BY(mu_);
 };
 
 std::string Response(int status, std::string_view reason, std::string_view body,

@@ -13,7 +13,8 @@ prefix=$tmp/prefix
 
 echo "--- cmake --install into $prefix"
 cmake --install "$build" --prefix "$prefix" >/dev/null
-for f in bin/taskengine include/taskengine/engine.h include/taskengine_client/worker.h \
+for f in bin/taskengine include/taskengine/engine.h include/taskengine/mutex.h \
+         include/taskengine_client/worker.h \
          lib/cmake/taskengine/taskengineConfig.cmake lib/pkgconfig/taskengine.pc \
          lib/pkgconfig/taskengine-client.pc lib/systemd/system/taskengine.service \
          etc/taskengine/taskengine.toml share/doc/taskengine/operations.md; do

@@ -5,13 +5,13 @@
 #include <atomic>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "taskengine/job.h"
+#include "taskengine/mutex.h"
 
 namespace taskengine {
 
@@ -45,11 +45,11 @@ class FakeJobContext : public JobContext {
   }
 
   void SetProgress(int percent) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     progress_.push_back(percent);
   }
   void Log(LogLevel level, std::string_view message) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     logs_.push_back({level, std::string(message)});
   }
   LeaseState Heartbeat() override {
@@ -65,7 +65,7 @@ class FakeJobContext : public JobContext {
   Result<EffectResult> ReserveEffect(std::string_view name) override {
     EffectResult r;
     r.key = effect_key_prefix() + std::string(name);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = effects_.find(std::string(name));
     if (state_.load() == LeaseState::kLost) {
       r.answer = EffectAnswer::kStale;
@@ -83,7 +83,7 @@ class FakeJobContext : public JobContext {
     return r;
   }
   Status CommitEffect(std::string_view name, std::string_view detail) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = effects_.find(std::string(name));
     if (it == effects_.end()) return Conflict("effect never reserved");
     if (!it->second.committed) {
@@ -93,7 +93,7 @@ class FakeJobContext : public JobContext {
     return Status::Ok();
   }
   Status ReleaseEffect(std::string_view name) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = effects_.find(std::string(name));
     if (it != effects_.end() && !it->second.committed && !it->second.earlier_claim) {
       effects_.erase(it);
@@ -102,12 +102,12 @@ class FakeJobContext : public JobContext {
   }
   // Test setup: an earlier claim reserved `name` and never confirmed it.
   void AddAmbiguousEffect(const std::string& name) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     effects_[name].earlier_claim = true;
   }
   // name -> detail of committed effects.
   std::map<std::string, std::string> committed_effects() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::map<std::string, std::string> out;
     for (const auto& [name, e] : effects_) {
       if (e.committed) out[name] = e.detail;
@@ -122,11 +122,11 @@ class FakeJobContext : public JobContext {
   std::function<LeaseState(int call)> lease_state_fn;
 
   std::vector<int> progress() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return progress_;
   }
   std::vector<LogLine> logs() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return logs_;
   }
   // Messages logged at `level`, in order.
@@ -153,10 +153,10 @@ class FakeJobContext : public JobContext {
     std::string detail;
   };
 
-  mutable std::mutex mu_;
-  std::map<std::string, FakeEffect> effects_;  // guarded by mu_
-  std::vector<int> progress_;                  // guarded by mu_
-  std::vector<LogLine> logs_;                  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, FakeEffect> effects_ GUARDED_BY(mu_);
+  std::vector<int> progress_ GUARDED_BY(mu_);
+  std::vector<LogLine> logs_ GUARDED_BY(mu_);
   std::atomic<LeaseState> state_{LeaseState::kActive};
   std::atomic<int> calls_{0};
   std::atomic<int> checkpoints_{0};

@@ -1,12 +1,11 @@
 // DatabaseClock: the local steady clock plus an offset to PostgreSQL's
 // clock_timestamp(), re-sampled by a background thread over its own connection.
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
 #include "storage/postgres/pg_conn.h"
 #include "storage/postgres/pg_store.h"
+#include "taskengine/mutex.h"
 
 namespace taskengine {
 namespace {
@@ -26,17 +25,16 @@ struct DatabaseClock::Impl {
   std::chrono::milliseconds resample{};
   // Read by any thread.
   std::atomic<Millis> offset_ms{0};
-  // Protected by conn_mu: one sample at a time.
-  std::mutex conn_mu;
-  pg::PgConn conn;
-  // Protected by stop_mu.
-  std::mutex stop_mu;
-  std::condition_variable stop_cv;
-  bool stopping = false;
-  std::thread sampler;
+  // One sample at a time.
+  Mutex conn_mu;
+  pg::PgConn conn GUARDED_BY(conn_mu);
+  Mutex stop_mu;
+  CondVar stop_cv;
+  bool stopping GUARDED_BY(stop_mu) = false;
+  std::thread sampler;  // started by Open, joined by the destructor
 
-  Status Sample() {
-    std::lock_guard<std::mutex> lock(conn_mu);
+  Status Sample() EXCLUDES(conn_mu) {
+    MutexLock lock(conn_mu);
     if (!conn.healthy()) TE_RETURN_IF_ERROR(conn.Connect(url, ""));
     const auto before = std::chrono::steady_clock::now();
     TE_ASSIGN_OR_RETURN(pg::PgResult r, conn.Query(kDatabaseNow));
@@ -48,14 +46,16 @@ struct DatabaseClock::Impl {
     return Status::Ok();
   }
 
-  void Loop() {
-    std::unique_lock<std::mutex> lock(stop_mu);
+  void Loop() EXCLUDES(stop_mu) {
+    MutexLock lock(stop_mu);
     while (!stopping) {
-      stop_cv.wait_for(lock, resample, [&] { return stopping; });
+      const auto next_sample = std::chrono::steady_clock::now() + resample;
+      while (!stopping && stop_cv.WaitUntil(stop_mu, next_sample)) {
+      }
       if (stopping) break;
-      lock.unlock();
+      lock.Unlock();
       (void)Sample();  // on failure the last offset stays
-      lock.lock();
+      lock.Lock();
     }
   }
 };
@@ -64,10 +64,10 @@ DatabaseClock::DatabaseClock(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 
 DatabaseClock::~DatabaseClock() {
   {
-    std::lock_guard<std::mutex> lock(impl_->stop_mu);
+    MutexLock lock(impl_->stop_mu);
     impl_->stopping = true;
   }
-  impl_->stop_cv.notify_all();
+  impl_->stop_cv.NotifyAll();
   if (impl_->sampler.joinable()) impl_->sampler.join();
 }
 

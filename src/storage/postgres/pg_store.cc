@@ -7,10 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <condition_variable>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_map>
@@ -23,6 +21,7 @@
 #include "storage/store_actions.h"
 #include "storage/store_rows.h"
 #include "storage/store_rules.h"
+#include "taskengine/mutex.h"
 
 namespace taskengine {
 namespace {
@@ -473,10 +472,10 @@ class PostgresStore final : public ActionStore {
 
   ~PostgresStore() override {
     {
-      std::lock_guard<std::mutex> lock(listen_mu_);
+      MutexLock lock(listen_mu_);
       stop_listening_ = true;
     }
-    listen_cv_.notify_all();
+    listen_cv_.NotifyAll();
     if (listen_thread_.joinable()) listen_thread_.join();
   }
 
@@ -1238,10 +1237,11 @@ class PostgresStore final : public ActionStore {
 
   // The first listener starts the LISTEN thread (its own connection, not one
   // of the pool's). Replacing the listener waits for a call in progress.
-  void SetWorkListener(std::function<void()> listener) override {
+  void SetWorkListener(std::function<void()> listener) override
+      EXCLUDES(listener_call_mu_, listen_mu_) {
     {
-      std::lock_guard<std::mutex> call(listener_call_mu_);
-      std::lock_guard<std::mutex> lock(listen_mu_);
+      MutexLock call(listener_call_mu_);
+      MutexLock lock(listen_mu_);
       listener_ = std::move(listener);
       if (!listener_ || listen_thread_.joinable()) return;
       listen_thread_ = std::thread([this] { ListenLoop(); });
@@ -1263,7 +1263,7 @@ class PostgresStore final : public ActionStore {
   // once per batch of notifications received. When the connection is lost it
   // reconnects with the pool's backoff; after a reconnect it calls the
   // listener once, since notifications sent meanwhile were lost.
-  void ListenLoop() {
+  void ListenLoop() EXCLUDES(listener_call_mu_, listen_mu_) {
     auto backoff = options_.reconnect_backoff_min;
     bool listened_before = false;
     while (!StopListening()) {
@@ -1304,21 +1304,23 @@ class PostgresStore final : public ActionStore {
     }
   }
 
-  bool StopListening() {
-    std::lock_guard<std::mutex> lock(listen_mu_);
+  bool StopListening() EXCLUDES(listen_mu_) {
+    MutexLock lock(listen_mu_);
     return stop_listening_;
   }
 
-  void WaitListenBackoff(std::chrono::milliseconds d) {
-    std::unique_lock<std::mutex> lock(listen_mu_);
-    listen_cv_.wait_for(lock, d, [&] { return stop_listening_; });
+  void WaitListenBackoff(std::chrono::milliseconds d) EXCLUDES(listen_mu_) {
+    MutexLock lock(listen_mu_);
+    const auto until = std::chrono::steady_clock::now() + d;
+    while (!stop_listening_ && listen_cv_.WaitUntil(listen_mu_, until)) {
+    }
   }
 
-  void CallListener() {
-    std::lock_guard<std::mutex> call(listener_call_mu_);
+  void CallListener() EXCLUDES(listener_call_mu_, listen_mu_) {
+    MutexLock call(listener_call_mu_);
     std::function<void()> f;
     {
-      std::lock_guard<std::mutex> lock(listen_mu_);
+      MutexLock lock(listen_mu_);
       f = listener_;
     }
     if (f) f();
@@ -1850,12 +1852,12 @@ class PostgresStore final : public ActionStore {
   // Takes an idle connection (waiting for one), connecting or reconnecting
   // it as needed. kUnavailable while the server cannot be reached (with
   // backoff between attempts).
-  Result<PooledConn*> Acquire() {
+  Result<PooledConn*> Acquire() EXCLUDES(pool_mu_) {
     PooledConn* pc = nullptr;
     bool reconnect = false;
     {
-      std::unique_lock<std::mutex> lock(pool_mu_);
-      pool_cv_.wait(lock, [&] { return !idle_.empty(); });
+      MutexLock lock(pool_mu_);
+      while (idle_.empty()) pool_cv_.Wait(pool_mu_);
       pc = idle_.back();
       idle_.pop_back();
       reconnect = !pc->connected || !pc->conn.healthy() || pc->connected_at < lost_at_;
@@ -1863,7 +1865,7 @@ class PostgresStore final : public ActionStore {
         const auto now = std::chrono::steady_clock::now();
         if (now < next_connect_at_) {
           idle_.push_back(pc);
-          pool_cv_.notify_one();
+          pool_cv_.NotifyOne();
           return Unavailable("PostgreSQL is unreachable; reconnecting in " +
                              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                 next_connect_at_ - now)
@@ -1876,13 +1878,13 @@ class PostgresStore final : public ActionStore {
     pc->conn.Close();
     pc->connected = false;
     Status st = pc->conn.Connect(options_.url, options_.schema);
-    std::lock_guard<std::mutex> lock(pool_mu_);
+    MutexLock lock(pool_mu_);
     if (!st.ok()) {
       last_connect_error_ = st.message();
       next_connect_at_ = std::chrono::steady_clock::now() + backoff_;
       backoff_ = std::min(backoff_ * 2, options_.reconnect_backoff_max);
       idle_.push_back(pc);
-      pool_cv_.notify_one();
+      pool_cv_.NotifyOne();
       return st;
     }
     backoff_ = options_.reconnect_backoff_min;
@@ -1894,15 +1896,15 @@ class PostgresStore final : public ActionStore {
   // Returns a connection to the pool. A broken one is closed, and every
   // connection made before now is suspect: each reconnects on its next use
   // (the server probably restarted).
-  void ReleaseConn(PooledConn* pc) {
-    std::lock_guard<std::mutex> lock(pool_mu_);
+  void ReleaseConn(PooledConn* pc) EXCLUDES(pool_mu_) {
+    MutexLock lock(pool_mu_);
     if (pc->connected && !pc->conn.healthy()) {
       pc->conn.Close();
       pc->connected = false;
       lost_at_ = std::chrono::steady_clock::now();
     }
     idle_.push_back(pc);
-    pool_cv_.notify_one();
+    pool_cv_.NotifyOne();
   }
 
   // Constant after construction.
@@ -1912,25 +1914,24 @@ class PostgresStore final : public ActionStore {
   RandomSource* const random_;
   std::vector<std::unique_ptr<PooledConn>> all_;
 
-  // Protected by pool_mu_.
-  std::mutex pool_mu_;
-  std::condition_variable pool_cv_;
-  std::vector<PooledConn*> idle_;
-  std::chrono::steady_clock::time_point lost_at_{};
-  std::chrono::steady_clock::time_point next_connect_at_{};
-  std::chrono::milliseconds backoff_;
-  std::string last_connect_error_;
+  Mutex pool_mu_;
+  CondVar pool_cv_;
+  std::vector<PooledConn*> idle_ GUARDED_BY(pool_mu_);
+  std::chrono::steady_clock::time_point lost_at_ GUARDED_BY(pool_mu_){};
+  std::chrono::steady_clock::time_point next_connect_at_ GUARDED_BY(pool_mu_){};
+  std::chrono::milliseconds backoff_ GUARDED_BY(pool_mu_);
+  std::string last_connect_error_ GUARDED_BY(pool_mu_);
 
   // A3. The channel is constant after construction. listener_call_mu_ is
   // held while the listener runs (so replacing it waits for a call), and
   // always taken before listen_mu_.
   const std::string channel_;
-  std::mutex listener_call_mu_;
-  std::mutex listen_mu_;
-  std::condition_variable listen_cv_;
-  std::function<void()> listener_;  // protected by listen_mu_
-  bool stop_listening_ = false;     // protected by listen_mu_
-  std::thread listen_thread_;       // started by the first listener
+  Mutex listener_call_mu_ ACQUIRED_BEFORE(listen_mu_);
+  Mutex listen_mu_;
+  CondVar listen_cv_;
+  std::function<void()> listener_ GUARDED_BY(listen_mu_);
+  bool stop_listening_ GUARDED_BY(listen_mu_) = false;
+  std::thread listen_thread_;  // started by the first listener
 };
 
 }  // namespace

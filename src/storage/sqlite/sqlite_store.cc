@@ -4,12 +4,10 @@
 #include <sqlite3.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdio>
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_map>
@@ -21,6 +19,7 @@
 #include "storage/store_actions.h"
 #include "storage/store_rows.h"
 #include "storage/store_rules.h"
+#include "taskengine/mutex.h"
 
 namespace taskengine {
 namespace {
@@ -362,10 +361,10 @@ class SqliteStore final : public ActionStore {
 
   ~SqliteStore() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stopping_ = true;
     }
-    work_cv_.notify_all();
+    work_cv_.NotifyAll();
     if (writer_.joinable()) writer_.join();
   }
 
@@ -384,6 +383,7 @@ class SqliteStore final : public ActionStore {
       auto conn = std::make_unique<Connection>();
       TE_RETURN_IF_ERROR(conn->Open(options_.path, /*create=*/false, options_.busy_timeout_ms));
       TE_RETURN_IF_ERROR(conn->Exec("PRAGMA query_only = 1; PRAGMA cache_size = -4096"));
+      MutexLock lock(read_mu_);  // uncontended: no Read runs before Init returns
       readers_.push_back(conn.get());
       owned_readers_.push_back(std::move(conn));
     }
@@ -1558,7 +1558,7 @@ class SqliteStore final : public ActionStore {
   // Runs `f(connection)` on the writer thread inside a group-committed
   // transaction; returns its result only after the COMMIT that contains it.
   template <typename T, typename F>
-  Result<T> Write(F&& f, Durability durability = Durability::kSync) {
+  Result<T> Write(F&& f, Durability durability = Durability::kSync) EXCLUDES(mu_) {
     std::optional<Result<T>> out;
     Op op;
     op.durability = durability;
@@ -1567,40 +1567,40 @@ class SqliteStore final : public ActionStore {
       return out->status();
     };
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_) return Unavailable("store is closing");
       queue_.push_back(&op);
-      work_cv_.notify_one();
-      done_cv_.wait(lock, [&] { return op.done; });
+      work_cv_.NotifyOne();
+      while (!op.done) done_cv_.Wait(mu_);
     }
     if (!op.result.ok()) return op.result;
     return std::move(*out);
   }
 
   template <typename T, typename F>
-  Result<T> Read(F&& f) {
+  Result<T> Read(F&& f) EXCLUDES(read_mu_) {
     Connection* c = nullptr;
     {
-      std::unique_lock<std::mutex> lock(read_mu_);
-      read_cv_.wait(lock, [&] { return !readers_.empty(); });
+      MutexLock lock(read_mu_);
+      while (readers_.empty()) read_cv_.Wait(read_mu_);
       c = readers_.back();
       readers_.pop_back();
     }
     Result<T> r = f(*c);
     {
-      std::lock_guard<std::mutex> lock(read_mu_);
+      MutexLock lock(read_mu_);
       readers_.push_back(c);
     }
-    read_cv_.notify_one();
+    read_cv_.NotifyOne();
     return r;
   }
 
-  void WriterLoop() {
+  void WriterLoop() EXCLUDES(mu_) {
     std::vector<Op*> batch;
     while (true) {
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        work_cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+        MutexLock lock(mu_);
+        while (queue_.empty() && !stopping_) work_cv_.Wait(mu_);
         if (queue_.empty()) return;  // stopping and drained
         const std::size_t n = std::min<std::size_t>(queue_.size(), std::max(1, options_.max_group));
         batch.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
@@ -1608,10 +1608,10 @@ class SqliteStore final : public ActionStore {
       }
       RunBatch(batch);
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         for (Op* op : batch) op->done = true;
       }
-      done_cv_.notify_all();
+      done_cv_.NotifyAll();
       batch.clear();
     }
   }
@@ -1686,17 +1686,16 @@ class SqliteStore final : public ActionStore {
   // Counter deltas of the running operation and of the batch (writer thread only).
   StatusCounters op_counters_, batch_counters_;
 
-  // Protected by mu_.
-  std::mutex mu_;
-  std::condition_variable work_cv_;
-  std::condition_variable done_cv_;
-  std::deque<Op*> queue_;
-  bool stopping_ = false;
+  Mutex mu_;
+  CondVar work_cv_;
+  CondVar done_cv_;
+  std::deque<Op*> queue_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
 
-  // Protected by read_mu_.
-  std::mutex read_mu_;
-  std::condition_variable read_cv_;
-  std::vector<Connection*> readers_;
+  Mutex read_mu_;
+  CondVar read_cv_;
+  std::vector<Connection*> readers_ GUARDED_BY(read_mu_);  // idle read connections
+  // Every read connection; set by Init, before any Read.
   std::vector<std::unique_ptr<Connection>> owned_readers_;
 };
 

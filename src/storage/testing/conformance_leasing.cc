@@ -3,12 +3,12 @@
 // S2 (lease calls on executions that are not running).
 #include <algorithm>
 #include <map>
-#include <mutex>
 #include <set>
 #include <thread>
 #include <utility>
 
 #include "storage/testing/conformance.h"
+#include "taskengine/mutex.h"
 
 // Every lease call with `ref`, each expected to answer `want`; together they
 // change nothing observable (Snapshot() before and after).
@@ -242,7 +242,7 @@ namespace {
 void ClaimConcurrently(const std::vector<Store*>& stores, int total) {
   constexpr int kThreads = 8;
   constexpr int kBatch = 7;
-  std::mutex mu;
+  Mutex mu;
   std::vector<std::pair<std::int64_t, std::int64_t>> claimed;  // (id, version)
   std::vector<std::string> errors;
   std::vector<std::thread> threads;
@@ -254,7 +254,7 @@ void ClaimConcurrently(const std::vector<Store*>& stores, int total) {
       req.slots = {QueueSlot{"default", kBatch}};
       for (;;) {
         Result<std::vector<Lease>> r = s->Claim(req);
-        std::lock_guard<std::mutex> lock(mu);
+        MutexLock lock(mu);
         if (!r.ok()) {
           errors.push_back(r.status().ToString());
           return;

@@ -1,10 +1,10 @@
 // Conformance cases for recovery: L4 (the sweeper and its staleness gate),
 // RD3 at store level (only the current claim publishes) and L5 (failures,
 // backoff, exhaustion and quarantine).
-#include <mutex>
 #include <thread>
 
 #include "storage/testing/conformance.h"
+#include "taskengine/mutex.h"
 
 namespace taskengine {
 namespace {
@@ -331,7 +331,7 @@ TEST_P(StoreConformance, L4_ConcurrentSweepsRecoverEachOnce) {
   if (GetParam().shares_data_between_opens) {
     ASSERT_OK_AND_ASSIGN(other, OpenAnother());
   }
-  std::mutex mu;
+  Mutex mu;
   int recovered = 0;
   int requeued = 0;
   std::vector<std::string> errors;
@@ -341,7 +341,7 @@ TEST_P(StoreConformance, L4_ConcurrentSweepsRecoverEachOnce) {
     threads.emplace_back([&, s] {
       for (;;) {
         Result<SweepReport> r = s->SweepExpired(5);
-        std::lock_guard<std::mutex> lock(mu);
+        MutexLock lock(mu);
         if (!r.ok()) {
           errors.push_back(r.status().ToString());
           return;
