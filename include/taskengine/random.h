@@ -2,9 +2,7 @@
 #pragma once
 
 #include <cstdint>
-#include <random>
-
-#include "taskengine/mutex.h"
+#include <memory>
 
 namespace taskengine {
 
@@ -19,15 +17,13 @@ class RandomSource {
 // A seeded Mersenne twister behind a mutex. Thread-safe.
 class SeededRandom final : public RandomSource {
  public:
-  explicit SeededRandom(std::uint64_t seed) : gen_(seed) {}
-  double Uniform01() override EXCLUDES(mu_) {
-    MutexLock lock(mu_);
-    return std::uniform_real_distribution<double>(0.0, 1.0)(gen_);
-  }
+  explicit SeededRandom(std::uint64_t seed);
+  ~SeededRandom() override;
+  double Uniform01() override;
 
  private:
-  Mutex mu_;
-  std::mt19937_64 gen_ GUARDED_BY(mu_);
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 // Always returns the same value; for tests that want no jitter (0.0). Thread-safe.

@@ -46,7 +46,7 @@
 
 #include "api/errors.h"
 #include "api/request_checks.h"
-#include "taskengine/mutex.h"
+#include "core/mutex.h"
 
 namespace taskengine::api {
 namespace {

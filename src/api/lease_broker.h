@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "storage/store.h"
-#include "taskengine/mutex.h"
+#include "core/mutex.h"
 #include "taskengine/status.h"
 #include "taskengine/types.h"
 

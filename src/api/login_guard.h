@@ -34,7 +34,7 @@
 #include "api/http_types.h"
 #include "api/rate_limit.h"
 #include "taskengine/clock.h"
-#include "taskengine/mutex.h"
+#include "core/mutex.h"
 
 namespace taskengine::api {
 

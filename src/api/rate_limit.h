@@ -16,7 +16,7 @@
 
 #include "api/http_types.h"
 #include "taskengine/clock.h"
-#include "taskengine/mutex.h"
+#include "core/mutex.h"
 
 namespace taskengine::api {
 

@@ -28,7 +28,7 @@
 #include "api/lease_broker.h"
 #include "api/metrics.h"
 #include "api/routes.h"
-#include "taskengine/mutex.h"
+#include "core/mutex.h"
 
 namespace taskengine::api {
 namespace {

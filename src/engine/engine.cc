@@ -13,7 +13,7 @@
 #include "engine/dispatcher.h"
 #include "engine/worker_pool.h"
 #include "storage/open_store.h"
-#include "taskengine/mutex.h"
+#include "core/mutex.h"
 
 namespace taskengine {
 namespace {

@@ -77,7 +77,7 @@
 #include "engine/job_schedules.h"
 #include "storage/store.h"
 #include "taskengine/clock.h"
-#include "taskengine/mutex.h"
+#include "core/mutex.h"
 #include "taskengine/status.h"
 #include "taskengine/types.h"
 

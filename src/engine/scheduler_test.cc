@@ -14,7 +14,7 @@
 #include "core/canonical_json.h"
 #include "core/time_text.h"
 #include "storage/sqlite/sqlite_store.h"
-#include "taskengine/mutex.h"
+#include "core/mutex.h"
 #include "testing_support/test_util.h"
 
 namespace taskengine {

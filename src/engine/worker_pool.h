@@ -37,7 +37,7 @@
 
 #include "storage/store.h"
 #include "taskengine/engine.h"
-#include "taskengine/mutex.h"
+#include "core/mutex.h"
 
 namespace taskengine {
 

@@ -21,7 +21,7 @@
 
 #include "handlers/testing/fake_job_context.h"
 #include "taskengine/engine.h"
-#include "taskengine/mutex.h"
+#include "core/mutex.h"
 #include "testing_support/test_util.h"
 
 namespace taskengine {

@@ -13,7 +13,7 @@ prefix=$tmp/prefix
 
 echo "--- cmake --install into $prefix"
 cmake --install "$build" --prefix "$prefix" >/dev/null
-for f in bin/taskengine include/taskengine/engine.h include/taskengine/mutex.h \
+for f in bin/taskengine include/taskengine/engine.h \
          include/taskengine_client/worker.h \
          lib/cmake/taskengine/taskengineConfig.cmake lib/pkgconfig/taskengine.pc \
          lib/pkgconfig/taskengine-client.pc lib/systemd/system/taskengine.service \

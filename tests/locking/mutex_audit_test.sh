@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every mutex of taskengine is a taskengine::Mutex (include/taskengine/mutex.h),
+# Every mutex of taskengine is a taskengine::Mutex (src/core/mutex.h),
 # which clang's thread-safety analysis checks; a std::mutex, std::shared_mutex,
 # std::recursive_mutex or std::timed_mutex elsewhere in src/ or include/ would
 # escape it. This test:
@@ -12,13 +12,13 @@ set -euo pipefail
 src=$1
 
 # audit ROOT: prints "path:line: text" for each forbidden type under
-# ROOT/src and ROOT/include outside include/taskengine/mutex.h; exit 1 if any.
+# ROOT/src and ROOT/include outside src/core/mutex.h; exit 1 if any.
 audit() {
   local root=$1
   local files
   files=$(cd "$root" && find src include -type f \
             \( -name '*.h' -o -name '*.cc' -o -name '*.hpp' -o -name '*.cpp' -o -name '*.inc' \) \
-            ! -path include/taskengine/mutex.h | LC_ALL=C sort)
+            ! -path src/core/mutex.h | LC_ALL=C sort)
   [ -n "$files" ] || return 0
   local found
   # shellcheck disable=SC2086
@@ -30,7 +30,7 @@ audit() {
     }' $files)
   if [ -n "$found" ]; then
     printf '%s\n' "$found"
-    echo "mutex audit: use taskengine::Mutex (include/taskengine/mutex.h), which clang's" \
+    echo "mutex audit: use taskengine::Mutex (src/core/mutex.h), which clang's" \
          "thread-safety analysis checks, instead of the std:: types above"
     return 1
   fi
@@ -42,10 +42,10 @@ audit "$src"
 echo "--- a scratch tree with one std::mutex planted"
 tmp=$(mktemp -d /tmp/taskengine-mutex-audit.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/src/engine" "$tmp/include/taskengine"
+mkdir -p "$tmp/src/engine" "$tmp/src/core" "$tmp/include/taskengine"
 printf '// std::mutex in a comment is fine\nclass Planted {\n  std::shared_mutex mu_;\n};\n' \
   > "$tmp/src/engine/planted.h"
-printf '#include <mutex>\nstd::mutex wrapped;\n' > "$tmp/include/taskengine/mutex.h"
+printf '#include <mutex>\nstd::mutex wrapped;\n' > "$tmp/src/core/mutex.h"
 set +e
 out=$(audit "$tmp")
 rc=$?
@@ -54,7 +54,7 @@ printf '%s\n' "$out" | sed 's/^/    /'
 if [ $rc -ne 1 ] || ! printf '%s\n' "$out" | grep -q '^src/engine/planted.h:3: '; then
   echo "FAIL: the audit did not name src/engine/planted.h:3 (exit $rc)"; exit 1
 fi
-if printf '%s\n' "$out" | grep -q '^include/taskengine/mutex.h:\|^src/engine/planted.h:1:'; then
+if printf '%s\n' "$out" | grep -q '^src/core/mutex.h:\|^src/engine/planted.h:1:'; then
   echo "FAIL: the audit flagged the wrapper header or a comment"; exit 1
 fi
 echo "mutex_audit_test: ok"

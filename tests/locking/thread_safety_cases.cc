@@ -1,7 +1,7 @@
 // Cases for thread_safety_test.sh, one per -DCASE=n: 0 uses the Mutex
 // correctly and must compile under -Werror=thread-safety; each other case
 // makes one locking mistake that clang's analysis must reject.
-#include "taskengine/mutex.h"
+#include "core/mutex.h"
 
 namespace taskengine {
 

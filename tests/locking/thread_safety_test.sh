@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Clang's thread-safety analysis really checks the Mutex of
-# include/taskengine/mutex.h: thread_safety_cases.cc compiles as written
+# src/core/mutex.h: thread_safety_cases.cc compiles as written
 # (CASE=0) and each locking mistake in it (CASE=1..5) fails with
 # -Werror=thread-safety, with the analysis' message.
 # Usage: thread_safety_test.sh CLANGXX SOURCE_DIR
@@ -9,7 +9,7 @@ cxx=$1
 src=$2
 cases="$src/tests/locking/thread_safety_cases.cc"
 compile() {
-  "$cxx" -std=c++20 -fsyntax-only -Wthread-safety -Werror=thread-safety -I "$src/include" \
+  "$cxx" -std=c++20 -fsyntax-only -Wthread-safety -Werror=thread-safety -I "$src/include" -I "$src/src" \
     -DCASE="$1" "$cases" 2>&1
 }
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "taskengine/job.h"
-#include "taskengine/mutex.h"
+#include "core/mutex.h"
 
 namespace taskengine {
 

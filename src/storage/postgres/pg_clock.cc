@@ -5,7 +5,7 @@
 
 #include "storage/postgres/pg_conn.h"
 #include "storage/postgres/pg_store.h"
-#include "taskengine/mutex.h"
+#include "core/mutex.h"
 
 namespace taskengine {
 namespace {

@@ -21,7 +21,7 @@
 #include "storage/store_actions.h"
 #include "storage/store_rows.h"
 #include "storage/store_rules.h"
-#include "taskengine/mutex.h"
+#include "core/mutex.h"
 
 namespace taskengine {
 namespace {

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "storage/testing/conformance.h"
-#include "taskengine/mutex.h"
+#include "core/mutex.h"
 
 // Every lease call with `ref`, each expected to answer `want`; together they
 // change nothing observable (Snapshot() before and after).

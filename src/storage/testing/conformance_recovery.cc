@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "storage/testing/conformance.h"
-#include "taskengine/mutex.h"
+#include "core/mutex.h"
 
 namespace taskengine {
 namespace {

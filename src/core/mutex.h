@@ -40,8 +40,8 @@
 #define TE_THREAD_ANNOTATION_(x)
 #endif
 
-// The attribute names of clang's documentation. A project that defines one of
-// them itself keeps its own definition (this header does not use them).
+// The attribute names of clang's documentation (this header is internal: it is
+// not installed, so they reach no outside project).
 #ifndef CAPABILITY
 #define CAPABILITY(x) TE_THREAD_ANNOTATION_(capability(x))
 #endif
