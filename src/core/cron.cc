@@ -7,16 +7,12 @@
 #include <string>
 #include <utility>
 
+#include "core/int_math.h"
+
 namespace taskengine {
 namespace {
 
 constexpr std::int64_t kMinutesPerDay = 1440;
-
-// Floor division for possibly negative numerators.
-constexpr std::int64_t FloorDiv(std::int64_t a, std::int64_t b) {
-  const std::int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
 
 // Days since 1970-01-01 of a civil date (Howard Hinnant's days_from_civil).
 constexpr std::int64_t DaysFromCivil(int year, int month, int day) {

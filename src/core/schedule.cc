@@ -7,6 +7,8 @@
 #include <exception>
 #include <utility>
 
+#include "core/int_math.h"
+
 namespace taskengine {
 namespace {
 
@@ -14,11 +16,6 @@ constexpr Millis kMillisPerMinute = 60'000;
 // Larger than any change of UTC offset at one transition (offsets lie within
 // -12:00..+14:00; Pacific/Apia skipped a whole day in 2011).
 constexpr Millis kMaxOffsetJump = 27LL * 3600 * 1000;
-
-constexpr std::int64_t FloorDiv(std::int64_t a, std::int64_t b) {
-  const std::int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
 
 // A sys_info bound in milliseconds, clamped to a little beyond the supported
 // range (the first and last intervals of a zone reach year -32767 / 32767).

@@ -10,15 +10,13 @@
 
 #include "core/canonical_json.h"
 #include "core/cron.h"
+#include "core/int_math.h"
 #include "core/time_text.h"
 
 namespace taskengine {
 namespace {
 
 constexpr Millis kMillisPerMinute = 60'000;
-// FiresBetween bound for the fires inside one catch-up window: the store caps
-// the window at 7 days (10,080 minutes); the on-time span adds one interval.
-constexpr int kMaxFiresInWindow = 1'000'000;
 
 using SteadyClock = std::chrono::steady_clock;
 
@@ -32,11 +30,6 @@ std::chrono::microseconds ThreadCpuTime() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return std::chrono::seconds(ts.tv_sec) + std::chrono::duration_cast<std::chrono::microseconds>(
                                                std::chrono::nanoseconds(ts.tv_nsec));
-}
-
-constexpr std::int64_t FloorDiv(std::int64_t a, std::int64_t b) {
-  const std::int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
 CivilTime UtcCivil(Millis ms) { return ToCivil(LocalMinute{FloorDiv(ms, kMillisPerMinute)}); }
@@ -111,12 +104,6 @@ std::string WindowKey(const JobName& job, const TenantId& tenant, Millis window_
   key.append(job.value).append(1, ':');
   if (!tenant.empty()) key.append(tenant.value).append(1, ':');
   return key.append(minute);
-}
-
-std::pair<Millis, Millis> ClaimedWindow(Millis fire, Millis window_ms) {
-  TE_DCHECK(window_ms > 0);
-  const Millis end = FloorDiv(fire, window_ms) * window_ms;
-  return {end - window_ms, end};
 }
 
 Result<std::optional<Schedule>> CheckJobSchedule(const JobDefinition& job) {
@@ -267,8 +254,6 @@ Result<CyclePlan> Scheduler::EvaluateLocked() {
 
   const TenantId kNoTenant;
   const Millis on_time_ms = options_.cycle_interval_ms;
-  std::vector<Millis> admit;       // fire times (or window starts) to admit, per job
-  std::vector<Millis> admit_fire;  // the fire behind each of `admit`
   plan.updates.reserve(jobs.size());
   plan.admissions.reserve(jobs.size());
   const std::string requester = kSchedulerRequester;
@@ -299,87 +284,22 @@ Result<CyclePlan> Scheduler::EvaluateLocked() {
       continue;
     }
 
-    // Stale fires (older than both the catch-up window and the on-time span)
-    // are counted one by one, up to a bound.
-    const Millis keep_from = now - std::max(job.catch_up_window_ms, on_time_ms);
-    Millis cursor = from;
-    std::int64_t stale = 0;
-    if (from < keep_from) {
-      while (true) {
-        std::optional<Millis> next = schedule.NextAfter(cursor);
-        if (!next || *next >= keep_from) break;
-        ++stale;
-        update.last_skipped_at = *next;
-        cursor = *next;
-        if (stale >= kMaxCountedFires) {
-          report.skipped_count_capped = true;
-          cursor = keep_from - 1;
-          break;
-        }
-      }
-    }
-
-    // The fires worth an execution: on time or missed within the window.
-    const std::vector<Millis> recent = schedule.FiresBetween(cursor, now, kMaxFiresInWindow);
-    std::int64_t skipped = stale;
-    std::int64_t coalesced = 0;
-    admit.clear();
-    std::size_t first_on_time = recent.size();
-    for (std::size_t i = 0; i < recent.size(); ++i) {
-      if (now - recent[i] <= on_time_ms) {
-        first_on_time = i;
-        break;
-      }
-    }
-    const std::size_t missed = first_on_time;  // recent[0 .. missed) are missed fires
-    switch (job.catch_up) {
-      case CatchUpPolicy::kAll:
-        admit.assign(recent.begin(), recent.end());
-        break;
-      case CatchUpPolicy::kCoalesce:
-        if (missed > 0 && first_on_time == recent.size()) {
-          admit.push_back(recent[missed - 1]);
-          coalesced += static_cast<std::int64_t>(missed) - 1;
-        } else {
-          coalesced += static_cast<std::int64_t>(missed);
-        }
-        admit.insert(admit.end(), recent.begin() + static_cast<std::ptrdiff_t>(first_on_time),
-                     recent.end());
-        break;
-      case CatchUpPolicy::kNone:
-        skipped += static_cast<std::int64_t>(missed);
-        if (missed > 0) update.last_skipped_at = recent[missed - 1];
-        admit.assign(recent.begin() + static_cast<std::ptrdiff_t>(first_on_time), recent.end());
-        break;
-    }
-
-    // The latest fire that claims an execution (for windows: also one that
-    // coalesces into the claim of its window).
-    const Millis latest_fire = admit.empty() ? 0 : admit.back();
-    // Window claims: one admission per window; later fires of a window
-    // coalesce into its first.
-    admit_fire = admit;
-    if (job.window_ms > 0) {
-      std::size_t out = 0;
-      for (std::size_t i = 0; i < admit.size(); ++i) {
-        const Millis start = ClaimedWindow(admit_fire[i], job.window_ms).first;
-        if (out > 0 && admit[out - 1] == start) {
-          ++coalesced;
-          continue;
-        }
-        admit[out] = start;
-        admit_fire[out] = admit_fire[i];
-        ++out;
-      }
-      admit.resize(out);
-      admit_fire.resize(out);
-    }
-
-    report.fires += static_cast<std::int64_t>(recent.size()) + stale;
-    report.skipped += skipped;
-    report.coalesced += coalesced;
+    FirePolicy policy;
+    policy.catch_up = job.catch_up;
+    policy.catch_up_window_ms = job.catch_up_window_ms;
+    policy.window_ms = job.window_ms;
+    policy.on_time_ms = on_time_ms;
+    const FirePlan fires = PlanFires(schedule, policy, from, now);
+    const std::vector<Millis>& admit = fires.claims;
+    const std::vector<Millis>& admit_fire = fires.fires;
+    update.last_skipped_at = fires.last_skipped_at;
+    report.skipped_count_capped = report.skipped_count_capped || fires.skipped_count_capped;
+    report.fires += fires.fires_seen;
+    report.skipped += fires.skipped;
+    report.coalesced += fires.coalesced;
     report.admitted_fires += static_cast<std::int64_t>(admit.size());
-    update.skipped = skipped;
+    update.skipped = fires.skipped;
+    const Millis latest_fire = fires.latest_fire;
 
     const bool per_tenant = job.scope == JobScope::kPerTenant;
     for (std::size_t i = 0; i < admit.size(); ++i) {

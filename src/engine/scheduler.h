@@ -73,11 +73,12 @@
 #include <utility>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/schedule.h"
+#include "engine/fire_plan.h"
 #include "engine/job_schedules.h"
 #include "storage/store.h"
 #include "taskengine/clock.h"
-#include "core/mutex.h"
 #include "taskengine/status.h"
 #include "taskengine/types.h"
 
@@ -197,10 +198,6 @@ struct SchedulerTotals {
 // and taskengine_scheduler_last_cycle_timestamp_seconds.
 void AppendSchedulerMetrics(const SchedulerTotals& totals, std::string* out);
 
-// At most this many stale fires of one job are counted one by one in a cycle
-// (about two years of a per-minute job).
-inline constexpr std::int64_t kMaxCountedFires = 1'000'000;
-
 // "2026-01-01T00:05Z": the UTC minute of `ms` (floored), as keys use it.
 std::string FormatKeyMinute(Millis ms);
 // T3: "<job>:<fire minute>" or, for a tenant, "<job>:<fire minute>:<tenant>".
@@ -208,9 +205,6 @@ std::string ScheduledKey(const JobName& job, Millis fire, const TenantId& tenant
 // T5: "<job>:<tenant>:<window start minute>" or, without a tenant,
 // "<job>:<window start minute>".
 std::string WindowKey(const JobName& job, const TenantId& tenant, Millis window_start);
-// T5: the latest complete window [start, end) of `window_ms` at `fire`,
-// aligned to the epoch. REQUIRES: window_ms > 0.
-std::pair<Millis, Millis> ClaimedWindow(Millis fire, Millis window_ms);
 
 // Checks the scheduling fields of a definition the way a cycle does: the
 // schedule (when not empty) and the zone parse, and window_ms is a whole

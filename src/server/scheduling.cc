@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "core/cron.h"
+#include "core/int_math.h"
 #include "core/schedule.h"
 #include "core/time_text.h"
 #include "server/time_format.h"
@@ -18,11 +19,6 @@ namespace {
 
 constexpr std::size_t kMaxNodeIdBytes = 200;
 constexpr std::size_t kMaxTenantNameBytes = 200;
-
-constexpr std::int64_t FloorDiv(std::int64_t a, std::int64_t b) {
-  const std::int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
 
 std::string FormatOffset(std::int64_t offset_seconds) {
   const char sign = offset_seconds < 0 ? '-' : '+';
