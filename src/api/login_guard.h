@@ -33,8 +33,8 @@
 
 #include "api/http_types.h"
 #include "api/rate_limit.h"
-#include "taskengine/clock.h"
 #include "core/mutex.h"
+#include "taskengine/clock.h"
 
 namespace taskengine::api {
 

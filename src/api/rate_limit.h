@@ -15,8 +15,8 @@
 #include <utility>
 
 #include "api/http_types.h"
-#include "taskengine/clock.h"
 #include "core/mutex.h"
+#include "taskengine/clock.h"
 
 namespace taskengine::api {
 

@@ -10,10 +10,10 @@
 #include <thread>
 #include <unordered_map>
 
+#include "core/mutex.h"
 #include "engine/dispatcher.h"
 #include "engine/worker_pool.h"
 #include "storage/open_store.h"
-#include "core/mutex.h"
 
 namespace taskengine {
 namespace {

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "core/canonical_json.h"
+#include "core/mutex.h"
 #include "core/time_text.h"
 #include "storage/sqlite/sqlite_store.h"
-#include "core/mutex.h"
 #include "testing_support/test_util.h"
 
 namespace taskengine {

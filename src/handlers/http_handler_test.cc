@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "handlers/testing/fake_job_context.h"
 #include "taskengine/engine.h"
-#include "core/mutex.h"
 #include "testing_support/test_util.h"
 
 namespace taskengine {

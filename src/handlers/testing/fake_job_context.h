@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "taskengine/job.h"
 #include "core/mutex.h"
+#include "taskengine/job.h"
 
 namespace taskengine {
 

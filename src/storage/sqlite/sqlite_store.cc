@@ -12,6 +12,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "core/mutex.h"
 #include "core/state_machine.h"
 #include "storage/list_codec.h"
 #include "storage/sqlite/schema.h"
@@ -19,7 +20,6 @@
 #include "storage/store_actions.h"
 #include "storage/store_rows.h"
 #include "storage/store_rules.h"
-#include "core/mutex.h"
 
 namespace taskengine {
 namespace {

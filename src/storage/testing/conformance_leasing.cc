@@ -7,8 +7,8 @@
 #include <thread>
 #include <utility>
 
-#include "storage/testing/conformance.h"
 #include "core/mutex.h"
+#include "storage/testing/conformance.h"
 
 // Every lease call with `ref`, each expected to answer `want`; together they
 // change nothing observable (Snapshot() before and after).

@@ -3,8 +3,8 @@
 // backoff, exhaustion and quarantine).
 #include <thread>
 
-#include "storage/testing/conformance.h"
 #include "core/mutex.h"
+#include "storage/testing/conformance.h"
 
 namespace taskengine {
 namespace {
