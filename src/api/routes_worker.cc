@@ -9,7 +9,8 @@
 // a worker waits). Single heartbeats and single finishes of concurrent
 // requests are group-committed into the store's batch calls; the batch
 // routes are one store call each. Outcomes are published through the engine
-// (Engine::PublishOutcomes) so that work they make due wakes workers.
+// (PublishOutcomes, engine/engine_internal.h) so that work they make due
+// wakes workers.
 //
 // Worker registration: lease and batch heartbeat requests register the worker
 // (Store::ReportWorker, at most once a second per worker unless its state
@@ -278,7 +279,7 @@ struct WorkerProtocol {
             kMaxBatchItems),
         finishes(
             [engine = context.engine](const std::vector<FinishRequest>& batch) {
-              return engine->PublishOutcomes(batch);
+              return PublishOutcomes(*engine, batch);
             },
             kMaxBatchItems) {}
 
@@ -830,7 +831,7 @@ HttpResponse FinishBatchRoute(WorkerProtocol& wp, const RouteRequest& req) {
   }
   if (Status s = in.Finish(); !s.ok()) return StatusResponse(s);
 
-  std::vector<Result<FinishReply>> replies = wp.ctx.engine->PublishOutcomes(requests);
+  std::vector<Result<FinishReply>> replies = PublishOutcomes(*wp.ctx.engine, requests);
   std::vector<ExecutionId> finished;
   Json out = Json::array();
   for (std::size_t i = 0; i < requests.size(); ++i) {
