@@ -31,6 +31,7 @@
 #include "api/api.h"
 #include "api/auth.h"
 #include "api/http_server.h"
+#include "engine/engine_internal.h"
 #include "http_load.h"
 #include "storage/store.h"
 #include "taskengine/engine.h"
@@ -108,7 +109,7 @@ class Server {
                                    [](te::JobContext&) { return te::HandlerResult::Success(); }),
           "register");
     for (const char* principal : {"bench-dispatcher", "bench-worker", "bench-reader"}) {
-      Check(engine_->store().Grant(principal, "*"), "grant");
+      Check(StoreOf(*engine_).Grant(principal, "*"), "grant");
     }
     Check(engine_->Start(), "start");
     auth_.Add(kDispatchToken,

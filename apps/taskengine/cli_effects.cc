@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "cli.h"
+#include "engine/engine_internal.h"
 #include "server/operations.h"
 #include "storage/store.h"
 #include "views/views.h"
@@ -69,7 +70,7 @@ int RunReserve(const GlobalFlags& flags, const EffectFlags& f) {
   LeaseRef lease;
   std::unique_ptr<Engine> engine;
   if (int code = Open(flags, f, &lease, &engine); code != kExitOk) return code;
-  auto reply = engine->store().ReserveEffect(lease, f.name);
+  auto reply = StoreOf(*engine).ReserveEffect(lease, f.name);
   if (!reply.ok()) return Fail(reply.status());
   PrintAnswer(flags, EffectReplyToJson(*reply));
   return ExitCodeForAnswer(reply->answer);
@@ -79,7 +80,7 @@ int RunCommit(const GlobalFlags& flags, const EffectFlags& f) {
   LeaseRef lease;
   std::unique_ptr<Engine> engine;
   if (int code = Open(flags, f, &lease, &engine); code != kExitOk) return code;
-  auto record = engine->store().CommitEffect(lease, f.name, f.detail);
+  auto record = StoreOf(*engine).CommitEffect(lease, f.name, f.detail);
   if (!record.ok()) {
     if (record.status().code() == ErrorCode::kStale) {
       PrintAnswer(flags, {{"answer", "stale"}, {"key", EffectKey(lease.id, f.name)}});
@@ -104,7 +105,7 @@ int RunRelease(const GlobalFlags& flags, const EffectFlags& f) {
   LeaseRef lease;
   std::unique_ptr<Engine> engine;
   if (int code = Open(flags, f, &lease, &engine); code != kExitOk) return code;
-  Status s = engine->store().ReleaseEffect(lease, f.name);
+  Status s = StoreOf(*engine).ReleaseEffect(lease, f.name);
   const std::string key = EffectKey(lease.id, f.name);
   if (s.code() == ErrorCode::kStale) {
     PrintAnswer(flags, {{"answer", "stale"}, {"key", key}});

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "core/time_text.h"
+#include "engine/engine_internal.h"
 #include "server/logging.h"
 #include "server/operations.h"
 #include "server/server.h"
@@ -50,7 +51,7 @@ int RunList(const GlobalFlags& flags, const ListFlags& f) {
 
   auto engine = OpenClient(flags);
   if (!engine.ok()) return Fail(engine.status());
-  auto page = (*engine)->store().ListExecutions(filter);
+  auto page = StoreOf(**engine).ListExecutions(filter);
   if (!page.ok()) return Fail(page.status());
 
   if (flags.json) {

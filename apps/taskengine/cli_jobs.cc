@@ -11,6 +11,7 @@
 #include "api/job_edits.h"
 #include "api/redaction.h"
 #include "cli.h"
+#include "engine/engine_internal.h"
 #include "server/logging.h"
 #include "server/operations.h"
 #include "server/scheduling.h"
@@ -26,9 +27,9 @@ int RunJobList(const GlobalFlags& flags, bool show_secrets) {
   ServerConfig config;
   auto engine = OpenClient(flags, &config);
   if (!engine.ok()) return Fail(engine.status());
-  auto jobs = (*engine)->store().ListJobs();
+  auto jobs = StoreOf(**engine).ListJobs();
   if (!jobs.ok()) return Fail(jobs.status());
-  auto schedules = JobSchedules((*engine)->store(), *jobs, (*engine)->clock()->NowMillis());
+  auto schedules = JobSchedules(StoreOf(**engine), *jobs, (*engine)->clock()->NowMillis());
   if (!schedules.ok()) return Fail(schedules.status());
   if (flags.json) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
@@ -164,7 +165,7 @@ Result<nlohmann::json> DefineBody(const DefineFlags& f, bool creating) {
 // The job edits over the CLI's database, with the checks of config loading.
 api::JobEditor CliEditor(Engine& engine, const ServerConfig& config) {
   api::JobEditor editor;
-  editor.store = &engine.store();
+  editor.store = &StoreOf(engine);
   editor.check_job = [config](const JobDefinition& job, std::string* field) {
     return CheckJobDefinition(job, config, field);
   };
@@ -177,7 +178,7 @@ api::JobEditor CliEditor(Engine& engine, const ServerConfig& config) {
 int PrintJob(const GlobalFlags& flags, Engine& engine, const ServerConfig& config,
              const JobDefinition& job, const std::string& what) {
   if (flags.json) {
-    auto schedules = JobSchedules(engine.store(), {job}, engine.clock()->NowMillis());
+    auto schedules = JobSchedules(StoreOf(engine), {job}, engine.clock()->NowMillis());
     if (!schedules.ok()) return Fail(schedules.status());
     nlohmann::ordered_json doc = JobToJson(job, (*schedules)[job.name.value]);
     doc["config"] = api::RedactJobConfig(doc["config"], /*reveal=*/false, config.redact_keys);
@@ -208,7 +209,7 @@ Result<JobDefinition> ReadJob(Engine& engine, const std::string& name) {
     return InvalidArgument("'" + name.substr(0, 100) +
                            "' is not a valid job name ([a-z0-9][a-z0-9._-]{0,99})");
   }
-  auto job = engine.store().GetJob(JobName(name));
+  auto job = StoreOf(engine).GetJob(JobName(name));
   if (!job.ok() && job.status().code() == ErrorCode::kNotFound) {
     return NotFound("no job named '" + name + "' (see `taskengine job:list`)");
   }

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli.h"
+#include "engine/engine_internal.h"
 #include "server/operations.h"
 #include "server/time_format.h"
 #include "storage/store.h"
@@ -30,7 +31,7 @@ int RunQuarantineList(const GlobalFlags& flags, const QuarantineFlags& f) {
   filter.before = ExecutionId(f.before);
   auto engine = OpenClient(flags);
   if (!engine.ok()) return Fail(engine.status());
-  auto page = (*engine)->store().ListExecutions(filter);
+  auto page = StoreOf(**engine).ListExecutions(filter);
   if (!page.ok()) return Fail(page.status());
   if (flags.json) {
     nlohmann::ordered_json items = nlohmann::ordered_json::array();
@@ -70,7 +71,7 @@ struct LaneFlags {
 int RunLaneStatus(const GlobalFlags& flags, const LaneFlags& f) {
   auto engine = OpenClient(flags);
   if (!engine.ok()) return Fail(engine.status());
-  Store& store = (*engine)->store();
+  Store& store = StoreOf(**engine);
   std::vector<LaneStatus> lanes;
   if (f.tenant_option->count() > 0 && !IsValidTenantId(f.tenant)) {
     return Fail(InvalidArgument("--tenant: '" + f.tenant +
@@ -126,7 +127,7 @@ int RunAuditList(const GlobalFlags& flags, const AuditFlags& f) {
   filter.before_id = f.before;
   auto engine = OpenClient(flags);
   if (!engine.ok()) return Fail(engine.status());
-  auto records = (*engine)->store().ListAudit(filter);
+  auto records = StoreOf(**engine).ListAudit(filter);
   if (!records.ok()) return Fail(records.status());
   // A full page may have more behind it.
   const std::int64_t next =
@@ -161,7 +162,7 @@ struct GrantFlags {
 int RunGrant(const GlobalFlags& flags, const GrantFlags& f, bool add) {
   auto engine = OpenClient(flags);
   if (!engine.ok()) return Fail(engine.status());
-  auto change = ChangeGrant((*engine)->store(), add, f.principal, f.tenant, CliRequester());
+  auto change = ChangeGrant(StoreOf(**engine), add, f.principal, f.tenant, CliRequester());
   if (!change.ok()) return Fail(change.status());
   if (flags.json) {
     PrintJson({{"principal", change->principal},

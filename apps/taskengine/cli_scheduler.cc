@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "core/time_text.h"
+#include "engine/engine_internal.h"
 #include "server/logging.h"
 #include "server/operations.h"
 #include "server/scheduling.h"
@@ -31,7 +32,7 @@ int RunScheduler(const GlobalFlags& flags, const std::string& node) {
   auto engine = Open(flags);
   if (!engine.ok()) return Fail(engine.status());
   const std::string node_id = node.empty() ? DefaultSchedulerNode() : node;
-  auto report = RunSchedulerCycle((*engine)->store(), *(*engine)->clock(), node_id);
+  auto report = RunSchedulerCycle(StoreOf(**engine), *(*engine)->clock(), node_id);
   if (!report.ok()) return Fail(report.status());
   const CycleReport& r = *report;
   if (flags.json) {
@@ -115,7 +116,7 @@ int RunTenantAdd(const GlobalFlags& flags, const TenantFlags& f) {
   if (!engine.ok()) return Fail(engine.status());
   std::optional<std::string> name;
   if (f.name_option->count() > 0) name = f.name;
-  auto change = AddTenant((*engine)->store(), f.id, name, CliRequester());
+  auto change = AddTenant(StoreOf(**engine), f.id, name, CliRequester());
   if (!change.ok()) return Fail(change.status());
   PrintTenant(flags, *change, change->created ? "added" : "renamed");
   return kExitOk;
@@ -124,7 +125,7 @@ int RunTenantAdd(const GlobalFlags& flags, const TenantFlags& f) {
 int RunTenantSetActive(const GlobalFlags& flags, const std::string& id, bool active) {
   auto engine = Open(flags);
   if (!engine.ok()) return Fail(engine.status());
-  auto change = SetTenantActive((*engine)->store(), id, active, CliRequester());
+  auto change = SetTenantActive(StoreOf(**engine), id, active, CliRequester());
   if (!change.ok()) return Fail(change.status());
   PrintTenant(flags, *change, active ? "enabled" : "disabled");
   return kExitOk;
@@ -133,7 +134,7 @@ int RunTenantSetActive(const GlobalFlags& flags, const std::string& id, bool act
 int RunTenantList(const GlobalFlags& flags) {
   auto engine = Open(flags);
   if (!engine.ok()) return Fail(engine.status());
-  auto tenants = (*engine)->store().ListTenants(/*active_only=*/false);
+  auto tenants = StoreOf(**engine).ListTenants(/*active_only=*/false);
   if (!tenants.ok()) return Fail(tenants.status());
   if (flags.json) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();

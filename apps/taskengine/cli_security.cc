@@ -8,6 +8,7 @@
 
 #include "api/store_authenticator.h"
 #include "cli.h"
+#include "engine/engine_internal.h"
 #include "server/operations.h"
 #include "storage/store.h"
 
@@ -147,7 +148,7 @@ int RunUserAdd(const GlobalFlags& flags, const UserAddFlags& f) {
 
   auto engine = OpenClient(flags);
   if (!engine.ok()) return Fail(engine.status());
-  Store& store = (*engine)->store();
+  Store& store = StoreOf(**engine);
   auto existing = store.GetUser(f.name);
   if (existing.ok()) return Fail(Conflict("user '" + f.name + "' already exists"));
   if (existing.status().code() != ErrorCode::kNotFound) return Fail(existing.status());
@@ -183,7 +184,7 @@ int RunUserAdd(const GlobalFlags& flags, const UserAddFlags& f) {
 int RunUserList(const GlobalFlags& flags) {
   auto engine = OpenClient(flags);
   if (!engine.ok()) return Fail(engine.status());
-  auto users = (*engine)->store().ListUsers();
+  auto users = StoreOf(**engine).ListUsers();
   if (!users.ok()) return Fail(users.status());
   if (flags.json) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
@@ -245,7 +246,7 @@ int RunTokenCreate(const GlobalFlags& flags, const TokenCreateFlags& f) {
 
   auto engine = OpenClient(flags);
   if (!engine.ok()) return Fail(engine.status());
-  Store& store = (*engine)->store();
+  Store& store = StoreOf(**engine);
   const std::string secret = api::NewTokenSecret();
   ApiToken token;
   token.name = f.name;
@@ -292,7 +293,7 @@ std::string TokenState(const ApiToken& t, Millis now) {
 int RunTokenList(const GlobalFlags& flags) {
   auto engine = OpenClient(flags);
   if (!engine.ok()) return Fail(engine.status());
-  auto tokens = (*engine)->store().ListTokens();
+  auto tokens = StoreOf(**engine).ListTokens();
   if (!tokens.ok()) return Fail(tokens.status());
   const Millis now = (*engine)->clock()->NowMillis();
   if (flags.json) {
@@ -325,7 +326,7 @@ int RunTokenList(const GlobalFlags& flags) {
 int RunTokenRevoke(const GlobalFlags& flags, std::int64_t id) {
   auto engine = OpenClient(flags);
   if (!engine.ok()) return Fail(engine.status());
-  Store& store = (*engine)->store();
+  Store& store = StoreOf(**engine);
   auto tokens = store.ListTokens();
   if (!tokens.ok()) return Fail(tokens.status());
   const ApiToken* found = nullptr;

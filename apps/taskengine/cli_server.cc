@@ -9,6 +9,7 @@
 
 #include "api/job_edits.h"
 #include "cli.h"
+#include "engine/engine_internal.h"
 #include "server/job_seeding.h"
 #include "server/logging.h"
 #include "server/operations.h"
@@ -90,7 +91,7 @@ int RunSyncJobs(const GlobalFlags& flags, const ServerConfig& config, const Migr
   // A dry run changes nothing: an existing, migrated database only.
   auto engine = OpenEngine(config, f.dry_run ? EngineMode::kClient : EngineMode::kMigrate, options);
   if (!engine.ok()) return Fail(engine.status());
-  auto synced = SyncJobs((*engine)->store(), config.jobs, f.dry_run, *actor, config.redact_keys);
+  auto synced = SyncJobs(StoreOf(**engine), config.jobs, f.dry_run, *actor, config.redact_keys);
   if (!synced.ok()) return Fail(synced.status());
   int differ = 0;
   int missing = 0;
@@ -150,7 +151,7 @@ int RunMigrate(const GlobalFlags& flags, const MigrateFlags& f) {
   if (f.sync_jobs) return RunSyncJobs(flags, *config, f);
   auto engine = OpenEngine(*config, EngineMode::kMigrate);
   if (!engine.ok()) return Fail(engine.status());
-  auto version = (*engine)->store().SchemaVersion();
+  auto version = StoreOf(**engine).SchemaVersion();
   if (!version.ok()) return Fail(version.status());
   if (flags.json) {
     PrintJson({{"database", config->database_url.empty() ? config->database_path
@@ -172,7 +173,7 @@ int RunQueueStatus(const GlobalFlags& flags) {
   ServerConfig config;
   auto engine = OpenClient(flags, &config);
   if (!engine.ok()) return Fail(engine.status());
-  auto rows = QueueStatus((*engine)->store(), config, (*engine)->clock()->NowMillis());
+  auto rows = QueueStatus(StoreOf(**engine), config, (*engine)->clock()->NowMillis());
   if (!rows.ok()) return Fail(rows.status());
   if (flags.json) {
     nlohmann::ordered_json queues = nlohmann::ordered_json::array();
@@ -203,7 +204,7 @@ int RunWorkerList(const GlobalFlags& flags) {
   ConfigureLogging(config->log_format, /*verbose=*/false);
   auto engine = OpenEngine(*config, EngineMode::kClient);
   if (!engine.ok()) return Fail(engine.status());
-  auto workers = (*engine)->store().ListWorkers(0);
+  auto workers = StoreOf(**engine).ListWorkers(0);
   if (!workers.ok()) return Fail(workers.status());
   const Millis now = (*engine)->clock()->NowMillis();
   nlohmann::ordered_json items = nlohmann::ordered_json::array();

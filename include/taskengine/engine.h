@@ -24,10 +24,6 @@
 
 namespace taskengine {
 
-class Store;
-struct FinishRequest;
-struct FinishReply;
-
 // Decides whether a principal may still act for a tenant. A replay rechecks
 // the original requester of the execution with it (R1). Thread-safe.
 class Authorizer {
@@ -185,8 +181,8 @@ struct EngineStats {
   // Cancel latency: for each Cancel() of this engine, the time by this
   // engine's clock from the request to the terminal status of the execution
   // as this engine observed it: at once when the cancel itself ended the
-  // execution; else when this engine published its outcome (its own worker
-  // pool or PublishOutcomes, i.e. remote workers through this node's API), or
+  // execution; else when this engine published its outcome (from its own
+  // worker pool, or from remote workers through this node's API), or
   // when its sweep loop found it terminal (ended elsewhere, e.g. another
   // node). Cancels still pending after 24 h are dropped unobserved.
   // Upper bounds of the histogram's buckets, in milliseconds.
@@ -248,20 +244,8 @@ class Engine {
   // remote workers' long polls. Called on the committing thread: it must be
   // cheap and must not block. Listeners live as long as the engine.
   virtual void AddWorkListener(std::function<void()> listener) = 0;
-  // Publishes outcomes that workers outside this engine reported (the HTTP
-  // worker protocol, W4) in one transaction: Store::FinishBatch, so each one
-  // is fenced by its claim version (kStale, kNotFound change nothing). Then,
-  // as after the in-process pool's own outcomes, wakes this engine's workers
-  // and work listeners when any was published, because an outcome may make
-  // work due (a release requeues at once; a finished lane head lets its lane
-  // move on). Replies are in request order, each independent. The default
-  // implementation publishes without waking anyone. Thread-safe.
-  virtual std::vector<Result<FinishReply>> PublishOutcomes(
-      const std::vector<FinishRequest>& requests);
   // Counters (see EngineStats; zero before Start). Thread-safe.
   virtual EngineStats stats() const = 0;
-  // The storage behind this engine, for reads and tools. Owned by the engine.
-  virtual Store& store() = 0;
   // The clock this engine and its store decide time by (leases, backoff,
   // schedules): EngineOptions::clock, else the default described there. Lives
   // as long as the engine; give it to anything sharing the store (e.g. the

@@ -136,7 +136,7 @@ struct JobDefinition {
   bool enabled = true;
   Millis created_at = 0;
   // Every write of the row makes it larger than before (a version for
-  // compare-and-set edits, JobChange::expected_updated_at).
+  // compare-and-set edits: an edit names the updated_at it read).
   Millis updated_at = 0;
   // The digest (JobDefinitionDigest) of the definition the config file last
   // seeded into this row; empty when the file never seeded it (created at

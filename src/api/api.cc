@@ -1,6 +1,7 @@
 #include "api/api.h"
 
 #include "api/routes.h"
+#include "engine/engine_internal.h"
 
 namespace taskengine::api {
 
@@ -8,7 +9,7 @@ Api::Api(Engine* engine, Authenticator* authenticator, ApiOptions options)
     : context_(std::make_unique<ApiContext>()), router_(std::make_unique<Router>(authenticator)) {
   TE_CHECK(engine != nullptr && authenticator != nullptr);
   context_->engine = engine;
-  context_->store = &engine->store();
+  context_->store = &StoreOf(*engine);
   context_->authenticator = authenticator;
   context_->clock = options.clock != nullptr ? options.clock : SystemClock::Get();
   context_->options = options;

@@ -13,6 +13,7 @@
 #include "api/json_util.h"
 #include "api/lease_broker.h"
 #include "api/router.h"
+#include "engine/engine_internal.h"
 #include "storage/store.h"
 #include "taskengine/engine.h"
 #include "views/views.h"
@@ -22,7 +23,7 @@ namespace taskengine::api {
 // Constant after construction except where noted. Thread-safe.
 struct ApiContext {
   Engine* engine = nullptr;                // not owned
-  Store* store = nullptr;                  // engine->store()
+  Store* store = nullptr;                  // StoreOf(*engine)
   Authenticator* authenticator = nullptr;  // not owned
   Clock* clock = nullptr;                  // options.clock or the system clock
   ApiOptions options;

@@ -12,6 +12,7 @@
 
 #include "core/mutex.h"
 #include "engine/dispatcher.h"
+#include "engine/engine_internal.h"
 #include "engine/worker_pool.h"
 #include "storage/open_store.h"
 
@@ -127,7 +128,7 @@ class CancelLatency {
   Millis sum_ms_ GUARDED_BY(mu_) = 0;
 };
 
-class EngineImpl final : public Engine {
+class EngineImpl final : public EngineInternal {
  public:
   EngineImpl(EngineOptions options, std::unique_ptr<Clock> owned_clock,
              std::unique_ptr<Store> store, std::unique_ptr<RandomSource> owned_random)
@@ -288,7 +289,18 @@ class EngineImpl final : public Engine {
 
   Result<Execution> GetExecution(ExecutionId id) override { return store_->GetExecution(id); }
 
-  std::vector<Result<FinishReply>> PublishOutcomes(
+  Clock* clock() override { return options_.clock; }
+  EngineStats stats() const override {
+    WorkerPool* pool = pool_ptr_.load(std::memory_order_acquire);
+    EngineStats s = pool != nullptr ? pool->stats() : EngineStats{};
+    s.lease_expirations = lease_expirations_.load();
+    cancel_latency_.Fill(&s);
+    return s;
+  }
+
+ protected:
+  Store& store() override { return *store_; }
+  std::vector<Result<FinishReply>> PublishOutcomesImpl(
       const std::vector<FinishRequest>& requests) override {
     std::vector<Result<FinishReply>> replies = store_->FinishBatch(requests);
     bool any_published = false;
@@ -300,15 +312,6 @@ class EngineImpl final : public Engine {
     }
     if (any_published) WakeWorkers();
     return replies;
-  }
-  Store& store() override { return *store_; }
-  Clock* clock() override { return options_.clock; }
-  EngineStats stats() const override {
-    WorkerPool* pool = pool_ptr_.load(std::memory_order_acquire);
-    EngineStats s = pool != nullptr ? pool->stats() : EngineStats{};
-    s.lease_expirations = lease_expirations_.load();
-    cancel_latency_.Fill(&s);
-    return s;
   }
 
  private:
@@ -405,9 +408,17 @@ class EngineImpl final : public Engine {
 
 Clock* Engine::clock() { return SystemClock::Get(); }
 
-std::vector<Result<FinishReply>> Engine::PublishOutcomes(
-    const std::vector<FinishRequest>& requests) {
-  return store().FinishBatch(requests);
+Store& StoreOf(Engine& engine) {
+  auto* internal = dynamic_cast<EngineInternal*>(&engine);
+  TE_CHECK(internal != nullptr);
+  return internal->store();
+}
+
+std::vector<Result<FinishReply>> PublishOutcomes(Engine& engine,
+                                                 const std::vector<FinishRequest>& requests) {
+  auto* internal = dynamic_cast<EngineInternal*>(&engine);
+  TE_CHECK(internal != nullptr);
+  return internal->PublishOutcomesImpl(requests);
 }
 
 Result<std::unique_ptr<Engine>> Engine::Open(EngineOptions options) {

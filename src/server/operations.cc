@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/time_text.h"
+#include "engine/engine_internal.h"
 
 namespace taskengine {
 namespace {
@@ -86,7 +87,7 @@ Result<ExecutionDetail> ShowExecution(Engine& engine, ExecutionId id, int log_li
     }
     return e.status();
   }
-  return LoadExecutionDetail(engine.store(), std::move(e).value(), log_limit, kDetailAuditLimit);
+  return LoadExecutionDetail(StoreOf(engine), std::move(e).value(), log_limit, kDetailAuditLimit);
 }
 
 Result<LeaseRef> LeaseFromEnvironment(const EnvLookup& env) {

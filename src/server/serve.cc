@@ -20,6 +20,7 @@
 #include "api/http_server.h"
 #include "api/rate_limit.h"
 #include "api/store_authenticator.h"
+#include "engine/engine_internal.h"
 #include "engine/scheduler.h"
 #include "server/logging.h"
 #include "server/server.h"
@@ -166,7 +167,7 @@ Status Serve(const ServerConfig& config) {
   if (config.log_lifecycle) scheduler_options.lifecycle = LogLifecycle;
   // The engine's clock: with PostgreSQL the database's, so fire times, the
   // leader lock's expiry and the leases all follow one clock across nodes.
-  Scheduler scheduler(&engine->store(), engine->clock(), scheduler_options);
+  Scheduler scheduler(&StoreOf(*engine), engine->clock(), scheduler_options);
   TE_RETURN_IF_ERROR(scheduler.Start([](const Result<CycleReport>& report) {
     if (!report.ok()) {
       spdlog::warn("scheduler cycle failed: {}", report.status().ToString());
@@ -187,8 +188,8 @@ Status Serve(const ServerConfig& config) {
     ao.session_absolute_ms = config.http.session_absolute_ms;
     ao.secure_cookies = config.http.secure_cookies;
     ao.clock = engine->clock();  // session expiry by the same clock on every node
-    authenticator = std::make_unique<api::StoreAuthenticator>(&engine->store(), ao);
-    HintFirstAdmin(engine->store());
+    authenticator = std::make_unique<api::StoreAuthenticator>(&StoreOf(*engine), ao);
+    HintFirstAdmin(StoreOf(*engine));
   } else {
     authenticator = std::make_unique<api::AnonymousAuthenticator>();
     spdlog::warn(

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/cron.h"
+#include "engine/engine_internal.h"
 #include "engine/scheduler.h"
 #include "handlers/command_handler.h"
 #include "handlers/http_handler.h"
@@ -308,7 +309,7 @@ Result<std::unique_ptr<Engine>> OpenEngine(const ServerConfig& config, EngineMod
   http_options.targets = config.http_targets;
   TE_RETURN_IF_ERROR(engine->RegisterHandler(kHttpHandler, MakeHttpHandler(http_options)));
   if (seed && !options.skip_seeding) {
-    TE_RETURN_IF_ERROR(SeedJobs(engine->store(), config.jobs, engine->clock()->NowMillis()));
+    TE_RETURN_IF_ERROR(SeedJobs(StoreOf(*engine), config.jobs, engine->clock()->NowMillis()));
   }
   if (mode == EngineMode::kServe) {
     Status s = engine->Start();

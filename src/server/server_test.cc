@@ -12,6 +12,7 @@
 #ifdef TE_SERVER_TEST_POSTGRES
 #include "storage/postgres/pg_conn.h"
 #endif
+#include "engine/engine_internal.h"
 #include "storage/store.h"
 #include "testing_support/test_util.h"
 #include "views/views.h"
@@ -85,7 +86,7 @@ TEST(OpenEngineTest, MigrateSeedsJobsAndClientSeesThem) {
   ServerConfig c = ConfigWithHello(dir);
   {
     ASSERT_OK_AND_ASSIGN(auto engine, OpenEngine(c, EngineMode::kMigrate));
-    ASSERT_OK_AND_ASSIGN(int version, engine->store().SchemaVersion());
+    ASSERT_OK_AND_ASSIGN(int version, StoreOf(*engine).SchemaVersion());
     EXPECT_GT(version, 0);
   }
   // The client does not seed: a job only in its config is not defined.
@@ -94,7 +95,7 @@ TEST(OpenEngineTest, MigrateSeedsJobsAndClientSeesThem) {
   other.name = JobName("other");
   client.jobs.push_back(other);
   ASSERT_OK_AND_ASSIGN(auto engine, OpenEngine(client, EngineMode::kClient));
-  ASSERT_OK_AND_ASSIGN(std::vector<JobDefinition> jobs, engine->store().ListJobs());
+  ASSERT_OK_AND_ASSIGN(std::vector<JobDefinition> jobs, StoreOf(*engine).ListJobs());
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0].name.value, "hello");
   EXPECT_EQ(jobs[0].handler, "command");
@@ -127,7 +128,7 @@ TEST(OpenEngineTest, ClientModeDispatchesWithoutRunning) {
   EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
 
   ASSERT_OK_AND_ASSIGN(std::vector<QueueView> rows,
-                       QueueStatus(engine->store(), c, /*now=*/d.execution.queued_at + 2000));
+                       QueueStatus(StoreOf(*engine), c, /*now=*/d.execution.queued_at + 2000));
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].queue, "default");
   EXPECT_EQ(rows[0].queued, 1);
@@ -217,7 +218,7 @@ TEST(ShowExecutionTest, EffectsEscapedEffectsAttemptsAndAudit) {
   in.job = "hello";
   ASSERT_OK_AND_ASSIGN(DispatchRequest req, BuildCliDispatch(in));
   ASSERT_OK_AND_ASSIGN(DispatchResult res, engine->Dispatch(req));
-  Store& store = engine->store();
+  Store& store = StoreOf(*engine);
   ClaimRequest claim;
   claim.worker = WorkerId("test-worker");
   claim.slots = {QueueSlot{"default", 1}};
@@ -287,7 +288,7 @@ TEST(ChangeGrantTest, AddsRevokesAndAudits) {
   ServerConfig c = ConfigWithHello(dir);
   { ASSERT_OK(OpenEngine(c, EngineMode::kMigrate)); }
   ASSERT_OK_AND_ASSIGN(auto engine, OpenEngine(c, EngineMode::kClient));
-  Store& store = engine->store();
+  Store& store = StoreOf(*engine);
   ASSERT_OK_AND_ASSIGN(GrantChange a, ChangeGrant(store, true, "alice", "acme", "cli:op"));
   EXPECT_TRUE(a.effective);
   ASSERT_OK_AND_ASSIGN(GrantChange all, ChangeGrant(store, true, "alice", "*", "cli:op"));

@@ -8,6 +8,7 @@
 
 #include "api/errors.h"
 #include "api_harness.h"
+#include "engine/engine_internal.h"
 #include "storage/store.h"
 
 namespace taskengine::api::testing {
@@ -244,7 +245,7 @@ TEST_F(ApiEndpointsTest, ReplayQuarantinedNeedsAReason) {
 TEST_F(ApiEndpointsTest, ReplayRefusedWhenTheRequesterLostAccess) {
   std::int64_t id = Dispatch("poison", {{"tenant", "a"}}, kTenantA);
   harness_->WaitForStatus(id, "quarantined");
-  ASSERT_OK(harness_->engine().store().Revoke("alice", "a"));
+  ASSERT_OK(StoreOf(harness_->engine()).Revoke("alice", "a"));
   ClientResponse r = client_->Post(ExecPath(id, "/replay"), kOperator, {{"reason", "retry"}});
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("alice"), std::string::npos)

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "engine/engine_internal.h"
 #include "storage/store.h"
 
 namespace taskengine::api::testing {
@@ -90,7 +91,7 @@ Status ApiHarness::Start() {
     return RunUntilCanceled(ctx, release_blockers_);
   }));
 
-  Store& store = engine_->store();
+  Store& store = StoreOf(*engine_);
   TE_RETURN_IF_ERROR(store.Grant("alice", "a"));
   TE_RETURN_IF_ERROR(store.Grant("bob", "b"));
   for (const char* global : {"admin", "oper", "oper2", "disp", "reader"}) {

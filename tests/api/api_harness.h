@@ -28,6 +28,7 @@
 #include "api/api.h"
 #include "api/auth.h"
 #include "api/http_server.h"
+#include "engine/engine_internal.h"
 #include "storage/store.h"
 #include "taskengine/engine.h"
 #include "test_client.h"
@@ -46,7 +47,7 @@ inline constexpr char kWorker[] = "worker-token";
 
 // An Engine that forwards to a real one, or answers kUnavailable for every
 // call while `down` is set (a store that cannot serve, RD13-like).
-class FaultEngine final : public Engine {
+class FaultEngine final : public EngineInternal {
  public:
   explicit FaultEngine(Engine* inner) : inner_(inner) {}
   std::atomic<bool> down{false};
@@ -87,12 +88,14 @@ class FaultEngine final : public Engine {
   void AddWorkListener(std::function<void()> listener) override {
     inner_->AddWorkListener(std::move(listener));
   }
-  std::vector<Result<FinishReply>> PublishOutcomes(
-      const std::vector<FinishRequest>& requests) override {
-    return inner_->PublishOutcomes(requests);
-  }
   EngineStats stats() const override { return inner_->stats(); }
-  Store& store() override { return inner_->store(); }
+
+ protected:
+  Store& store() override { return StoreOf(*inner_); }
+  std::vector<Result<FinishReply>> PublishOutcomesImpl(
+      const std::vector<FinishRequest>& requests) override {
+    return PublishOutcomes(*inner_, requests);
+  }
 
  private:
   static Status Down() { return Unavailable("database is full (simulated)"); }

@@ -13,6 +13,7 @@
 #include "api/lease_broker.h"
 #include "api/routes.h"
 #include "api_harness.h"
+#include "engine/engine_internal.h"
 #include "storage/store.h"
 
 namespace taskengine::api::testing {
@@ -837,7 +838,7 @@ class OwnStack {
  public:
   explicit OwnStack(ApiHarness& harness) {
     ctx_.engine = &harness.engine();
-    ctx_.store = &harness.engine().store();
+    ctx_.store = &StoreOf(harness.engine());
     ctx_.clock = SystemClock::Get();
     router_ = std::make_unique<Router>(&harness.auth());
     RegisterWorkerRoutes(ctx_, *router_);
@@ -917,7 +918,8 @@ TEST_F(ApiWorkerTest, TooManyParkedPollsAre503) {
   OwnStack stack(*harness_);
   LeaseBrokerOptions options;
   options.max_parked = 1;
-  stack.ctx().lease_broker = std::make_unique<LeaseBroker>(stack.ctx().store, options);
+  stack.ctx().lease_broker =
+      std::make_unique<LeaseBroker>(stack.ctx().store, stack.ctx().clock, options);
   harness_->engine().AddWorkListener(stack.ctx().lease_broker->WakeCallback());
   ASSERT_OK(stack.server().Start());
   const int port = stack.server().port();

@@ -24,6 +24,7 @@
 #include "api/api.h"
 #include "api/rate_limit.h"
 #include "api/store_authenticator.h"
+#include "engine/engine_internal.h"
 #include "storage/store.h"
 #include "taskengine/engine.h"
 #include "testing_support/test_util.h"
@@ -110,7 +111,7 @@ class AuthApiFixture : public ::testing::Test {
     if (engine_) engine_->Stop();
   }
 
-  Store& store() { return engine_->store(); }
+  Store& store() { return StoreOf(*engine_); }
 
   // Calls the router like the server would and waits for the answer.
   Reply Call(HttpMethod method, const std::string& target, const Headers& headers = {},

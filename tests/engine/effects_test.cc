@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "engine/engine_internal.h"
 #include "storage/store.h"
 #include "taskengine/engine.h"
 #include "testing_support/test_util.h"
@@ -91,13 +92,13 @@ TEST_F(EffectsTest, RetryAfterEffectBeforeAcknowledgementLeavesOneEffect) {
   ASSERT_TRUE(WaitFor([&] { return StatusOf(*engine, id) == ExecutionStatus::kSucceeded; }));
   EXPECT_EQ(runs.load(), 2);
   EXPECT_EQ(sent.load(), 1);
-  ASSERT_OK_AND_ASSIGN(auto effects, engine->store().GetEffects(id));
+  ASSERT_OK_AND_ASSIGN(auto effects, StoreOf(*engine).GetEffects(id));
   ASSERT_EQ(effects.size(), 1u);
   EXPECT_TRUE(effects[0].committed);
   EXPECT_EQ(effects[0].key, std::to_string(id.value) + ":send-notice");
   EXPECT_EQ(effects[0].detail, "msg-for-" + effects[0].key);
   // The attempt history names the first attempt and how it ended.
-  ASSERT_OK_AND_ASSIGN(auto attempts, engine->store().GetAttempts(id));
+  ASSERT_OK_AND_ASSIGN(auto attempts, StoreOf(*engine).GetAttempts(id));
   ASSERT_EQ(attempts.size(), 1u);
   EXPECT_EQ(attempts[0].attempt, 1);
   EXPECT_EQ(attempts[0].outcome, ExecutionStatus::kQueued);
@@ -172,7 +173,7 @@ TEST_F(EffectsTest, CancelRunningBeforeAndAfterAnEffect) {
   ExecutionId quiet = Dispatch(*engine, "render", R"({"mode":"quiet"})");
   ExecutionId loud = Dispatch(*engine, "render", R"({"mode":"send"})");
   ASSERT_TRUE(WaitFor([&] {
-    auto fx = engine->store().GetEffects(loud);
+    auto fx = StoreOf(*engine).GetEffects(loud);
     return StatusOf(*engine, quiet) == ExecutionStatus::kRunning && fx.ok() && fx->size() == 1 &&
            (*fx)[0].committed;
   }));
@@ -183,13 +184,13 @@ TEST_F(EffectsTest, CancelRunningBeforeAndAfterAnEffect) {
     return StatusOf(*engine, quiet) == ExecutionStatus::kCanceled &&
            StatusOf(*engine, loud) == ExecutionStatus::kPartiallyCanceled;
   }));
-  ASSERT_OK_AND_ASSIGN(auto escaped, engine->store().GetEffects(loud));
+  ASSERT_OK_AND_ASSIGN(auto escaped, StoreOf(*engine).GetEffects(loud));
   ASSERT_EQ(escaped.size(), 1u);
   EXPECT_EQ(escaped[0].name, "notice");
   EXPECT_GT(escaped[0].committed_at, 0);
   AuditFilter f;
   f.target = "execution:" + std::to_string(loud.value);
-  ASSERT_OK_AND_ASSIGN(auto audit, engine->store().ListAudit(f));
+  ASSERT_OK_AND_ASSIGN(auto audit, StoreOf(*engine).ListAudit(f));
   ASSERT_EQ(audit.size(), 1u);
   EXPECT_EQ(audit[0].actor, "ops");
   EXPECT_EQ(audit[0].reason, "customer asked");
@@ -286,7 +287,7 @@ TEST_F(EffectsTest, ReplayTwiceYieldsOneEffectAndIsAudited) {
   auto refused = engine->Replay(id, {"ops", "template fixed"});
   EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(refused.status().message().find("alice"), std::string::npos);
-  ASSERT_OK(engine->store().Grant("alice", "*"));
+  ASSERT_OK(StoreOf(*engine).Grant("alice", "*"));
   for (int i = 0; i < 2; ++i) {
     ASSERT_OK_AND_ASSIGN(ReplayResult r,
                          engine->Replay(id, {"ops", "template fixed " + std::to_string(i)}));
@@ -299,7 +300,7 @@ TEST_F(EffectsTest, ReplayTwiceYieldsOneEffectAndIsAudited) {
   EXPECT_EQ(sent.load(), 1);
   AuditFilter f;
   f.target = "execution:" + std::to_string(id.value);
-  ASSERT_OK_AND_ASSIGN(auto audit, engine->store().ListAudit(f));
+  ASSERT_OK_AND_ASSIGN(auto audit, StoreOf(*engine).ListAudit(f));
   ASSERT_EQ(audit.size(), 2u);
   EXPECT_EQ(audit[0].action, "execution.replay");
   EXPECT_EQ(audit[0].reason, "template fixed 1");
@@ -369,7 +370,7 @@ TEST_F(EffectsTest, LaneSerializesInOrderAndAFailedHeadBlocksOnlyItsLane) {
   EXPECT_EQ(StatusOf(*engine, a[0]), ExecutionStatus::kSucceeded);
   EXPECT_EQ(StatusOf(*engine, a[2]), ExecutionStatus::kQueued);  // blocked behind the head
   EXPECT_EQ(StatusOf(*engine, a[3]), ExecutionStatus::kQueued);
-  ASSERT_OK_AND_ASSIGN(LaneStatus lane, engine->store().GetLane(TenantId(), "meeting:1"));
+  ASSERT_OK_AND_ASSIGN(LaneStatus lane, StoreOf(*engine).GetLane(TenantId(), "meeting:1"));
   EXPECT_TRUE(lane.blocked);
   EXPECT_EQ(lane.head, a[1]);
   fail_step2 = false;

@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "engine/engine_internal.h"
 #include "storage/store.h"
 #include "testing_support/test_util.h"
 
@@ -79,7 +80,7 @@ TEST_F(EngineTest, DispatchedJobRunsToSucceededWithResultAndLogs) {
   EXPECT_EQ(e.payload_json, R"({"a":1,"b":2})");  // stored canonical
   EXPECT_EQ(e.progress, 100);
   EXPECT_GT(e.finished_at, 0);
-  ASSERT_OK_AND_ASSIGN(auto logs, engine->store().GetLogs(d.id, 10));
+  ASSERT_OK_AND_ASSIGN(auto logs, StoreOf(*engine).GetLogs(d.id, 10));
   ASSERT_EQ(logs.size(), 1u);
   EXPECT_EQ(logs[0].message, R"(hello {"a":1,"b":2})");
 }
@@ -124,7 +125,7 @@ TEST_F(EngineTest, DispatchValidatesInputAndChangesNothing) {
   r.delay_ms = -5;
   expect_code(r, ErrorCode::kInvalidArgument);
   ExecutionFilter all;
-  ASSERT_OK_AND_ASSIGN(ExecutionPage page, engine->store().ListExecutions(all));
+  ASSERT_OK_AND_ASSIGN(ExecutionPage page, StoreOf(*engine).ListExecutions(all));
   EXPECT_TRUE(page.items.empty());
 }
 
@@ -455,7 +456,7 @@ TEST_F(EngineTest, SweeperRecoversExpiredLeaseAndJobRunsAgain) {
   ClaimRequest claim;
   claim.worker = WorkerId("dead-worker");
   claim.slots = {QueueSlot{"default", 10}};
-  ASSERT_OK_AND_ASSIGN(auto leases, engine->store().Claim(claim));
+  ASSERT_OK_AND_ASSIGN(auto leases, StoreOf(*engine).Claim(claim));
   ASSERT_EQ(leases.size(), 1u);
   clock.Advance(29s);
   ASSERT_OK_AND_ASSIGN(int early, engine->SweepOnce());
@@ -467,8 +468,9 @@ TEST_F(EngineTest, SweeperRecoversExpiredLeaseAndJobRunsAgain) {
   EXPECT_EQ(e.status, ExecutionStatus::kQueued);
   EXPECT_EQ(e.failure_class, FailureClass::kLeaseExpired);
   // The dead worker's late completion is stale and changes nothing.
-  EXPECT_EQ(engine->store().Complete(LeaseRef{leases[0].id, leases[0].version}, "").status().code(),
-            ErrorCode::kStale);
+  EXPECT_EQ(
+      StoreOf(*engine).Complete(LeaseRef{leases[0].id, leases[0].version}, "").status().code(),
+      ErrorCode::kStale);
 }
 
 TEST_F(EngineTest, HeartbeatsKeepLongHandlersLeased) {

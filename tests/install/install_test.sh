@@ -25,6 +25,15 @@ done
 if grep -rn '#include "\(storage\|engine\|core\|api\|server\)/' "$prefix/include"; then
   echo "FAIL: installed headers include internal headers"; exit 1
 fi
+# ... nor name the internal storage contract: no type that src/storage/store.h
+# declares (Store, Lease, FinishRequest, ...) and no path under storage/.
+storage_names=$(sed -n -E 's/^(struct|class|enum class) ([A-Za-z_]+).*/\2/p' \
+  "$src/src/storage/store.h" | sort -u | paste -sd'|')
+[ -n "$storage_names" ] || { echo "FAIL: no type names read from src/storage/store.h"; exit 1; }
+if grep -rnwE "$storage_names" "$prefix/include/taskengine" ||
+   grep -rn 'storage/' "$prefix/include/taskengine"; then
+  echo "FAIL: installed headers name the internal storage contract (src/storage)"; exit 1
+fi
 
 echo "--- examples/ as an outside project: find_package(taskengine)"
 cmake -S "$src/examples" -B "$tmp/ex" -G Ninja -DCMAKE_BUILD_TYPE=Release \

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/canonical_json.h"
+#include "engine/engine_internal.h"
 #include "soak/soak_support.h"
 #include "storage/store.h"
 #include "taskengine/engine.h"
@@ -141,7 +142,7 @@ class EngineSoak {
       jobs_.push_back(j.name.value);
     }
     // The requester "app" may act for every tenant, so replays pass R1's recheck.
-    if (Status s = engine_->store().Grant("app", "*"); !s.ok()) {
+    if (Status s = StoreOf(*engine_).Grant("app", "*"); !s.ok()) {
       Violation("Grant: " + s.ToString());
       return false;
     }
@@ -377,7 +378,7 @@ class EngineSoak {
   ExecutionId NewestId() {
     ExecutionFilter f;
     f.limit = 1;
-    auto page = engine_->store().ListExecutions(f);
+    auto page = StoreOf(*engine_).ListExecutions(f);
     return page.ok() && !page->items.empty() ? page->items.front().id : ExecutionId();
   }
 
@@ -403,7 +404,7 @@ class EngineSoak {
       ExecutionFilter f;
       f.status = s;
       f.limit = 200;
-      auto page = engine_->store().ListExecutions(f);
+      auto page = StoreOf(*engine_).ListExecutions(f);
       if (page.ok()) out.insert(out.end(), page->items.begin(), page->items.end());
     }
     return out;
@@ -419,7 +420,7 @@ class EngineSoak {
         ++stats_.replay_skipped_in_flight;
         return false;
       }
-      auto effects = engine_->store().GetEffects(id);
+      auto effects = StoreOf(*engine_).GetEffects(id);
       if (!effects.ok()) return false;
       AmbiguousResolution how = soak::PerfectResolution(world_, *effects);
       bool unconfirmed = false;
@@ -480,13 +481,13 @@ class EngineSoak {
       std::this_thread::sleep_for(1ms);
       if (i % 25 != 0) continue;
       // Lanes whose head failed or was quarantined wait for the operator.
-      auto lanes = engine_->store().ListLanes({.limit = 100});
+      auto lanes = StoreOf(*engine_).ListLanes({.limit = 100});
       if (lanes.ok()) {
         for (const LaneStatus& lane : *lanes) {
           if (lane.blocked) Replay(lane.head, /*cautious=*/false, /*or_cancel=*/true);
         }
       }
-      auto depths = engine_->store().QueueDepths();
+      auto depths = StoreOf(*engine_).QueueDepths();
       if (!depths.ok()) continue;
       std::int64_t open = 0;
       for (const QueueDepth& d : *depths) open += d.queued + d.running;
@@ -496,8 +497,8 @@ class EngineSoak {
   }
 
   void FinalChecks() {
-    for (const std::string& v : soak::CheckAdmissions(engine_->store(), model_)) Violation(v);
-    auto all = soak::AllExecutions(engine_->store());
+    for (const std::string& v : soak::CheckAdmissions(StoreOf(*engine_), model_)) Violation(v);
+    auto all = soak::AllExecutions(StoreOf(*engine_));
     if (!all.ok()) return Violation("AllExecutions: " + all.status().ToString());
     for (const Execution& e : *all) {
       if (e.status == ExecutionStatus::kRunning) {
@@ -508,7 +509,7 @@ class EngineSoak {
       }
     }
     histogram_ = soak::StatusHistogram(*all);
-    report_ = soak::CheckEffects(engine_->store(), expectations_, world_.Snapshot(), {});
+    report_ = soak::CheckEffects(StoreOf(*engine_), expectations_, world_.Snapshot(), {});
     for (const std::string& v : report_.violations) Violation(v);
   }
 

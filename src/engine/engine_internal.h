@@ -1,0 +1,48 @@
+// The engine as the product's own layers see it (src/api, src/server, the CLI
+// verbs of apps/taskengine and their tests): the public Engine of
+// include/taskengine/engine.h plus what must not leak into the installed
+// headers, i.e. the internal storage contract (src/storage/store.h).
+//
+// Every Engine in the tree is an EngineInternal: the one Engine::Open returns
+// and the forwarding engines of tests. The store and the outcome publishing
+// are reached through StoreOf() and PublishOutcomes() below, never otherwise.
+#pragma once
+
+#include <vector>
+
+#include "storage/store.h"
+#include "taskengine/engine.h"
+
+namespace taskengine {
+
+class EngineInternal : public Engine {
+ protected:
+  // The storage behind this engine. Owned by the engine; lives as long as it.
+  virtual Store& store() = 0;
+  // See PublishOutcomes() below.
+  virtual std::vector<Result<FinishReply>> PublishOutcomesImpl(
+      const std::vector<FinishRequest>& requests) = 0;
+
+ private:
+  friend Store& StoreOf(Engine& engine);
+  friend std::vector<Result<FinishReply>> PublishOutcomes(
+      Engine& engine, const std::vector<FinishRequest>& requests);
+};
+
+// The storage behind `engine`, for the reads and tools of the API, the server
+// and the CLI. Owned by the engine. REQUIRES: `engine` is an EngineInternal
+// (checked: anything else is a programmer error).
+Store& StoreOf(Engine& engine);
+
+// Publishes outcomes that workers outside `engine` reported (the HTTP worker
+// protocol, W4) in one transaction: Store::FinishBatch, so each one is fenced
+// by its claim version (kStale, kNotFound change nothing). Then, as after the
+// in-process pool's own outcomes, wakes the engine's workers and work
+// listeners when any was published, because an outcome may make work due (a
+// release requeues at once; a finished lane head lets its lane move on).
+// Replies are in request order, each independent. Thread-safe.
+// REQUIRES: `engine` is an EngineInternal.
+std::vector<Result<FinishReply>> PublishOutcomes(Engine& engine,
+                                                 const std::vector<FinishRequest>& requests);
+
+}  // namespace taskengine
