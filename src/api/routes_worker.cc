@@ -51,6 +51,8 @@ constexpr auto kJobCacheTtl = std::chrono::seconds(1);
 constexpr auto kReportInterval = std::chrono::seconds(1);
 constexpr auto kForgetWorkerAfter = std::chrono::hours(1);
 
+using SteadyClock = std::chrono::steady_clock;
+
 // Worker ids: 1..200 visible ASCII characters (e.g. "host-1:4242").
 bool IsValidWorkerId(std::string_view id) {
   if (id.empty() || id.size() > kMaxWorkerId) return false;
@@ -70,14 +72,9 @@ std::string IdText(ExecutionId id) { return std::to_string(id.value); }
 
 // --- worker registry ------------------------------------------------------------
 
-// What this process knows about remote workers. Intervals (report
-// throttling, forgetting silent workers) are by the Clock's monotonic
-// reading. Thread-safe.
+// What this process knows about remote workers. Thread-safe.
 class WorkerRegistry {
  public:
-  // `clock` is not owned and must outlive the registry.
-  explicit WorkerRegistry(const Clock* clock) : clock_(clock) {}
-
   struct Registration {
     WorkerId id;
     std::optional<std::string> name, host, version;
@@ -91,7 +88,7 @@ class WorkerRegistry {
   // the store when one is due.
   std::optional<WorkerInfo> OnLease(const Registration& r, Millis now) EXCLUDES(mu_) {
     MutexLock lock(mu_);
-    Forget(clock_->Steady());
+    Forget(SteadyClock::now());
     Entry& e = Touch(r.id, now);
     if (r.name) e.details.name = *r.name;
     if (r.host) e.host = *r.host;
@@ -169,8 +166,8 @@ class WorkerRegistry {
     std::int64_t processed = 0;
     std::int64_t failed = 0;
     std::set<std::int64_t> current;
-    Clock::SteadyTime last_seen;
-    Clock::SteadyTime last_report;
+    SteadyClock::time_point last_seen;
+    SteadyClock::time_point last_report;
     bool reported = false;
     WorkerState reported_state = WorkerState::kIdle;
   };
@@ -180,7 +177,7 @@ class WorkerRegistry {
     Entry& e = it->second;
     if (inserted) e.started_at = now;
     e.details.last_seen_at = now;
-    e.last_seen = clock_->Steady();
+    e.last_seen = SteadyClock::now();
     return e;
   }
 
@@ -206,7 +203,7 @@ class WorkerRegistry {
 
   std::optional<WorkerInfo> ReportIfDue(const WorkerId& id, Entry& e) REQUIRES(mu_) {
     WorkerInfo row = Row(id, e);
-    const Clock::SteadyTime now = clock_->Steady();
+    const auto now = SteadyClock::now();
     if (e.reported && row.state == e.reported_state && now - e.last_report < kReportInterval) {
       return std::nullopt;
     }
@@ -217,7 +214,7 @@ class WorkerRegistry {
   }
 
   // Drops workers not seen for a long time.
-  void Forget(Clock::SteadyTime now) REQUIRES(mu_) {
+  void Forget(SteadyClock::time_point now) REQUIRES(mu_) {
     if (now - last_forget_ < std::chrono::minutes(1)) return;
     last_forget_ = now;
     for (auto it = workers_.begin(); it != workers_.end();) {
@@ -230,26 +227,21 @@ class WorkerRegistry {
     }
   }
 
-  // Constant after construction.
-  const Clock* const clock_;
-
   mutable Mutex mu_;
   std::map<std::string, Entry> workers_ GUARDED_BY(mu_);
   std::map<std::int64_t, std::string> owner_ GUARDED_BY(mu_);  // execution -> worker
-  Clock::SteadyTime last_forget_ GUARDED_BY(mu_);
+  SteadyClock::time_point last_forget_ GUARDED_BY(mu_);
 };
 
 // Job definitions for lease answers (handler, config), cached briefly so a
-// burst of leases does not read each definition again (by the Clock's
-// monotonic reading). Thread-safe.
+// burst of leases does not read each definition again. Thread-safe.
 class JobCache {
  public:
-  // Not owned; both must outlive the cache.
-  JobCache(Store* store, const Clock* clock) : store_(store), clock_(clock) {}
+  explicit JobCache(Store* store) : store_(store) {}
 
   // nullptr when the definition is gone or cannot be read now.
   std::shared_ptr<const JobDefinition> Get(const JobName& job) EXCLUDES(mu_) {
-    const Clock::SteadyTime now = clock_->Steady();
+    const auto now = SteadyClock::now();
     {
       MutexLock lock(mu_);
       auto it = jobs_.find(job.value);
@@ -267,12 +259,9 @@ class JobCache {
  private:
   struct Cached {
     std::shared_ptr<const JobDefinition> job;
-    Clock::SteadyTime fetched_at;
+    SteadyClock::time_point fetched_at;
   };
-  // Constant after construction.
   Store* const store_;
-  const Clock* const clock_;
-
   Mutex mu_;
   std::map<std::string, Cached> jobs_ GUARDED_BY(mu_);
 };
@@ -282,8 +271,7 @@ struct WorkerProtocol {
   explicit WorkerProtocol(ApiContext& context)
       : ctx(context),
         metrics(context.options.worker_metrics.get()),
-        workers(context.clock),
-        jobs(context.store, context.clock),
+        jobs(context.store),
         heartbeats(
             [store = context.store](const std::vector<HeartbeatRequest>& batch) {
               return store->HeartbeatBatch(batch);
@@ -928,7 +916,7 @@ RouteHandler CountingStale(ApiMetrics* metrics, RouteHandler route) {
 
 void RegisterWorkerRoutes(ApiContext& ctx, Router& router) {
   if (!ctx.options.worker_metrics) ctx.options.worker_metrics = std::make_shared<ApiMetrics>();
-  ctx.lease_broker = std::make_unique<LeaseBroker>(ctx.store, ctx.clock, LeaseBrokerOptions{});
+  ctx.lease_broker = std::make_unique<LeaseBroker>(ctx.store, LeaseBrokerOptions{});
   ctx.engine->AddWorkListener(ctx.lease_broker->WakeCallback());
   auto wp = std::make_shared<WorkerProtocol>(ctx);
   const RouteAccess worker = RouteAccess::Requires(Scope::kWorker);

@@ -3,9 +3,9 @@
 #include <atomic>
 #include <thread>
 
-#include "core/mutex.h"
 #include "storage/postgres/pg_conn.h"
 #include "storage/postgres/pg_store.h"
+#include "core/mutex.h"
 
 namespace taskengine {
 namespace {
@@ -89,8 +89,6 @@ Millis DatabaseClock::NowMillis() const {
   return SteadyMillis(std::chrono::steady_clock::now()) +
          impl_->offset_ms.load(std::memory_order_acquire);
 }
-
-Clock::SteadyTime DatabaseClock::Steady() const { return std::chrono::steady_clock::now(); }
 
 Status DatabaseClock::Resample() { return impl_->Sample(); }
 

@@ -14,7 +14,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/mutex.h"
 #include "core/state_machine.h"
 #include "storage/list_codec.h"
 #include "storage/postgres/pg_conn.h"
@@ -22,6 +21,7 @@
 #include "storage/store_actions.h"
 #include "storage/store_rows.h"
 #include "storage/store_rules.h"
+#include "core/mutex.h"
 
 namespace taskengine {
 namespace {
@@ -423,14 +423,12 @@ std::string QuoteIdentifier(const std::string& name) { return "\"" + name + "\""
 
 // --- the connection pool -----------------------------------------------------
 
-// A pooled connection and which losses it postdates. Used by one call at a
+// A pooled connection and when it was (re)established. Used by one call at a
 // time (the pool hands it out exclusively).
 struct PooledConn {
   PgConn conn;
   bool connected = false;
-  // The pool's loss count when this connection was (re)established: it is
-  // suspect once the pool has seen a later loss.
-  std::uint64_t connected_after_losses = 0;
+  std::chrono::steady_clock::time_point connected_at{};
 };
 
 // One transaction's connection and its counter deltas (P8), flushed just
@@ -1862,9 +1860,9 @@ class PostgresStore final : public ActionStore {
       while (idle_.empty()) pool_cv_.Wait(pool_mu_);
       pc = idle_.back();
       idle_.pop_back();
-      reconnect = !pc->connected || !pc->conn.healthy() || pc->connected_after_losses < losses_;
+      reconnect = !pc->connected || !pc->conn.healthy() || pc->connected_at < lost_at_;
       if (reconnect) {
-        const Clock::SteadyTime now = clock_->Steady();
+        const auto now = std::chrono::steady_clock::now();
         if (now < next_connect_at_) {
           idle_.push_back(pc);
           pool_cv_.NotifyOne();
@@ -1883,7 +1881,7 @@ class PostgresStore final : public ActionStore {
     MutexLock lock(pool_mu_);
     if (!st.ok()) {
       last_connect_error_ = st.message();
-      next_connect_at_ = clock_->Steady() + backoff_;
+      next_connect_at_ = std::chrono::steady_clock::now() + backoff_;
       backoff_ = std::min(backoff_ * 2, options_.reconnect_backoff_max);
       idle_.push_back(pc);
       pool_cv_.NotifyOne();
@@ -1891,7 +1889,7 @@ class PostgresStore final : public ActionStore {
     }
     backoff_ = options_.reconnect_backoff_min;
     pc->connected = true;
-    pc->connected_after_losses = losses_;
+    pc->connected_at = std::chrono::steady_clock::now();
     return pc;
   }
 
@@ -1903,7 +1901,7 @@ class PostgresStore final : public ActionStore {
     if (pc->connected && !pc->conn.healthy()) {
       pc->conn.Close();
       pc->connected = false;
-      ++losses_;
+      lost_at_ = std::chrono::steady_clock::now();
     }
     idle_.push_back(pc);
     pool_cv_.NotifyOne();
@@ -1919,10 +1917,8 @@ class PostgresStore final : public ActionStore {
   Mutex pool_mu_;
   CondVar pool_cv_;
   std::vector<PooledConn*> idle_ GUARDED_BY(pool_mu_);
-  // Connections found broken so far (each makes every older one suspect).
-  std::uint64_t losses_ GUARDED_BY(pool_mu_) = 0;
-  // No reconnect before this (clock_->Steady()): the backoff after a failed one.
-  Clock::SteadyTime next_connect_at_ GUARDED_BY(pool_mu_){};
+  std::chrono::steady_clock::time_point lost_at_ GUARDED_BY(pool_mu_){};
+  std::chrono::steady_clock::time_point next_connect_at_ GUARDED_BY(pool_mu_){};
   std::chrono::milliseconds backoff_ GUARDED_BY(pool_mu_);
   std::string last_connect_error_ GUARDED_BY(pool_mu_);
 
