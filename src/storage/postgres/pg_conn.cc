@@ -165,6 +165,7 @@ void PgConn::Close() {
   conn_ = nullptr;
   broken_ = false;
   prepared_.clear();
+  prepared_text_.clear();
 }
 
 bool PgConn::healthy() const {
