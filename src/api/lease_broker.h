@@ -34,8 +34,8 @@
 #include <utility>
 #include <vector>
 
-#include "storage/store.h"
 #include "core/mutex.h"
+#include "storage/store.h"
 #include "taskengine/status.h"
 #include "taskengine/types.h"
 

@@ -35,9 +35,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/mutex.h"
 #include "storage/store.h"
 #include "taskengine/engine.h"
-#include "core/mutex.h"
 
 namespace taskengine {
 

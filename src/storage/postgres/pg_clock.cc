@@ -3,9 +3,9 @@
 #include <atomic>
 #include <thread>
 
+#include "core/mutex.h"
 #include "storage/postgres/pg_conn.h"
 #include "storage/postgres/pg_store.h"
-#include "core/mutex.h"
 
 namespace taskengine {
 namespace {

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/state_machine.h"
 #include "storage/list_codec.h"
 #include "storage/postgres/pg_conn.h"
@@ -21,7 +22,6 @@
 #include "storage/store_actions.h"
 #include "storage/store_rows.h"
 #include "storage/store_rules.h"
-#include "core/mutex.h"
 
 namespace taskengine {
 namespace {
