@@ -265,6 +265,26 @@ TEST(PgStoreTest, NewerSchemaIsRefused) {
   EXPECT_EQ(after, version + 1);
 }
 
+// A connection closed and connected again prepares its statements anew: the
+// names it prepared on the old session (by address and by text) are gone
+// with it, as after a server restart.
+TEST(PgStoreTest, ReconnectedConnectionPreparesItsStatementsAgain) {
+  Cluster& cluster = SharedCluster();
+  ASSERT_TRUE(cluster.started()) << cluster.url();
+  pg::PgConn conn;
+  static const char* const kByAddress = "SELECT $1::bigint + 1";
+  const std::string by_text = "SELECT $1::bigint + 2";
+  for (int session = 0; session < 2; ++session) {
+    SCOPED_TRACE("session " + std::to_string(session));
+    ASSERT_OK(conn.Connect(cluster.url(), ""));
+    ASSERT_OK_AND_ASSIGN(pg::PgResult a, conn.Query(kByAddress, pg::Params().Add(40)));
+    EXPECT_EQ(a.Int(0, 0), 41);
+    ASSERT_OK_AND_ASSIGN(pg::PgResult b, conn.QueryText(by_text, pg::Params().Add(40)));
+    EXPECT_EQ(b.Int(0, 0), 42);
+    conn.Close();
+  }
+}
+
 // Two stores in two schemas of one database see nothing of each other, and
 // the tables live in the configured schema (none in public).
 TEST(PgStoreTest, SchemasIsolateStores) {
