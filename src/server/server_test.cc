@@ -22,6 +22,26 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// A configuration with one `command` job "hello" and the default queue; no
+// database chosen.
+ServerConfig ConfigWithHello() {
+  ServerConfig c;
+  c.queues = {QueueConfig{}};
+  JobDefinition hello;
+  hello.name = JobName("hello");
+  hello.handler = "command";
+  hello.config_json = R"({"argv":["/bin/true"]})";
+  c.jobs.push_back(hello);
+  return c;
+}
+
+// The same on the SQLite file <dir>/db/te.db.
+ServerConfig ConfigWithHello(const TempDir& dir) {
+  ServerConfig c = ConfigWithHello();
+  c.database_path = dir.File("db/te.db");
+  return c;
+}
+
 #ifdef TE_SERVER_TEST_POSTGRES
 // A1 (issue 14 bug 5): `migrate` and `serve` make [engine] max_payload_bytes
 // the limit of PostgreSQL's enqueue() from SQL; a CLI client does not.
@@ -36,15 +56,9 @@ TEST(PayloadLimitTest, MigrateSetsTheLimitOfEnqueueFromSql) {
   pg::PgConn admin;
   ASSERT_OK(admin.Connect(url, ""));
   ASSERT_OK(admin.Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE").status());
-  ServerConfig c;
+  ServerConfig c = ConfigWithHello();
   c.database_url = url;
   c.database_schema = schema;
-  c.queues = {QueueConfig{}};
-  JobDefinition hello;
-  hello.name = JobName("hello");
-  hello.handler = "command";
-  hello.config_json = R"({"argv":["/bin/true"]})";
-  c.jobs.push_back(hello);
   c.max_payload_bytes = 4096;
   { ASSERT_OK(OpenEngine(c, EngineMode::kMigrate)); }
   c.max_payload_bytes = 1 << 20;
@@ -58,18 +72,6 @@ TEST(PayloadLimitTest, MigrateSetsTheLimitOfEnqueueFromSql) {
   ASSERT_OK(admin.Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE").status());
 }
 #endif
-
-ServerConfig ConfigWithHello(const TempDir& dir) {
-  ServerConfig c;
-  c.database_path = dir.File("db/te.db");
-  c.queues = {QueueConfig{}};
-  JobDefinition hello;
-  hello.name = JobName("hello");
-  hello.handler = "command";
-  hello.config_json = R"({"argv":["/bin/true"]})";
-  c.jobs.push_back(hello);
-  return c;
-}
 
 TEST(OpenEngineTest, ClientModeRefusesAMissingDatabaseAndCreatesNothing) {
   TempDir dir;
