@@ -48,16 +48,20 @@ inline constexpr std::size_t kDefaultMaxPayloadBytes = 256 * 1024;
 inline constexpr std::size_t kMinPayloadLimit = 1024;
 inline constexpr std::size_t kMaxPayloadLimit = 16 * 1024 * 1024;
 
+// Every setting of an engine, declared here once with its default: `serve`'s
+// configuration (ServerConfig) is these options plus its own, read from the
+// file, and the worker pool takes its settings from here.
 struct EngineOptions {
   // SQLite database file; ":memory:" is not supported (readers need the file).
-  // Ignored when database_url is set.
-  std::string database_path = "data/taskengine.db";
+  // Ignored when database_url is set. Default: ./data/taskengine.db.
+  std::string database_path = "./data/taskengine.db";
   // PostgreSQL (D2): a postgres:// or postgresql:// URL (libpq syntax) selects
   // the PostgreSQL backend; several engines on one database share the work.
   // Empty = SQLite at database_path.
   std::string database_url;
-  // PostgreSQL: the schema holding the engine's tables. Empty = "taskengine".
-  std::string database_schema;
+  // PostgreSQL: the schema holding the engine's tables. Default (and when
+  // empty): "taskengine".
+  std::string database_schema = "taskengine";
   SyncMode sync = SyncMode::kFull;
   // Apply schema migrations on Open. Default: true.
   bool migrate = true;

@@ -181,14 +181,8 @@ class EngineImpl final : public EngineInternal {
     if (options_.queues.empty()) pool_queues.push_back(QueueConfig{});
     if (options_.worker_threads > 0 && !pool_queues.empty()) {
       WorkerPoolOptions po;
-      po.worker_threads = options_.worker_threads;
+      static_cast<EngineOptions&>(po) = options_;
       po.queues = std::move(pool_queues);
-      po.claim_batch = options_.claim_batch;
-      po.prefetch = options_.prefetch;
-      po.max_prefetch = options_.max_prefetch;
-      po.poll_interval_ms = options_.poll_interval_ms;
-      po.shutdown_grace_ms = options_.shutdown_grace_ms;
-      po.worker_id = options_.worker_id;
       po.hostname = HostName();
       po.pid = getpid();
       po.on_published = [this](ExecutionId id, ExecutionStatus status) {

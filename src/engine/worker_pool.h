@@ -43,22 +43,10 @@ namespace taskengine {
 
 class HandlerRegistry;
 
-struct WorkerPoolOptions {
-  int worker_threads = 4;
-  std::vector<QueueConfig> queues;  // at least one
-  int claim_batch = 256;
-  // Leases a queue may hold beyond its concurrency, waiting for a free
-  // worker, until its completion rate is known (at most its concurrency).
-  // Their leases are heartbeated like running ones. Default: 64.
-  int prefetch = 64;
-  // Once its completion rate is known, a queue holds about 100 ms of work
-  // (rate x 100 ms) beyond its concurrency: at least one lease, at most
-  // max(prefetch, max_prefetch). Prefetched leases of slow jobs are thus few
-  // and held briefly. 0 = the prefetch is fixed at `prefetch`. Default: 2,048.
-  int max_prefetch = 2048;
-  Millis poll_interval_ms = 1000;
-  Millis shutdown_grace_ms = 10'000;
-  std::string worker_id;
+// The engine's options (the pool reads worker_threads, queues, claim_batch,
+// prefetch, max_prefetch, poll_interval_ms, shutdown_grace_ms and worker_id;
+// `queues` are those the pool claims from, at least one) and the pool's own.
+struct WorkerPoolOptions : EngineOptions {
   // What the pool's worker registration says about its process.
   std::string hostname;
   std::int64_t pid = 0;

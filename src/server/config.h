@@ -143,31 +143,15 @@ struct HttpConfig {
 // True for "localhost", 127.0.0.0/8 and ::1 (the hosts `auth = false` may use).
 bool IsLoopbackHost(std::string_view host);
 
-struct ServerConfig {
+// The engine's settings (EngineOptions, which declares them and their
+// defaults) that the file sets, and `serve`'s own. ToEngineOptions (server.h)
+// turns it into the options of a process's engine.
+struct ServerConfig : EngineOptions {
   // The file this was read from; empty when only defaults and the
   // environment were used.
   std::string source;
-  // Default: ./data/taskengine.db.
-  std::string database_path = "./data/taskengine.db";
-  // Default: full (survives power loss); normal survives process crashes only.
-  SyncMode sync = SyncMode::kFull;
-  // PostgreSQL: a postgres:// or postgresql:// URL. When set it wins over
-  // database_path (which is then unused). Default: empty (SQLite).
-  std::string database_url;
-  // PostgreSQL schema holding the tables: [a-z_][a-z0-9_]{0,62}. Default: taskengine.
-  std::string database_schema = "taskengine";
-  // In-process handler threads of `serve`. Default: 4.
-  int worker_threads = 4;
-  // Never empty after LoadConfig/ParseConfig. Default: {"default", 0, 0}.
-  std::vector<QueueConfig> queues;
-  Millis poll_interval_ms = 1000;     // Default: 1 s.
-  Millis sweep_interval_ms = 1000;    // Default: 1 s.
-  Millis shutdown_grace_ms = 10'000;  // Default: 10 s.
-  // Four-eyes for replays (R1), applied by every process that replays
-  // (`execution:replay` reads it from the config). Default: false.
-  bool replay_requires_approval = false;
-  // A1: the largest payload of a dispatch. Default: 256 KiB.
-  std::size_t max_payload_bytes = kDefaultMaxPayloadBytes;
+  // (EngineOptions::queues is never empty after LoadConfig/ParseConfig: a
+  // file without [[queue]] works the queue "default".)
   LogFormat log_format = LogFormat::kText;
   // [log] lifecycle: serve logs lifecycle events (LogLifecycle). Default: true.
   bool log_lifecycle = true;

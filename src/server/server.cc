@@ -102,20 +102,10 @@ Status CheckNamedSettings(const ServerConfig& config) {
 }  // namespace
 
 EngineOptions ToEngineOptions(const ServerConfig& config, EngineMode mode) {
-  EngineOptions o;
-  o.database_path = config.database_path;
-  o.sync = config.sync;
-  o.database_url = config.database_url;
-  o.database_schema = config.database_schema;
+  EngineOptions o = config;  // the engine's part of the configuration
   o.migrate = mode != EngineMode::kClient;
-  o.worker_threads = mode == EngineMode::kServe ? config.worker_threads : 0;
+  if (mode != EngineMode::kServe) o.worker_threads = 0;
   o.run_sweeper = mode == EngineMode::kServe;
-  o.queues = config.queues;
-  o.poll_interval_ms = config.poll_interval_ms;
-  o.sweep_interval_ms = config.sweep_interval_ms;
-  o.shutdown_grace_ms = config.shutdown_grace_ms;
-  o.replay_requires_approval = config.replay_requires_approval;
-  o.max_payload_bytes = config.max_payload_bytes;
   // Lifecycle lines belong to the node that runs the work; the CLI's own
   // changes are in its output and the audit log.
   if (mode == EngineMode::kServe && config.log_lifecycle) o.lifecycle_listener = LogLifecycle;
