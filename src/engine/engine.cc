@@ -416,6 +416,10 @@ std::vector<Result<FinishReply>> PublishOutcomes(Engine& engine,
 }
 
 Result<std::unique_ptr<Engine>> Engine::Open(EngineOptions options) {
+  return OpenEngine(std::move(options), nullptr);
+}
+
+Result<std::unique_ptr<Engine>> OpenEngine(EngineOptions options, const StoreWrapper& wrap) {
   if (options.database_path.empty() && options.database_url.empty()) {
     return InvalidArgument("engine needs a database path or url");
   }
@@ -456,6 +460,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(EngineOptions options) {
     TE_ASSIGN_OR_RETURN(int version, store->SchemaVersion());
     if (version == 0) return Unavailable("database is not initialized: run `taskengine migrate`");
   }
+  if (wrap) store = wrap(std::move(store));
   if (options.lifecycle_listener) {
     store->SetLifecycleObserver(
         [listener = options.lifecycle_listener](std::vector<LifecycleEvent>&& events) {

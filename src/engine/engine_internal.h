@@ -3,11 +3,14 @@
 // include/taskengine/engine.h plus what must not leak into the installed
 // headers, i.e. the internal storage contract (src/storage/store.h).
 //
-// Every Engine in the tree is an EngineInternal: the one Engine::Open returns
-// and the forwarding engines of tests. The store and the outcome publishing
+// Every Engine in the tree is an EngineInternal: the one Engine::Open (and
+// OpenEngine) returns. Tests that need a failing store wrap the store, not
+// the engine (OpenEngine below). The store and the outcome publishing
 // are reached through StoreOf() and PublishOutcomes() below, never otherwise.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "storage/store.h"
@@ -44,5 +47,12 @@ Store& StoreOf(Engine& engine);
 // REQUIRES: `engine` is an EngineInternal.
 std::vector<Result<FinishReply>> PublishOutcomes(Engine& engine,
                                                  const std::vector<FinishRequest>& requests);
+
+// Engine::Open with the engine's store passed through `wrap` once it is open
+// and migrated (e.g. WrapStoreWithFaults of
+// src/storage/testing/fault_injecting_store.h). Engine::Open is
+// OpenEngine(options, nullptr).
+using StoreWrapper = std::function<std::unique_ptr<Store>(std::unique_ptr<Store>)>;
+Result<std::unique_ptr<Engine>> OpenEngine(EngineOptions options, const StoreWrapper& wrap);
 
 }  // namespace taskengine

@@ -512,7 +512,8 @@ TEST_F(ApiEndpointsTest, UnknownPathsMethodsAndIds) {
 
 TEST_F(ApiEndpointsTest, StoreUnavailableIs503) {
   std::int64_t id = Dispatch("echo", json::object());
-  harness_->faults().down = true;
+  ASSERT_OK(
+      harness_->faults().Fail("*", Unavailable("database is full (simulated)"), {.times = -1}));
   ClientResponse d = client_->Post("/api/v1/jobs/echo/dispatch", kDispatcher, json::object());
   EXPECT_EQ(d.status, 503) << d.body;
   EXPECT_EQ(d.error_code(), "unavailable");
@@ -521,7 +522,7 @@ TEST_F(ApiEndpointsTest, StoreUnavailableIs503) {
   EXPECT_EQ(client_->Post(ExecPath(id, "/cancel"), kOperator, json::object()).status, 503);
   json bulk = {{"items", json::array({{{"job", "echo"}}})}};
   EXPECT_EQ(client_->Post("/api/v1/dispatch/bulk", kDispatcher, bulk).status, 503);
-  harness_->faults().down = false;
+  harness_->faults().Clear();
   EXPECT_EQ(client_->Get(ExecPath(id), kReader).status, 200);
 }
 

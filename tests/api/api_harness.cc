@@ -60,7 +60,7 @@ Status ApiHarness::Start() {
   eo.sweep_interval_ms = 200;
   eo.shutdown_grace_ms = 1000;
   eo.replay_requires_approval = options_.replay_requires_approval;
-  auto engine = Engine::Open(eo);
+  auto engine = OpenEngine(eo, WrapStoreWithFaults(faults_));
   if (!engine.ok()) return engine.status();
   engine_ = std::move(engine).value();
 
@@ -98,7 +98,6 @@ Status ApiHarness::Start() {
     TE_RETURN_IF_ERROR(store.Grant(global, "*"));
   }
   TE_RETURN_IF_ERROR(engine_->Start());
-  fault_ = std::make_unique<FaultEngine>(engine_.get());
 
   auth_.Add(kAdmin, Principal::Make("admin", {Scope::kAdmin}, true));
   auth_.Add(kOperator, Principal::Make("oper", {Scope::kOperate}, true));
@@ -113,7 +112,7 @@ Status ApiHarness::Start() {
 
   ApiOptions ao;
   ao.metrics_open = options_.metrics_open;
-  api_ = std::make_unique<Api>(fault_.get(), &auth_, ao);
+  api_ = std::make_unique<Api>(engine_.get(), &auth_, ao);
   if (options_.extra_routes) options_.extra_routes(api_->router());
   HttpServerOptions ho = options_.http;
   ho.host = "127.0.0.1";

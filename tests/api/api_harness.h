@@ -30,6 +30,7 @@
 #include "api/http_server.h"
 #include "engine/engine_internal.h"
 #include "storage/store.h"
+#include "storage/testing/fault_injecting_store.h"
 #include "taskengine/engine.h"
 #include "test_client.h"
 #include "testing_support/test_util.h"
@@ -44,63 +45,6 @@ inline constexpr char kDispatcher[] = "dispatch-token";
 inline constexpr char kTenantA[] = "tenant-a-token";
 inline constexpr char kTenantB[] = "tenant-b-token";
 inline constexpr char kWorker[] = "worker-token";
-
-// An Engine that forwards to a real one, or answers kUnavailable for every
-// call while `down` is set (a store that cannot serve, RD13-like).
-class FaultEngine final : public EngineInternal {
- public:
-  explicit FaultEngine(Engine* inner) : inner_(inner) {}
-  std::atomic<bool> down{false};
-
-  Status DefineJob(const JobDefinition& job) override { return inner_->DefineJob(job); }
-  Status RegisterHandler(const std::string& name, Handler handler) override {
-    return inner_->RegisterHandler(name, std::move(handler));
-  }
-  Result<DispatchResult> Dispatch(const DispatchRequest& request) override {
-    if (down) return Down();
-    return inner_->Dispatch(request);
-  }
-  Result<std::vector<DispatchResult>> DispatchBatch(
-      const std::vector<DispatchRequest>& requests) override {
-    if (down) return Down();
-    return inner_->DispatchBatch(requests);
-  }
-  Status Start() override { return inner_->Start(); }
-  void Stop() override { inner_->Stop(); }
-  Result<ExecutionStatus> Cancel(ExecutionId id, const std::string& actor,
-                                 const std::string& reason) override {
-    if (down) return Down();
-    return inner_->Cancel(id, actor, reason);
-  }
-  Result<ReplayResult> Replay(ExecutionId id, const ReplayOptions& options) override {
-    if (down) return Down();
-    return inner_->Replay(id, options);
-  }
-  Result<ReplayResult> ApproveReplay(ExecutionId id, const std::string& approver) override {
-    if (down) return Down();
-    return inner_->ApproveReplay(id, approver);
-  }
-  Result<int> SweepOnce() override { return inner_->SweepOnce(); }
-  Result<Execution> GetExecution(ExecutionId id) override {
-    if (down) return Down();
-    return inner_->GetExecution(id);
-  }
-  void AddWorkListener(std::function<void()> listener) override {
-    inner_->AddWorkListener(std::move(listener));
-  }
-  EngineStats stats() const override { return inner_->stats(); }
-
- protected:
-  Store& store() override { return StoreOf(*inner_); }
-  std::vector<Result<FinishReply>> PublishOutcomesImpl(
-      const std::vector<FinishRequest>& requests) override {
-    return PublishOutcomes(*inner_, requests);
-  }
-
- private:
-  static Status Down() { return Unavailable("database is full (simulated)"); }
-  Engine* const inner_;
-};
 
 struct HarnessOptions {
   bool replay_requires_approval = false;
@@ -123,7 +67,9 @@ class ApiHarness {
 
   int port() const { return server_->port(); }
   Engine& engine() { return *engine_; }
-  FaultEngine& faults() { return *fault_; }
+  // Faults of the engine's store (fault_injecting_store.h), e.g. a store
+  // that cannot serve: faults().Fail("*", Unavailable(...), {.times = -1}).
+  StoreFaults& faults() { return *faults_; }
   Api& api() { return *api_; }
   HttpServer& server() { return *server_; }
   StaticTokenAuthenticator& auth() { return auth_; }
@@ -140,7 +86,7 @@ class ApiHarness {
   HarnessOptions options_;
   TempDir dir_;
   std::unique_ptr<Engine> engine_;
-  std::unique_ptr<FaultEngine> fault_;
+  std::shared_ptr<StoreFaults> faults_ = std::make_shared<StoreFaults>();
   StaticTokenAuthenticator auth_;
   std::unique_ptr<Api> api_;
   std::unique_ptr<HttpServer> server_;

@@ -1,0 +1,106 @@
+// Storage errors met through the real engine: the FaultInjectingStore of
+// src/storage/testing/fault_injecting_store.h in front of a SQLite store.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "engine/engine_internal.h"
+#include "storage/store.h"
+#include "storage/testing/fault_injecting_store.h"
+#include "taskengine/engine.h"
+#include "testing_support/test_util.h"
+
+namespace taskengine {
+namespace {
+
+using namespace std::chrono_literals;
+
+template <typename Pred>
+bool WaitFor(Pred pred, std::chrono::milliseconds limit = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(2ms);
+  }
+  return pred();
+}
+
+class StoreFaultsTest : public ::testing::Test {
+ protected:
+  Result<std::unique_ptr<Engine>> Open(int workers) {
+    EngineOptions o;
+    o.database_path = dir_.File("te.db");
+    o.worker_threads = workers;
+    o.poll_interval_ms = 50;
+    o.sweep_interval_ms = 50;
+    o.shutdown_grace_ms = 2000;
+    return OpenEngine(o, WrapStoreWithFaults(faults_));
+  }
+  static JobDefinition Job(const std::string& name) {
+    JobDefinition j;
+    j.name = JobName(name);
+    j.handler = name;
+    return j;
+  }
+  std::shared_ptr<StoreFaults> faults_ = std::make_shared<StoreFaults>();
+  TempDir dir_;
+};
+
+TEST_F(StoreFaultsTest, AFaultMeetsTheCallsItNamesAfterTheSkippedOnes) {
+  ASSERT_OK_AND_ASSIGN(auto engine, Open(0));
+  ASSERT_OK(engine->DefineJob(Job("a")));
+  Store& store = StoreOf(*engine);
+  const int before = faults_->Calls("GetJob");
+  ASSERT_OK(faults_->Fail("GetJob", Unavailable("down"), {.skip = 1, .times = 2}));
+  std::vector<ErrorCode> codes;
+  for (int i = 0; i < 4; ++i) codes.push_back(store.GetJob(JobName("a")).status().code());
+  EXPECT_EQ(codes, (std::vector<ErrorCode>{ErrorCode::kOk, ErrorCode::kUnavailable,
+                                           ErrorCode::kUnavailable, ErrorCode::kOk}));
+  EXPECT_EQ(faults_->Calls("GetJob") - before, 4);
+  EXPECT_EQ(faults_->Failed("GetJob"), 2);
+  // Other methods are untouched.
+  EXPECT_OK(store.ListJobs().status());
+  EXPECT_EQ(faults_->Failed("*"), 2);
+}
+
+TEST_F(StoreFaultsTest, EveryMethodUntilClearedAndBatchesAnswerPerRequest) {
+  ASSERT_OK_AND_ASSIGN(auto engine, Open(0));
+  Store& store = StoreOf(*engine);
+  ASSERT_OK(faults_->Fail("*", Unavailable("database restarting"), {.times = -1}));
+  EXPECT_EQ(store.ListJobs().status().code(), ErrorCode::kUnavailable);
+  EXPECT_EQ(store.ListJobs().status().message(), "database restarting");
+  std::vector<HeartbeatRequest> beats(3);
+  for (std::size_t i = 0; i < beats.size(); ++i)
+    beats[i].lease = LeaseRef{ExecutionId{static_cast<std::int64_t>(i + 1)}, ClaimVersion{1}};
+  auto replies = store.HeartbeatBatch(beats);
+  ASSERT_EQ(replies.size(), 3u);
+  for (const auto& r : replies) EXPECT_EQ(r.status().code(), ErrorCode::kUnavailable);
+  DispatchRequest d;
+  d.job = JobName("a");
+  EXPECT_EQ(engine->Dispatch(d).status().code(), ErrorCode::kUnavailable);
+  faults_->Clear();
+  EXPECT_OK(store.ListJobs().status());
+  // Nothing reached the store while it was "down".
+  ASSERT_OK_AND_ASSIGN(ExecutionPage page, store.ListExecutions(ExecutionFilter{}));
+  EXPECT_TRUE(page.items.empty());
+}
+
+TEST_F(StoreFaultsTest, BadFaultsAreRefused) {
+  EXPECT_EQ(faults_->Fail("Admitt", Unavailable("x")).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(faults_->Fail("Admit", Status::Ok()).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(faults_->Delay("Admit", 1ms, {.skip = -1}).code(), ErrorCode::kInvalidArgument);
+  EXPECT_OK(faults_->Delay("Admit", 1ms));
+}
+
+TEST_F(StoreFaultsTest, DelayHoldsTheCallBeforeTheStore) {
+  ASSERT_OK_AND_ASSIGN(auto engine, Open(0));
+  ASSERT_OK(faults_->Delay("ListJobs", 80ms));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_OK(StoreOf(*engine).ListJobs().status());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 80ms);
+}
+
+}  // namespace
+}  // namespace taskengine
