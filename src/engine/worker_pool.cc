@@ -691,8 +691,19 @@ void WorkerPool::CompleteLoop() {
     batch.swap(finishes_);
     finishes_in_flight_ = static_cast<int>(batch.size());
     lock.Unlock();
-    for (int attempt = 0; !batch.empty(); ++attempt) {
+    // While the store is unavailable (e.g. a database restart) the outcomes
+    // are kept and offered again every 100 ms: their leases may well still
+    // hold, and an outcome given up on is a second run of its handler after
+    // the lease expires. Once the pool is stopping, for at most 2 s more.
+    int retries_when_stopping = 0;
+    while (!batch.empty()) {
       auto replies = store_->FinishBatch(batch);
+      bool give_up = false;
+      if (std::any_of(replies.begin(), replies.end(),
+                      [](const auto& r) { return r.status().code() == ErrorCode::kUnavailable; })) {
+        MutexLock stop_lock(finish_mu_);
+        give_up = stop_completer_ && ++retries_when_stopping > 20;
+      }
       std::vector<FinishRequest> retry;
       for (std::size_t i = 0; i < replies.size(); ++i) {
         if (replies[i].ok()) {
@@ -702,7 +713,7 @@ void WorkerPool::CompleteLoop() {
           continue;
         }
         const Status& s = replies[i].status();
-        if (s.code() == ErrorCode::kUnavailable && attempt < 20) {
+        if (s.code() == ErrorCode::kUnavailable && !give_up) {
           retry.push_back(std::move(batch[i]));
           continue;
         }

@@ -102,5 +102,37 @@ TEST_F(StoreFaultsTest, DelayHoldsTheCallBeforeTheStore) {
   EXPECT_GE(std::chrono::steady_clock::now() - start, 80ms);
 }
 
+// A storage outage between a handler's end and the publication of its
+// outcome: the pool keeps the outcome and publishes it when the store is
+// back, while the lease still holds (30 s), instead of giving up and leaving
+// the execution to lease expiry and a second run of its handler.
+TEST_F(StoreFaultsTest, OutcomeWaitsOutAnOutageInsteadOfRunningTheHandlerAgain) {
+  ASSERT_OK_AND_ASSIGN(auto engine, Open(1));
+  ASSERT_OK(engine->DefineJob(Job("once")));
+  std::atomic<int> runs{0};
+  ASSERT_OK(engine->RegisterHandler("once", [&](JobContext&) {
+    ++runs;
+    return HandlerResult::Success("{}");
+  }));
+  // About 4 s of retries at the pool's pace (one every 100 ms).
+  ASSERT_OK(faults_->Fail("FinishBatch", Unavailable("database restarting"), {.times = 40}));
+  ASSERT_OK(engine->Start());
+  DispatchRequest d;
+  d.job = JobName("once");
+  ASSERT_OK_AND_ASSIGN(DispatchResult r, engine->Dispatch(d));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto e = engine->GetExecution(r.id);
+        return e.ok() && e->status == ExecutionStatus::kSucceeded;
+      },
+      20s))
+      << "FinishBatch failed " << faults_->Failed("FinishBatch") << " times";
+  EXPECT_EQ(faults_->Failed("FinishBatch"), 40);
+  EXPECT_EQ(runs.load(), 1);
+  ASSERT_OK_AND_ASSIGN(Execution e, engine->GetExecution(r.id));
+  EXPECT_EQ(e.attempt, 1);
+  engine->Stop();
+}
+
 }  // namespace
 }  // namespace taskengine
