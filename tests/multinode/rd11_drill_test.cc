@@ -191,7 +191,11 @@ TEST(ClockDrillTest, NodeTenMinutesAheadDoesNotStealLiveLeases) {
                                            CountableEffect(files, "notice") + "sleep 3\n",
                                            "queue = \"skew\"\nlease_ms = 3000\n");
   Node skewed(skewed_config, work.File("skewed.log"), work.path().string());
-  skewed.Start({std::string("LD_PRELOAD=") + kFaketime, "FAKETIME=+10m"});
+  // Its wall clock only: a real node's monotonic clock is never skewed, and
+  // the kernel times its waits by the real one (a faked CLOCK_MONOTONIC
+  // makes every timed wait of the node last 10 minutes).
+  skewed.Start(
+      {std::string("LD_PRELOAD=") + kFaketime, "FAKETIME=+10m", "FAKETIME_DONT_FAKE_MONOTONIC=1"});
   ASSERT_TRUE(skewed.WaitServing(std::chrono::seconds(30))) << skewed.log();
   // The drill only means something if the node's own clock is really ahead.
   // Its log timestamps are its own wall clock: about 600 s ahead of the database's.
@@ -221,7 +225,10 @@ TEST(ClockDrillTest, NodeTenMinutesAheadDoesNotStealLiveLeases) {
                       "status NOT IN (0, 1)") == 8;
       },
       std::chrono::milliseconds(200)))
-      << StatusCounts(url, "work");
+      << StatusCounts(url, "work") << " "
+      << Sql(url, "SELECT id, job, status, attempt, worker, error FROM taskengine.executions")
+      << "\nskewed node:\n"
+      << skewed.log();
   const std::string skewed_worker = ":" + std::to_string(skewed.pid()) + ":pool";
   skewed.Stop();
   normal.Stop();
