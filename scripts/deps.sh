@@ -12,7 +12,7 @@ build_pkgs=(
   libgtest-dev libgmock-dev
   libpq-dev postgresql-15
 )
-test_pkgs=(clang libclang-rt-14-dev llvm lld clang-format faketime dpkg-dev)  # clang builds (TSan, fuzz) pick llvm-ar and ld.lld when present; clang-format: the format check; faketime: the clock drill (RD11); dpkg-dev: the .deb test
+test_pkgs=(clang libclang-rt-14-dev llvm lld clang-format faketime dpkg-dev)  # lld: every tree links with it when present (TASKENGINE_LINKER); clang-format: the format check; faketime: the clock drill (RD11); dpkg-dev: the .deb test
 
 want=("${build_pkgs[@]}")
 if [ "${1:-build}" = "test" ]; then want+=("${test_pkgs[@]}"); fi
