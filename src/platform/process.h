@@ -6,16 +6,17 @@
 // that run the real binary (tests/cli/process_util.h) all start and
 // supervise their children through Process.
 //
-// How a child starts (Process::Spawn): fork, then in the child only
-// async-signal-safe system calls: optionally a new process group (the child
-// leads it) and a parent-death signal, every signal disposition reset to its
-// default and the signal mask emptied, stdin/stdout/stderr connected as
-// asked, every other descriptor closed except the ones listed to keep, chdir
-// to the working directory, then execve of argv[0] (a path: no shell, no
-// PATH search) with exactly the environment given. A failure of any step in
-// the child comes back to Spawn as an error (the child exits at once and is
-// reaped), so a Process that exists ran its program. fork rather than
-// posix_spawn, because posix_spawn cannot set a parent-death signal.
+// How a child starts (Process::Spawn): optionally in a new process group
+// (the child leads it) and with a parent-death signal, every signal
+// disposition reset to its default and the signal mask emptied,
+// stdin/stdout/stderr connected as asked, every other descriptor closed
+// except the ones listed to keep, chdir to the working directory, then
+// execve of argv[0] (a path: no shell, no PATH search) with exactly the
+// environment given. A failure of any step comes back to Spawn as an error
+// (the child is reaped), so a Process that exists ran its program. It is
+// posix_spawn (no page tables copied: cheap in a large server) unless a
+// parent-death signal or kept descriptors are asked for, which posix_spawn
+// cannot do: then fork + execve.
 //
 // Exits are watched through a pidfd when the kernel has pidfd_open (5.3+);
 // without one, Wait looks every kExitPollTick. A Process owns its child until

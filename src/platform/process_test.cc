@@ -65,8 +65,23 @@ bool EventuallyDead(pid_t pid) {
   return false;
 }
 
-TEST(Process, ExitCodeIsReported) {
-  ASSERT_OK_AND_ASSIGN(Process p, Process::Spawn(Shell("exit 3")));
+// Each case runs through both ways Spawn starts a child: posix_spawn, and
+// fork + execve (taken when a parent-death signal is asked for).
+class ProcessTest : public ::testing::TestWithParam<bool> {
+ protected:
+  static Result<Process> Spawn(SpawnOptions o) {
+    if (GetParam()) o.parent_death_signal = SIGKILL;
+    return Process::Spawn(o);
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(StartPaths, ProcessTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "ForkExec" : "PosixSpawn";
+                         });
+
+TEST_P(ProcessTest, ExitCodeIsReported) {
+  ASSERT_OK_AND_ASSIGN(Process p, Spawn(Shell("exit 3")));
   EXPECT_TRUE(p.running());
   std::optional<ExitStatus> s = p.Wait(milliseconds(10'000));
   ASSERT_TRUE(s.has_value());
@@ -77,8 +92,8 @@ TEST(Process, ExitCodeIsReported) {
   EXPECT_EQ(p.pid(), -1);
 }
 
-TEST(Process, SignalDeathIsReported) {
-  ASSERT_OK_AND_ASSIGN(Process p, Process::Spawn(Shell("kill -TERM $$; sleep 10")));
+TEST_P(ProcessTest, SignalDeathIsReported) {
+  ASSERT_OK_AND_ASSIGN(Process p, Spawn(Shell("kill -TERM $$; sleep 10")));
   std::optional<ExitStatus> s = p.Wait(milliseconds(10'000));
   ASSERT_TRUE(s.has_value());
   EXPECT_TRUE(s->signaled());
@@ -93,10 +108,10 @@ TEST(Process, DecodesWaitStatuses) {
   EXPECT_EQ(SignalName(SIGINT), "SIGINT");
 }
 
-TEST(Process, GroupKillReachesAGrandchild) {
+TEST_P(ProcessTest, GroupKillReachesAGrandchild) {
   SpawnOptions o = Shell("sleep 100 & echo $!; wait");
   o.stdout_spec = StdioSpec::Pipe();
-  ASSERT_OK_AND_ASSIGN(Process p, Process::Spawn(o));
+  ASSERT_OK_AND_ASSIGN(Process p, Spawn(o));
   // The first line is the grandchild's pid; the shell keeps stdout open.
   std::string line;
   const auto deadline = SteadyClock::now() + std::chrono::seconds(10);
@@ -118,9 +133,9 @@ TEST(Process, GroupKillReachesAGrandchild) {
   EXPECT_TRUE(EventuallyDead(grandchild));
 }
 
-TEST(Process, SignalReachesTheChildOnly) {
+TEST_P(ProcessTest, SignalReachesTheChildOnly) {
   SpawnOptions o = Shell("trap 'exit 7' TERM; sleep 100 & wait");
-  ASSERT_OK_AND_ASSIGN(Process p, Process::Spawn(o));
+  ASSERT_OK_AND_ASSIGN(Process p, Spawn(o));
   std::this_thread::sleep_for(milliseconds(100));  // let the shell set its trap
   p.Signal(SIGTERM);
   std::optional<ExitStatus> s = p.Wait(milliseconds(10'000));
@@ -128,8 +143,8 @@ TEST(Process, SignalReachesTheChildOnly) {
   EXPECT_EQ(s->ToString(), "exited 7");
 }
 
-TEST(Process, WaitReturnsAtItsDeadline) {
-  ASSERT_OK_AND_ASSIGN(Process p, Process::Spawn(Shell("sleep 100")));
+TEST_P(ProcessTest, WaitReturnsAtItsDeadline) {
+  ASSERT_OK_AND_ASSIGN(Process p, Spawn(Shell("sleep 100")));
   const auto start = SteadyClock::now();
   EXPECT_FALSE(p.Wait(milliseconds(200)).has_value());
   const auto waited = SteadyClock::now() - start;
@@ -141,8 +156,8 @@ TEST(Process, WaitReturnsAtItsDeadline) {
   EXPECT_FALSE(p.running());
 }
 
-TEST(Process, WaitReturnsWhenTheChildExits) {
-  ASSERT_OK_AND_ASSIGN(Process p, Process::Spawn(Shell("sleep 0.1")));
+TEST_P(ProcessTest, WaitReturnsWhenTheChildExits) {
+  ASSERT_OK_AND_ASSIGN(Process p, Spawn(Shell("sleep 0.1")));
   const auto start = SteadyClock::now();
   std::optional<ExitStatus> s = p.Wait(milliseconds(30'000));
   ASSERT_TRUE(s.has_value());
@@ -150,8 +165,8 @@ TEST(Process, WaitReturnsWhenTheChildExits) {
   EXPECT_LT(SteadyClock::now() - start, milliseconds(5'000));
 }
 
-TEST(Process, ExitedLooksWithoutReaping) {
-  ASSERT_OK_AND_ASSIGN(Process p, Process::Spawn(Shell("exit 4")));
+TEST_P(ProcessTest, ExitedLooksWithoutReaping) {
+  ASSERT_OK_AND_ASSIGN(Process p, Spawn(Shell("exit 4")));
   const auto deadline = SteadyClock::now() + std::chrono::seconds(10);
   while (p.Exited() != std::optional<bool>(true) && SteadyClock::now() < deadline) {
     std::this_thread::sleep_for(milliseconds(5));
@@ -166,6 +181,18 @@ TEST(Process, ExitedLooksWithoutReaping) {
 }
 
 TEST(Process, ReapChildOfAStrangerIsLost) { EXPECT_EQ(ReapChild(1).kind, ExitStatus::Kind::kLost); }
+
+TEST_P(ProcessTest, DescriptorsAreNotInherited) {
+  const int leaked = open("/dev/null", O_RDONLY);  // not close-on-exec
+  ASSERT_GE(leaked, 3);
+  SpawnOptions o = Shell("if [ -e /proc/self/fd/" + std::to_string(leaked) +
+                         " ]; then echo open; else echo closed; fi");
+  o.stdout_spec = StdioSpec::Pipe();
+  ASSERT_OK_AND_ASSIGN(Process p, Spawn(o));
+  EXPECT_EQ(ReadAll(p.stdout_pipe()), "closed\n");
+  ASSERT_TRUE(p.Wait(milliseconds(10'000)).has_value());
+  close(leaked);
+}
 
 TEST(Process, OnlyListedDescriptorsAreInherited) {
   // Neither is close-on-exec: only the listed one may reach the child.
@@ -187,25 +214,25 @@ TEST(Process, OnlyListedDescriptorsAreInherited) {
   close(kept);
 }
 
-TEST(Process, EnvironmentAndDirectoryAreTheOnesGiven) {
+TEST_P(ProcessTest, EnvironmentAndDirectoryAreTheOnesGiven) {
   TempDir dir;
   SpawnOptions o = Shell("echo \"A=$A HOME=$HOME\"; pwd");
   o.env = {"A=b c"};
   o.cwd = dir.path();
   o.stdout_spec = StdioSpec::Pipe();
-  ASSERT_OK_AND_ASSIGN(Process p, Process::Spawn(o));
+  ASSERT_OK_AND_ASSIGN(Process p, Spawn(o));
   const std::string out = ReadAll(p.stdout_pipe());
   EXPECT_EQ(out, "A=b c HOME=\n" + std::filesystem::canonical(dir.path()).string() + "\n");
   ASSERT_TRUE(p.Wait(milliseconds(10'000)).has_value());
 }
 
-TEST(Process, PipesCarryStdinAndStderr) {
+TEST_P(ProcessTest, PipesCarryStdinAndStderr) {
   SpawnOptions o;
   o.argv = {"/bin/sh", "-c", "cat; echo oops >&2"};
   o.stdin_spec = StdioSpec::Pipe();
   o.stdout_spec = StdioSpec::Pipe();
   o.stderr_spec = StdioSpec::Pipe();
-  ASSERT_OK_AND_ASSIGN(Process p, Process::Spawn(o));
+  ASSERT_OK_AND_ASSIGN(Process p, Spawn(o));
   ASSERT_EQ(write(p.stdin_pipe().get(), "hello\n", 6), 6);
   p.stdin_pipe().Reset();
   EXPECT_EQ(ReadAll(p.stdout_pipe()), "hello\n");
@@ -213,10 +240,10 @@ TEST(Process, PipesCarryStdinAndStderr) {
   ASSERT_TRUE(p.Wait(milliseconds(10'000)).has_value());
 }
 
-TEST(Process, MissingProgramIsAnError) {
+TEST_P(ProcessTest, MissingProgramIsAnError) {
   SpawnOptions o;
   o.argv = {"/nonexistent/program", "x"};
-  Result<Process> p = Process::Spawn(o);
+  Result<Process> p = Spawn(o);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_THAT(p.status().message(), HasSubstr("cannot run /nonexistent/program"));
@@ -224,28 +251,28 @@ TEST(Process, MissingProgramIsAnError) {
   EXPECT_EQ(FindExitedChild(), std::nullopt) << "the failed child was reaped";
 }
 
-TEST(Process, BadDirectoryOrRelativeProgramIsAnError) {
+TEST_P(ProcessTest, BadDirectoryOrRelativeProgramIsAnError) {
   SpawnOptions o = Shell("exit 0");
   o.cwd = "/nonexistent/dir";
-  Result<Process> p = Process::Spawn(o);
+  Result<Process> p = Spawn(o);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_THAT(p.status().message(), HasSubstr("in /nonexistent/dir"));
 
   SpawnOptions relative;
   relative.argv = {"sh", "-c", "exit 0"};
-  EXPECT_EQ(Process::Spawn(relative).status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(Process::Spawn(SpawnOptions{}).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(Spawn(relative).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(Spawn(SpawnOptions{}).status().code(), ErrorCode::kInvalidArgument);
 
   SpawnOptions bad_keep = Shell("exit 0");
   bad_keep.keep_fds = {1};
-  EXPECT_EQ(Process::Spawn(bad_keep).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(Spawn(bad_keep).status().code(), ErrorCode::kInvalidArgument);
 }
 
-TEST(Process, DestructionKillsAndReapsTheGroup) {
+TEST_P(ProcessTest, DestructionKillsAndReapsTheGroup) {
   pid_t pid = -1;
   {
-    ASSERT_OK_AND_ASSIGN(Process p, Process::Spawn(Shell("sleep 100")));
+    ASSERT_OK_AND_ASSIGN(Process p, Spawn(Shell("sleep 100")));
     pid = p.pid();
   }
   EXPECT_NE(kill(pid, 0), 0) << "killed and reaped: the pid is no longer ours";
@@ -266,10 +293,10 @@ TEST(Process, ParentDeathSignalFiresWhenTheSpawningThreadEnds) {
   EXPECT_EQ(s->ToString(), "killed by signal SIGKILL");
 }
 
-TEST(Process, WithoutANewGroupTheChildSharesOurs) {
+TEST_P(ProcessTest, WithoutANewGroupTheChildSharesOurs) {
   SpawnOptions o = Shell("sleep 100");
   o.new_process_group = false;
-  ASSERT_OK_AND_ASSIGN(Process p, Process::Spawn(o));
+  ASSERT_OK_AND_ASSIGN(Process p, Spawn(o));
   EXPECT_EQ(getpgid(p.pid()), getpgrp());
   p.SignalGroup(SIGKILL);  // the child only: this test process survives
   std::optional<ExitStatus> s = p.Wait(milliseconds(10'000));
