@@ -26,7 +26,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,6 +42,7 @@
 
 #include "cli.h"
 #include "handlers/command_handler.h"
+#include "platform/process.h"
 #include "remote_job_context.h"
 #include "taskengine_client/worker.h"
 
@@ -237,7 +237,7 @@ int RunWorkerStart(const GlobalFlags& flags, WorkerFlags f) {
 // ---------------------------------------------------------------- worker:manager
 
 struct Child {
-  pid_t pid = -1;
+  Process process;  // not running(): waiting to be started again
   SteadyClock::time_point started;
   SteadyClock::time_point restart_at;
   int fast_exits = 0;  // consecutive exits within kHealthyRun of starting
@@ -263,28 +263,39 @@ void CloseBeats(Child& c) {
 constexpr auto kHealthyRun = std::chrono::seconds(2);
 constexpr auto kMaxRestartDelay = std::chrono::seconds(10);
 
-// Starts a worker:start child with `argv`; `beat_fd` (or -1) is the write end
-// of its liveness pipe, handed over by number in TASKENGINE_WORKER_HEARTBEAT_FD.
-pid_t SpawnWorker(const std::vector<std::string>& argv, const std::string& token, int beat_fd) {
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid != 0) return pid;  // parent (or -1)
-  if (beat_fd >= 0) {
-    fcntl(beat_fd, F_SETFD, 0);  // inherited across exec (the child re-marks it)
-    setenv(kHeartbeatFdEnv, std::to_string(beat_fd).c_str(), 1);
+// The environment of a worker:start child: this process's, with the token
+// and, when `beat_fd` >= 0, the number of its liveness pipe's write end.
+std::vector<std::string> WorkerEnvironment(const std::string& token, int beat_fd) {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    if (entry.starts_with("TASKENGINE_TOKEN=") ||
+        entry.starts_with(std::string(kHeartbeatFdEnv) + "=")) {
+      continue;
+    }
+    env.emplace_back(entry);
   }
-  // Child: default signal mask, and SIGTERM when the manager dies.
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (getppid() != parent) _exit(0);
-  setenv("TASKENGINE_TOKEN", token.c_str(), 1);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  execv(args[0], args.data());
-  _exit(127);
+  env.push_back("TASKENGINE_TOKEN=" + token);
+  if (beat_fd >= 0) env.push_back(std::string(kHeartbeatFdEnv) + "=" + std::to_string(beat_fd));
+  return env;
+}
+
+// Starts a worker:start child with `argv`, in this process's group, with its
+// standard streams; `beat_fd` (or -1) is the write end of its liveness pipe,
+// kept open in the child and named in TASKENGINE_WORKER_HEARTBEAT_FD. The
+// child gets SIGTERM when the manager dies.
+Result<Process> SpawnWorker(const std::vector<std::string>& argv, const std::string& token,
+                            int beat_fd) {
+  SpawnOptions options;
+  options.argv = argv;
+  options.env = WorkerEnvironment(token, beat_fd);
+  options.stdin_spec = StdioSpec::Inherit();
+  options.stdout_spec = StdioSpec::Inherit();
+  options.stderr_spec = StdioSpec::Inherit();
+  if (beat_fd >= 0) options.keep_fds = {beat_fd};
+  options.new_process_group = false;
+  options.parent_death_signal = SIGTERM;
+  return Process::Spawn(options);
 }
 
 // Kills the process groups of processes this manager adopted as a child
@@ -319,12 +330,6 @@ int KillAdoptedOrphans(const std::vector<pid_t>& workers) {
   }
   closedir(dir);
   return static_cast<int>(groups.size());
-}
-
-std::string DescribeExit(int status) {
-  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return "signal " + std::to_string(WTERMSIG(status));
-  return "status " + std::to_string(status);
 }
 
 int RunWorkerManager(const GlobalFlags& flags, WorkerFlags f) {
@@ -365,18 +370,20 @@ int RunWorkerManager(const GlobalFlags& flags, WorkerFlags f) {
                 << " is watched for exits only" << std::endl;
       pipe_fds[0] = pipe_fds[1] = -1;
     }
-    c.pid = SpawnWorker(argv, f.token, pipe_fds[1]);
+    Result<Process> spawned = SpawnWorker(argv, f.token, pipe_fds[1]);
     if (pipe_fds[1] >= 0) close(pipe_fds[1]);
     c.beats = pipe_fds[0];
     c.started = SteadyClock::now();
     c.last_beat = c.started;
     c.hang_killed = false;
-    if (c.pid < 0) {
-      std::cerr << "taskengine: worker:manager: fork failed; retrying" << std::endl;
+    if (!spawned.ok()) {
+      std::cerr << "taskengine: worker:manager: cannot start worker " << i << ": "
+                << spawned.status().message() << "; retrying" << std::endl;
       c.restart_at = SteadyClock::now() + std::chrono::seconds(1);
     } else {
-      std::cerr << "taskengine: worker:manager: worker " << i << " started (pid " << c.pid << ")"
-                << std::endl;
+      c.process = std::move(spawned).value();
+      std::cerr << "taskengine: worker:manager: worker " << i << " started (pid " << c.process.pid()
+                << ")" << std::endl;
     }
   };
   for (std::size_t i = 0; i < children.size(); ++i) start(i);
@@ -386,37 +393,38 @@ int RunWorkerManager(const GlobalFlags& flags, WorkerFlags f) {
   while (true) {
     // Reap every child that ended (workers, and adopted orphans).
     bool worker_died = false;
-    while (true) {
-      int status = 0;
-      pid_t pid = waitpid(-1, &status, WNOHANG);
-      if (pid <= 0) break;
-      for (std::size_t i = 0; i < children.size(); ++i) {
-        Child& c = children[i];
-        if (c.pid != pid) continue;
-        c.pid = -1;
-        worker_died = true;
-        if (stopping) break;
-        const bool healthy = SteadyClock::now() - c.started >= kHealthyRun;
-        const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        c.fast_exits = (healthy || clean) ? 0 : c.fast_exits + 1;
-        auto delay = milliseconds(0);
-        if (c.fast_exits > 1) {
-          delay = std::min<milliseconds>(milliseconds(100 << std::min(c.fast_exits - 2, 7)),
-                                         kMaxRestartDelay);
-        }
-        c.restart_at = SteadyClock::now() + delay;
-        CloseBeats(c);
-        std::cerr << "taskengine: worker:manager: worker " << i << " (pid " << pid << ") ended ("
-                  << (c.hang_killed ? "killed: no heartbeat" : DescribeExit(status))
-                  << "); restarting"
-                  << (delay.count() > 0 ? " in " + std::to_string(delay.count()) + " ms" : "")
-                  << std::endl;
+    while (std::optional<pid_t> pid = FindExitedChild()) {
+      const auto worker = std::find_if(children.begin(), children.end(),
+                                       [&](const Child& c) { return c.process.pid() == *pid; });
+      if (worker == children.end()) {
+        (void)ReapChild(*pid);  // an adopted orphan
+        continue;
       }
+      const std::size_t i = static_cast<std::size_t>(worker - children.begin());
+      Child& c = *worker;
+      const std::optional<ExitStatus> status = c.process.Wait(milliseconds(0));
+      if (!status.has_value()) break;  // not reapable after all: look again next tick
+      worker_died = true;
+      if (stopping) continue;
+      const bool healthy = SteadyClock::now() - c.started >= kHealthyRun;
+      const bool clean = status->exited() && status->code == 0;
+      c.fast_exits = (healthy || clean) ? 0 : c.fast_exits + 1;
+      auto delay = milliseconds(0);
+      if (c.fast_exits > 1) {
+        delay = std::min<milliseconds>(milliseconds(100 << std::min(c.fast_exits - 2, 7)),
+                                       kMaxRestartDelay);
+      }
+      c.restart_at = SteadyClock::now() + delay;
+      CloseBeats(c);
+      std::cerr << "taskengine: worker:manager: worker " << i << " (pid " << *pid << ") ended ("
+                << (c.hang_killed ? "killed: no heartbeat" : status->ToString()) << "); restarting"
+                << (delay.count() > 0 ? " in " + std::to_string(delay.count()) + " ms" : "")
+                << std::endl;
     }
     if (worker_died) {
       std::vector<pid_t> alive;
       for (const Child& c : children) {
-        if (c.pid > 0) alive.push_back(c.pid);
+        if (c.process.running()) alive.push_back(c.process.pid());
       }
       if (int n = KillAdoptedOrphans(alive); n > 0) {
         std::cerr << "taskengine: worker:manager: killed " << n
@@ -424,19 +432,17 @@ int RunWorkerManager(const GlobalFlags& flags, WorkerFlags f) {
       }
     }
     if (stopping) {
-      bool any =
-          std::any_of(children.begin(), children.end(), [](const Child& c) { return c.pid > 0; });
+      bool any = std::any_of(children.begin(), children.end(),
+                             [](const Child& c) { return c.process.running(); });
       if (!any) break;
       if (SteadyClock::now() >= kill_at) {
-        for (Child& c : children) {
-          if (c.pid > 0) kill(c.pid, SIGKILL);
-        }
+        for (Child& c : children) c.process.Signal(SIGKILL);
       }
     } else {
       const auto now = SteadyClock::now();
       for (std::size_t i = 0; i < children.size(); ++i) {
         Child& c = children[i];
-        if (c.pid < 0) {
+        if (!c.process.running()) {
           if (now >= c.restart_at) start(i);
           continue;
         }
@@ -445,8 +451,8 @@ int RunWorkerManager(const GlobalFlags& flags, WorkerFlags f) {
           // Hung or stopped: SIGKILL works on a stopped process too; the
           // reaping above restarts it and kills its orphaned commands.
           c.hang_killed = true;
-          kill(c.pid, SIGKILL);
-          std::cerr << "taskengine: worker:manager: worker " << i << " (pid " << c.pid
+          c.process.Signal(SIGKILL);
+          std::cerr << "taskengine: worker:manager: worker " << i << " (pid " << c.process.pid()
                     << ") sent no heartbeat for "
                     << std::chrono::duration_cast<milliseconds>(now - c.last_beat).count()
                     << " ms (hung or stopped); killing it (SIGKILL)" << std::endl;
@@ -460,9 +466,7 @@ int RunWorkerManager(const GlobalFlags& flags, WorkerFlags f) {
       kill_at = SteadyClock::now() + milliseconds(f.grace_ms);
       std::cerr << "taskengine: worker:manager: stopping " << f.workers << " workers (grace "
                 << f.grace_ms << " ms)" << std::endl;
-      for (Child& c : children) {
-        if (c.pid > 0) kill(c.pid, SIGTERM);
-      }
+      for (Child& c : children) c.process.Signal(SIGTERM);
     }
   }
   for (Child& c : children) CloseBeats(c);

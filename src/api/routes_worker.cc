@@ -13,22 +13,22 @@
 // wakes workers.
 //
 // Worker registration: lease and batch heartbeat requests register the worker
-// (Store::ReportWorker, at most once a second per worker unless its state
-// changes). The store keeps id, host, pid, state, one current execution and
-// counts; the rest of the registration (name, version, queues, concurrency,
-// every execution in hand) is kept in this process and merged into
-// GET /api/v1/workers.
+// (Store::ReportWorker, when the WorkerRegistry says a report is due). The
+// store keeps id, host, pid, state, one current execution and counts; the
+// rest of the registration (name, version, queues, concurrency, every
+// execution in hand) is kept in this process's WorkerRegistry
+// (worker_registry.h) and merged into GET /api/v1/workers.
 #include <algorithm>
 #include <chrono>
 #include <limits>
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 
 #include "api/lease_broker.h"
 #include "api/metrics.h"
 #include "api/routes.h"
+#include "api/worker_registry.h"
 #include "core/mutex.h"
 
 namespace taskengine::api {
@@ -48,8 +48,6 @@ constexpr std::size_t kMaxErrorBytes = 64 * 1024;
 constexpr std::size_t kMaxDetailBytes = 64 * 1024;
 constexpr std::int64_t kMaxRetryAfterMs = 7LL * 24 * 3600 * 1000;
 constexpr auto kJobCacheTtl = std::chrono::seconds(1);
-constexpr auto kReportInterval = std::chrono::seconds(1);
-constexpr auto kForgetWorkerAfter = std::chrono::hours(1);
 
 using SteadyClock = std::chrono::steady_clock;
 
@@ -69,169 +67,6 @@ bool IsValidHandlerName(std::string_view name) {
 }
 
 std::string IdText(ExecutionId id) { return std::to_string(id.value); }
-
-// --- worker registry ------------------------------------------------------------
-
-// What this process knows about remote workers. Thread-safe.
-class WorkerRegistry {
- public:
-  struct Registration {
-    WorkerId id;
-    std::optional<std::string> name, host, version;
-    std::optional<std::int64_t> pid;
-    std::optional<int> concurrency;
-    std::vector<std::string> queues;
-    std::optional<std::vector<std::string>> handlers;
-  };
-
-  // A lease request: updates the registration. Returns the row to report to
-  // the store when one is due.
-  std::optional<WorkerInfo> OnLease(const Registration& r, Millis now) EXCLUDES(mu_) {
-    MutexLock lock(mu_);
-    Forget(SteadyClock::now());
-    Entry& e = Touch(r.id, now);
-    if (r.name) e.details.name = *r.name;
-    if (r.host) e.host = *r.host;
-    if (r.version) e.details.version = *r.version;
-    if (r.pid) e.pid = *r.pid;
-    if (r.concurrency) e.details.concurrency = *r.concurrency;
-    e.details.queues = r.queues;
-    e.details.handlers = r.handlers.value_or(std::vector<std::string>{});
-    return ReportIfDue(r.id, e);
-  }
-
-  // Leases handed to `worker`.
-  void OnLeased(const WorkerId& worker, const std::vector<Lease>& leases) EXCLUDES(mu_) {
-    if (leases.empty()) return;
-    MutexLock lock(mu_);
-    auto it = workers_.find(worker.value);
-    if (it == workers_.end()) return;
-    for (const Lease& l : leases) {
-      it->second.current.insert(l.id.value);
-      owner_[l.id.value] = worker.value;
-    }
-  }
-
-  // A batch heartbeat: `in_hand` is the worker's own view of what it holds.
-  std::optional<WorkerInfo> OnHeartbeat(const WorkerId& worker,
-                                        const std::vector<ExecutionId>& in_hand,
-                                        std::optional<std::int64_t> processed,
-                                        std::optional<std::int64_t> failed, Millis now)
-      EXCLUDES(mu_) {
-    MutexLock lock(mu_);
-    Entry& e = Touch(worker, now);
-    for (std::int64_t id : e.current) owner_.erase(id);
-    e.current.clear();
-    for (ExecutionId id : in_hand) {
-      e.current.insert(id.value);
-      owner_[id.value] = worker.value;
-    }
-    if (processed) e.processed = *processed;
-    if (failed) e.failed = *failed;
-    return ReportIfDue(worker, e);
-  }
-
-  // Executions whose outcome was published: no longer in anyone's hands.
-  void OnFinished(const std::vector<ExecutionId>& ids) EXCLUDES(mu_) {
-    MutexLock lock(mu_);
-    for (ExecutionId id : ids) {
-      auto it = owner_.find(id.value);
-      if (it == owner_.end()) continue;
-      auto w = workers_.find(it->second);
-      if (w != workers_.end()) w->second.current.erase(id.value);
-      owner_.erase(it);
-    }
-  }
-
-  // The registration fields this process holds, by worker id; plus the rows
-  // of workers it knows that the store may lack.
-  void Snapshot(std::map<std::string, WorkerDetails>* details,
-                std::map<std::string, WorkerInfo>* rows) const EXCLUDES(mu_) {
-    MutexLock lock(mu_);
-    for (const auto& [id, e] : workers_) {
-      WorkerDetails d = e.details;
-      d.current.clear();
-      for (std::int64_t x : e.current) d.current.push_back(ExecutionId(x));
-      (*details)[id] = std::move(d);
-      (*rows)[id] = Row(WorkerId(id), e);
-    }
-  }
-
- private:
-  struct Entry {
-    WorkerDetails details;
-    std::string host;
-    std::int64_t pid = 0;
-    Millis started_at = 0;
-    std::int64_t processed = 0;
-    std::int64_t failed = 0;
-    std::set<std::int64_t> current;
-    SteadyClock::time_point last_seen;
-    SteadyClock::time_point last_report;
-    bool reported = false;
-    WorkerState reported_state = WorkerState::kIdle;
-  };
-
-  Entry& Touch(const WorkerId& id, Millis now) REQUIRES(mu_) {
-    auto [it, inserted] = workers_.try_emplace(id.value);
-    Entry& e = it->second;
-    if (inserted) e.started_at = now;
-    e.details.last_seen_at = now;
-    e.last_seen = SteadyClock::now();
-    return e;
-  }
-
-  static WorkerInfo Row(const WorkerId& id, const Entry& e) {
-    WorkerInfo w;
-    w.id = id;
-    w.hostname = e.host;
-    w.pid = e.pid;
-    w.kind = WorkerKind::kRemote;
-    w.state = e.current.empty() ? WorkerState::kIdle : WorkerState::kBusy;
-    w.threads = e.details.concurrency;
-    w.busy = static_cast<int>(e.current.size());
-    for (std::int64_t x : e.current) {
-      if (w.current.size() >= kMaxWorkerCurrent) break;
-      w.current.push_back(ExecutionId(x));
-    }
-    w.processed = e.processed;
-    w.failed = e.failed;
-    w.started_at = e.started_at;
-    w.last_heartbeat_at = e.details.last_seen_at;
-    return w;
-  }
-
-  std::optional<WorkerInfo> ReportIfDue(const WorkerId& id, Entry& e) REQUIRES(mu_) {
-    WorkerInfo row = Row(id, e);
-    const auto now = SteadyClock::now();
-    if (e.reported && row.state == e.reported_state && now - e.last_report < kReportInterval) {
-      return std::nullopt;
-    }
-    e.reported = true;
-    e.reported_state = row.state;
-    e.last_report = now;
-    return row;
-  }
-
-  // Drops workers not seen for a long time.
-  void Forget(SteadyClock::time_point now) REQUIRES(mu_) {
-    if (now - last_forget_ < std::chrono::minutes(1)) return;
-    last_forget_ = now;
-    for (auto it = workers_.begin(); it != workers_.end();) {
-      if (now - it->second.last_seen > kForgetWorkerAfter) {
-        for (std::int64_t id : it->second.current) owner_.erase(id);
-        it = workers_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-
-  mutable Mutex mu_;
-  std::map<std::string, Entry> workers_ GUARDED_BY(mu_);
-  std::map<std::int64_t, std::string> owner_ GUARDED_BY(mu_);  // execution -> worker
-  SteadyClock::time_point last_forget_ GUARDED_BY(mu_);
-};
 
 // Job definitions for lease answers (handler, config), cached briefly so a
 // burst of leases does not read each definition again. Thread-safe.

@@ -1,31 +1,27 @@
-// The `command` handler: config parsing, process spawning and supervision.
-// See command_handler.h for the contract.
+// The `command` handler: config parsing, the line protocol, checkpoints and
+// the timeout policy. See command_handler.h for the contract. Starting,
+// signalling and reaping the process is platform/process.h's.
 //
 // One call runs one command on the calling thread with a single poll() loop
-// that feeds stdin, drains stdout and stderr, watches the leader's exit (a
-// pidfd when the kernel has them, else a 50 ms tick) and enforces the timeout
-// and the checkpoint interval. Nothing is shared between calls.
+// that feeds stdin, drains stdout and stderr, watches the leader's exit (its
+// pidfd when the kernel has them, else a kExitPollTick tick) and enforces the
+// timeout and the checkpoint interval. Nothing is shared between calls.
 
 #include "handlers/command_handler.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/syscall.h>
-#include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
 #include <utility>
 
+#include "platform/process.h"
 #include "taskengine/status.h"
 
 namespace taskengine {
@@ -46,8 +42,6 @@ constexpr std::size_t kMaxReadPerWake = 1 << 20;
 // After SIGKILL of a group whose leader has exited, how long to wait for the
 // pipes to close (they stay open only if a process escaped the group).
 constexpr milliseconds kPostKillDrain{500};
-// Without a pidfd, how often to look for the leader's exit.
-constexpr milliseconds kExitPollTick{50};
 // Longest timeout honoured; larger values are clamped (avoids overflow).
 constexpr Millis kMaxTimeoutMs = 365LL * 24 * 3600 * 1000;
 constexpr std::size_t kMaxErrorLineBytes = 512;
@@ -57,18 +51,6 @@ constexpr int kMaxProtocolDepth = 64;
 constexpr std::string_view kTruncatedMark = " [truncated]";
 constexpr std::string_view kReservedEnvPrefix = "TASKENGINE_";
 
-std::string ErrnoText(int err) {
-  char buf[256];
-  // GNU strerror_r: returns a pointer to the message (maybe not `buf`).
-  return std::string(strerror_r(err, buf, sizeof(buf)));
-}
-
-std::string SignalName(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  if (abbrev == nullptr) return "signal " + std::to_string(sig);
-  return "SIG" + std::string(abbrev);
-}
-
 // Cuts `s` to at most `max` bytes without splitting a UTF-8 sequence.
 std::string_view CutUtf8(std::string_view s, std::size_t max) {
   if (s.size() <= max) return s;
@@ -76,34 +58,6 @@ std::string_view CutUtf8(std::string_view s, std::size_t max) {
   while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
   return s.substr(0, cut);
 }
-
-// An owned file descriptor. Not thread-safe.
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& o) noexcept {
-    if (this != &o) {
-      Reset();
-      fd_ = std::exchange(o.fd_, -1);
-    }
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { Reset(); }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  void Reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 // What the job definition's config asks to run.
 struct CommandSpec {
@@ -215,14 +169,6 @@ class EnvBuilder {
   std::vector<std::string> entries_;
 };
 
-std::vector<char*> CStringArray(const std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  out.reserve(strings.size() + 1);
-  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
-
 // Blocks SIGPIPE in the calling thread for its lifetime, so that writing to
 // the stdin of a command that exited fails with EPIPE instead of killing the
 // server; the process-wide disposition is untouched. If a write of ours raised
@@ -264,151 +210,19 @@ class ScopedSigpipeBlock {
   bool saw_epipe_ = false;
 };
 
-// Moves `fd` to a number >= 3 (close-on-exec), so that the child's dup2 onto
-// 0/1/2 never clobbers another of its pipe ends.
-Status EnsureAboveStdio(UniqueFd& fd) {
-  if (fd.get() > 2) return Status::Ok();
-  const int moved = fcntl(fd.get(), F_DUPFD_CLOEXEC, 3);
-  if (moved < 0) return Unavailable("fcntl(F_DUPFD_CLOEXEC): " + ErrnoText(errno));
-  fd = UniqueFd(moved);
-  return Status::Ok();
-}
-
-struct PipePair {
-  UniqueFd read;
-  UniqueFd write;
-};
-
-Result<PipePair> MakePipe() {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return Unavailable("pipe2: " + ErrnoText(errno));
-  PipePair p{UniqueFd(fds[0]), UniqueFd(fds[1])};
-  TE_RETURN_IF_ERROR(EnsureAboveStdio(p.read));
-  TE_RETURN_IF_ERROR(EnsureAboveStdio(p.write));
-  return p;
-}
-
-Status SetNonBlocking(int fd) {
-  const int flags = fcntl(fd, F_GETFL);
-  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
-    return Unavailable("fcntl(O_NONBLOCK): " + ErrnoText(errno));
-  }
-  return Status::Ok();
-}
-
-// A running command: the leader's pid (also its process group id) and the
-// parent's ends of its pipes.
-struct Child {
-  pid_t pid = -1;
-  UniqueFd pidfd;  // may be invalid (kernel without pidfd_open)
-  UniqueFd stdin_fd;
-  UniqueFd stdout_fd;
-  UniqueFd stderr_fd;
-};
-
-// Whether an exec failure with this errno will fail again on retry.
-bool IsPermanentSpawnError(int err) {
-  switch (err) {
-    case ENOENT:
-    case EACCES:
-    case EPERM:
-    case ENOEXEC:
-    case ENOTDIR:
-    case EISDIR:
-    case ELOOP:
-    case ENAMETOOLONG:
-    case E2BIG:
-    case EINVAL:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Frees posix_spawn objects on scope exit.
-struct SpawnObjects {
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  bool actions_ok = false;
-  bool attr_ok = false;
-  ~SpawnObjects() {
-    if (actions_ok) posix_spawn_file_actions_destroy(&actions);
-    if (attr_ok) posix_spawnattr_destroy(&attr);
-  }
-};
-
-// Starts the command. kInvalidArgument: it cannot start (bad path, not
-// executable, bad cwd), a permanent failure; kUnavailable: resources, retry.
-Result<Child> Spawn(const CommandSpec& spec, const std::vector<std::string>& env) {
-  TE_ASSIGN_OR_RETURN(PipePair in, MakePipe());
-  TE_ASSIGN_OR_RETURN(PipePair out, MakePipe());
-  TE_ASSIGN_OR_RETURN(PipePair err, MakePipe());
-
-  SpawnObjects so;
-  if (posix_spawn_file_actions_init(&so.actions) != 0) return Unavailable("posix_spawn init");
-  so.actions_ok = true;
-  if (posix_spawnattr_init(&so.attr) != 0) return Unavailable("posix_spawnattr init");
-  so.attr_ok = true;
-
-  int rc = 0;
-  // dup2 clears close-on-exec on the targets; every other fd of ours is
-  // O_CLOEXEC, and closefrom(3) also closes any fd another thread of the
-  // server opened without it.
-  rc |= posix_spawn_file_actions_adddup2(&so.actions, in.read.get(), STDIN_FILENO);
-  rc |= posix_spawn_file_actions_adddup2(&so.actions, out.write.get(), STDOUT_FILENO);
-  rc |= posix_spawn_file_actions_adddup2(&so.actions, err.write.get(), STDERR_FILENO);
-  rc |= posix_spawn_file_actions_addclosefrom_np(&so.actions, 3);
-  if (!spec.cwd.empty()) {
-    rc |= posix_spawn_file_actions_addchdir_np(&so.actions, spec.cwd.c_str());
-  }
-  // Own process group (leader = the child); default signal dispositions
-  // (ignored signals are otherwise inherited through exec) and an empty mask
-  // (this thread blocks SIGPIPE).
-  sigset_t all;
-  sigset_t none;
-  sigfillset(&all);
-  sigemptyset(&none);
-  rc |= posix_spawnattr_setflags(
-      &so.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  rc |= posix_spawnattr_setpgroup(&so.attr, 0);
-  rc |= posix_spawnattr_setsigmask(&so.attr, &none);
-  rc |= posix_spawnattr_setsigdefault(&so.attr, &all);
-  if (rc != 0) return Unavailable("posix_spawn setup failed");
-
-  std::vector<char*> argv = CStringArray(spec.argv);
-  std::vector<char*> envp = CStringArray(env);
-  pid_t pid = -1;
-  // glibc reports failures of the file actions and of execve as the result.
-  const int spawn_err =
-      posix_spawn(&pid, spec.argv[0].c_str(), &so.actions, &so.attr, argv.data(), envp.data());
-  if (spawn_err != 0) {
-    std::string msg = "cannot run " + spec.argv[0];
-    if (!spec.cwd.empty()) msg += " in " + spec.cwd;
-    msg += ": " + ErrnoText(spawn_err);
-    if (IsPermanentSpawnError(spawn_err)) return InvalidArgument(std::move(msg));
-    return Unavailable(std::move(msg));
-  }
-
-  Child child;
-  child.pid = pid;
-  const long pidfd = syscall(SYS_pidfd_open, pid, 0);  // close-on-exec by default
-  if (pidfd >= 0) child.pidfd = UniqueFd(static_cast<int>(pidfd));
-  child.stdin_fd = std::move(in.write);
-  child.stdout_fd = std::move(out.read);
-  child.stderr_fd = std::move(err.read);
-  // The child's ends close here (in, out, err go out of scope).
-  for (const UniqueFd* fd : {&child.stdin_fd, &child.stdout_fd, &child.stderr_fd}) {
-    Status st = SetNonBlocking(fd->get());
-    if (!st.ok()) {
-      // Cannot supervise it: do not leave it running.
-      kill(-pid, SIGKILL);
-      int status = 0;
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      return st;
-    }
-  }
-  return child;
+// Starts the command in its own process group, with pipes for stdin, stdout
+// and stderr and nothing else inherited (platform/process.h).
+// kInvalidArgument: it cannot start (bad path, not executable, bad cwd), a
+// permanent failure; kUnavailable: resources, retry.
+Result<Process> Spawn(const CommandSpec& spec, std::vector<std::string> env) {
+  SpawnOptions options;
+  options.argv = spec.argv;
+  options.env = std::move(env);
+  options.cwd = spec.cwd;
+  options.stdin_spec = StdioSpec::Pipe();
+  options.stdout_spec = StdioSpec::Pipe();
+  options.stderr_spec = StdioSpec::Pipe();
+  return Process::Spawn(options);
 }
 
 // Splits a byte stream into lines, bounding memory: a line longer than
@@ -578,26 +392,12 @@ class OutputSink {
   std::size_t dropped_bytes_ = 0;
 };
 
-// Whether the leader has exited, without reaping it: while it is an unreaped
-// zombie its pid (= the group id) cannot be reused, so kill(-pid) stays safe.
-// nullopt if the child is not ours to wait for (someone else reaped it).
-std::optional<bool> LeaderExited(pid_t pid) {
-  siginfo_t info;
-  std::memset(&info, 0, sizeof(info));
-  while (true) {
-    if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0) {
-      return info.si_pid != 0;
-    }
-    if (errno != EINTR) return std::nullopt;
-  }
-}
-
 enum class StopReason { kNone, kTimeout, kCanceled, kLost };
 
 // Everything one call needs; lives on the calling thread's stack.
 class CommandRun {
  public:
-  CommandRun(JobContext& ctx, const CommandHandlerOptions& options, Child child,
+  CommandRun(JobContext& ctx, const CommandHandlerOptions& options, Process child,
              milliseconds timeout)
       : ctx_(ctx),
         options_(options),
@@ -608,15 +408,8 @@ class CommandRun {
         stderr_lines_(options.max_line_bytes) {}
 
   // If Run() did not finish (an exception escaped), the command must not
-  // outlive the call: kill its group and reap it.
-  ~CommandRun() {
-    if (!done_ && !lost_child_) {
-      SignalGroup(SIGKILL);
-      int status = 0;
-      while (waitpid(child_.pid, &status, 0) < 0 && errno == EINTR) {
-      }
-    }
-  }
+  // outlive the call: destroying child_ kills its group and reaps it.
+  ~CommandRun() = default;
   CommandRun(const CommandRun&) = delete;
   CommandRun& operator=(const CommandRun&) = delete;
 
@@ -625,22 +418,21 @@ class CommandRun {
     const TimePoint start = SteadyClock::now();
     const TimePoint deadline = start + timeout_;
     next_checkpoint_ = start + options_.checkpoint_interval;
-    if (ctx_.payload_json().empty()) child_.stdin_fd.Reset();
+    if (ctx_.payload_json().empty()) child_.stdin_pipe().Reset();
 
     while (true) {
       const TimePoint now = SteadyClock::now();
       if (!exited_) {
-        const std::optional<bool> exited = LeaderExited(child_.pid);
+        // Not reaped yet: while the leader is a zombie its pid (= the group
+        // id) cannot be reused, so signalling the group stays safe.
+        const std::optional<bool> exited = child_.Exited();
         if (!exited.has_value()) {
           lost_child_ = true;
           exited_ = true;
         } else if (*exited) {
           exited_ = true;
         }
-        if (exited_) {
-          exit_at_ = now;
-          child_.pidfd.Reset();
-        }
+        if (exited_) exit_at_ = now;
       }
       if (!exited_ && stop_ == StopReason::kNone) {
         if (now >= deadline) {
@@ -652,9 +444,9 @@ class CommandRun {
           if (state == LeaseState::kLost) stop_ = StopReason::kLost;
         }
         if (stop_ != StopReason::kNone) {
-          SignalGroup(SIGTERM);
+          child_.SignalGroup(SIGTERM);
           term_at_ = now;
-          child_.stdin_fd.Reset();
+          child_.stdin_pipe().Reset();
         }
       }
       if (!exited_ && stop_ != StopReason::kNone && !killed_ &&
@@ -662,7 +454,7 @@ class CommandRun {
         KillGroup(now);
       }
       if (exited_) {
-        if (!child_.stdout_fd.valid() && !child_.stderr_fd.valid()) break;
+        if (!child_.stdout_pipe().valid() && !child_.stderr_pipe().valid()) break;
         if (!killed_ && now >= exit_at_ + options_.exit_drain) KillGroup(now);
         if (killed_ && now >= std::max(killed_at_, exit_at_) + kPostKillDrain) break;
       }
@@ -670,35 +462,20 @@ class CommandRun {
     }
 
     FinishStreams();
-    // Whatever is left of the group goes before the leader is reaped.
-    if (!lost_child_) SignalGroup(SIGKILL);
-    int status = 0;
-    bool reaped = false;
-    if (!lost_child_) {
-      while (true) {
-        if (waitpid(child_.pid, &status, 0) == child_.pid) {
-          reaped = true;
-          break;
-        }
-        if (errno != EINTR) break;
-      }
-    }
-    done_ = true;
+    // Whatever is left of the group goes before the leader is reaped. A
+    // leader that is not ours (reaped elsewhere) is only forgotten.
+    if (!lost_child_) child_.SignalGroup(SIGKILL);
+    const ExitStatus status =
+        child_.Wait(lost_child_ ? milliseconds(0) : milliseconds::max()).value_or(ExitStatus{});
     sink_.Finish();
-    return Outcome(reaped, status);
+    return Outcome(status);
   }
 
   bool saw_epipe() const { return saw_epipe_; }
 
  private:
-  // Signals the leader's process group, and the leader itself if it has
-  // moved to another group (the pid stays ours until we reap it).
-  void SignalGroup(int sig) {
-    kill(-child_.pid, sig);
-    if (getpgid(child_.pid) != child_.pid) kill(child_.pid, sig);
-  }
   void KillGroup(TimePoint now) {
-    SignalGroup(SIGKILL);
+    child_.SignalGroup(SIGKILL);
     killed_ = true;
     killed_at_ = now;
   }
@@ -717,27 +494,27 @@ class CommandRun {
     pollfd fds[4];
     int n = 0;
     int in_idx = -1, out_idx = -1, err_idx = -1, pid_idx = -1;
-    if (child_.stdin_fd.valid()) {
+    if (child_.stdin_pipe().valid()) {
       in_idx = n;
-      fds[n++] = {child_.stdin_fd.get(), POLLOUT, 0};
+      fds[n++] = {child_.stdin_pipe().get(), POLLOUT, 0};
     }
-    if (child_.stdout_fd.valid()) {
+    if (child_.stdout_pipe().valid()) {
       out_idx = n;
-      fds[n++] = {child_.stdout_fd.get(), POLLIN, 0};
+      fds[n++] = {child_.stdout_pipe().get(), POLLIN, 0};
     }
-    if (child_.stderr_fd.valid()) {
+    if (child_.stderr_pipe().valid()) {
       err_idx = n;
-      fds[n++] = {child_.stderr_fd.get(), POLLIN, 0};
+      fds[n++] = {child_.stderr_pipe().get(), POLLIN, 0};
     }
-    if (!exited_ && child_.pidfd.valid()) {
+    if (!exited_ && child_.pidfd() >= 0) {
       pid_idx = n;
-      fds[n++] = {child_.pidfd.get(), POLLIN, 0};
+      fds[n++] = {child_.pidfd(), POLLIN, 0};
     }
     milliseconds wait = milliseconds::max();
     if (wake != TimePoint::max()) {
       wait = std::chrono::ceil<milliseconds>(std::max(wake - now, SteadyClock::duration::zero()));
     }
-    if (!exited_ && !child_.pidfd.valid()) wait = std::min(wait, kExitPollTick);
+    if (!exited_ && child_.pidfd() < 0) wait = std::min(wait, kExitPollTick);
     const int timeout_ms =
         wait == milliseconds::max()
             ? -1
@@ -747,10 +524,10 @@ class CommandRun {
     (void)pid_idx;           // a readable pidfd just wakes us; the loop checks
     if (in_idx >= 0 && fds[in_idx].revents != 0) WriteStdin();
     if (out_idx >= 0 && fds[out_idx].revents != 0) {
-      ReadStream(child_.stdout_fd, stdout_lines_, /*is_stdout=*/true);
+      ReadStream(child_.stdout_pipe(), stdout_lines_, /*is_stdout=*/true);
     }
     if (err_idx >= 0 && fds[err_idx].revents != 0) {
-      ReadStream(child_.stderr_fd, stderr_lines_, /*is_stdout=*/false);
+      ReadStream(child_.stderr_pipe(), stderr_lines_, /*is_stdout=*/false);
     }
   }
 
@@ -758,7 +535,7 @@ class CommandRun {
     const std::string& payload = ctx_.payload_json();
     while (written_ < payload.size()) {
       const ssize_t w =
-          ::write(child_.stdin_fd.get(), payload.data() + written_, payload.size() - written_);
+          ::write(child_.stdin_pipe().get(), payload.data() + written_, payload.size() - written_);
       if (w > 0) {
         written_ += static_cast<std::size_t>(w);
         continue;
@@ -768,7 +545,7 @@ class CommandRun {
       if (w < 0 && errno == EPIPE) saw_epipe_ = true;
       break;  // EPIPE (the command does not read) or another error: stop feeding
     }
-    child_.stdin_fd.Reset();
+    child_.stdin_pipe().Reset();
   }
 
   void ReadStream(UniqueFd& fd, LineSplitter& lines, bool is_stdout) {
@@ -808,9 +585,9 @@ class CommandRun {
 
   // Flushes partial lines of streams still open (given up on).
   void FinishStreams() {
-    if (child_.stdout_fd.valid()) FinishStream(child_.stdout_fd, stdout_lines_, true);
-    if (child_.stderr_fd.valid()) FinishStream(child_.stderr_fd, stderr_lines_, false);
-    child_.stdin_fd.Reset();
+    if (child_.stdout_pipe().valid()) FinishStream(child_.stdout_pipe(), stdout_lines_, true);
+    if (child_.stderr_pipe().valid()) FinishStream(child_.stderr_pipe(), stderr_lines_, false);
+    child_.stdin_pipe().Reset();
   }
 
   std::string WithStderr(std::string msg) const {
@@ -818,7 +595,7 @@ class CommandRun {
     return msg;
   }
 
-  HandlerResult Outcome(bool reaped, int status) const {
+  HandlerResult Outcome(const ExitStatus& status) const {
     switch (stop_) {
       case StopReason::kTimeout:
         return HandlerResult::Retryable("timed out after " + std::to_string(timeout_.count()) +
@@ -830,14 +607,14 @@ class CommandRun {
       case StopReason::kNone:
         break;
     }
-    if (!reaped) {
+    if (status.kind == ExitStatus::Kind::kLost) {
       return HandlerResult::Retryable(
           "lost track of the command's exit status (was the child reaped elsewhere?)");
     }
-    if (WIFSIGNALED(status)) {
-      return HandlerResult::Retryable(WithStderr("killed by " + SignalName(WTERMSIG(status))));
+    if (status.signaled()) {
+      return HandlerResult::Retryable(WithStderr("killed by " + SignalName(status.signal)));
     }
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const int code = status.code;
     if (code == 0) return HandlerResult::Success(sink_.result_json().value_or(""));
     if (code == kExitTempFail) {
       return HandlerResult::Retryable(WithStderr("exit code 75 (temporary failure)"));
@@ -854,7 +631,7 @@ class CommandRun {
   // Constant after construction.
   JobContext& ctx_;
   const CommandHandlerOptions& options_;
-  Child child_;
+  Process child_;
   const milliseconds timeout_;
 
   OutputSink sink_;
@@ -862,7 +639,6 @@ class CommandRun {
   LineSplitter stderr_lines_;
   std::size_t written_ = 0;
   bool saw_epipe_ = false;
-  bool done_ = false;  // the leader was reaped (or is not ours to reap)
   bool exited_ = false;
   bool lost_child_ = false;
   TimePoint exit_at_;
@@ -926,10 +702,10 @@ HandlerResult RunCommandHandler(
   }
 
   const milliseconds timeout = ChooseTimeout(*spec, ctx, options);
-  const std::vector<std::string> env = BuildEnv(ctx, *spec, options, inherited_env);
+  std::vector<std::string> env = BuildEnv(ctx, *spec, options, inherited_env);
 
   ScopedSigpipeBlock sigpipe_block;
-  Result<Child> child = Spawn(*spec, env);
+  Result<Process> child = Spawn(*spec, std::move(env));
   if (!child.ok()) {
     if (child.status().code() == ErrorCode::kInvalidArgument) {
       return HandlerResult::Permanent(child.status().message());

@@ -7,7 +7,7 @@
 //    "env": {"FOO": "bar"},                         optional extra variables (string values)
 //    "timeout_ms": 60000}                           optional; else the job's timeout
 //
-// The program is started with posix_spawn (no shell, no PATH search) as the
+// The program is started (platform/process.h: no shell, no PATH search) as the
 // leader of a new process group, with only file descriptors 0, 1 and 2 open and
 // a clean environment: TASKENGINE_EXECUTION_ID, TASKENGINE_JOB,
 // TASKENGINE_ATTEMPT, TASKENGINE_TENANT (empty for global jobs),

@@ -4,9 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -33,9 +31,10 @@ std::string TempPath(const char* what) {
   return path;
 }
 
-void FillResult(int status, ProcessResult* r) {
-  if (WIFEXITED(status)) r->exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r->term_signal = WTERMSIG(status);
+void FillResult(int wait_status, ProcessResult* r) {
+  const ExitStatus status = ExitStatus::FromWaitStatus(wait_status);
+  if (status.exited()) r->exit_code = status.code;
+  if (status.signaled()) r->term_signal = status.signal;
 }
 
 }  // namespace
@@ -66,84 +65,43 @@ std::vector<std::string> ChildEnvironment(const std::vector<std::string>& extra)
 bool ChildProcess::Start(const std::vector<std::string>& argv, const SpawnOptions& options,
                          std::string* error) {
   Kill();
-  // Everything the child needs is prepared before fork: after it, only
-  // async-signal-safe calls.
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::vector<char*> envp;
-  for (const std::string& e : options.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  const int in = open(options.stdin_path.c_str(), O_RDONLY | O_CLOEXEC);
-  const int out =
-      open(options.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  const int err =
-      open(options.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  auto close_all = [&] {
-    for (int fd : {in, out, err}) {
-      if (fd >= 0) close(fd);
-    }
-  };
-  if (in < 0 || out < 0 || err < 0) {
+  const UniqueFd in(open(options.stdin_path.c_str(), O_RDONLY | O_CLOEXEC));
+  const UniqueFd out(
+      open(options.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  const UniqueFd err(
+      open(options.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!in.valid() || !out.valid() || !err.valid()) {
     *error = std::string("open: ") + std::strerror(errno);
-    close_all();
     return false;
   }
-  const pid_t parent = getpid();
-  const char* cwd = options.cwd.empty() ? nullptr : options.cwd.c_str();
-  pid_t pid = fork();
-  if (pid < 0) {
-    *error = std::string("fork: ") + std::strerror(errno);
-    close_all();
+  taskengine::SpawnOptions spawn;
+  spawn.argv = argv;
+  spawn.env = options.env;
+  spawn.cwd = options.cwd;
+  spawn.stdin_spec = StdioSpec::Fd(in.get());
+  spawn.stdout_spec = StdioSpec::Fd(out.get());
+  spawn.stderr_spec = StdioSpec::Fd(err.get());
+  spawn.new_process_group = false;
+  spawn.parent_death_signal = SIGKILL;
+  Result<Process> process = Process::Spawn(spawn);
+  if (!process.ok()) {
+    *error = process.status().message();
     return false;
   }
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(126);  // the test died before prctl took effect
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(126);
-    if (cwd != nullptr && chdir(cwd) != 0) _exit(126);
-    execve(args[0], args.data(), envp.data());
-    _exit(127);
-  }
-  close_all();
-  pid_ = pid;
+  process_ = std::move(process).value();
   return true;
 }
 
-void ChildProcess::Signal(int sig) {
-  if (pid_ > 0) kill(pid_, sig);
-}
+void ChildProcess::Signal(int sig) { process_.Signal(sig); }
 
 std::optional<int> ChildProcess::Wait(std::chrono::milliseconds timeout) {
-  if (pid_ <= 0) return std::nullopt;
-  const auto deadline = Clock::now() + timeout;
-  while (true) {
-    int status = 0;
-    pid_t r = waitpid(pid_, &status, WNOHANG);
-    if (r == pid_) {
-      pid_ = -1;
-      return status;
-    }
-    if (r < 0 && errno != EINTR) {
-      pid_ = -1;
-      return std::nullopt;
-    }
-    if (Clock::now() >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  if (!process_.running()) return std::nullopt;
+  std::optional<ExitStatus> status = process_.Wait(timeout);
+  if (!status.has_value() || status->kind == ExitStatus::Kind::kLost) return std::nullopt;
+  return status->wait_status;
 }
 
-void ChildProcess::Kill() {
-  if (pid_ <= 0) return;
-  kill(pid_, SIGKILL);
-  int status = 0;
-  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
-  pid_ = -1;
-}
+void ChildProcess::Kill() { process_.Kill(); }
 
 ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string& input,
                          std::chrono::milliseconds timeout, const std::vector<std::string>& env,

@@ -1,6 +1,6 @@
-// Running the real `taskengine` binary from tests: fork/exec with a clean
-// environment, captured output, bounded waits, and children that never
-// outlive a failing test.
+// Running the real `taskengine` binary from tests: a clean environment,
+// captured output, bounded waits, and children that never outlive a failing
+// test. Starting, signalling and reaping are platform/process.h's.
 #pragma once
 
 #include <sys/types.h>
@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "platform/process.h"
 
 namespace taskengine::testing {
 
@@ -37,9 +39,10 @@ struct SpawnOptions {
   std::string stderr_path = "/dev/null";  // opened for append
 };
 
-// A child process (fork + execve). The child gets SIGKILL when the test
-// process dies (PR_SET_PDEATHSIG), and the destructor SIGKILLs and reaps it if
-// it still runs, so no child outlives a failed assertion. Not thread-safe.
+// A child process (Process, in the test's process group). The child gets
+// SIGKILL when the thread that started it ends (PR_SET_PDEATHSIG), and the
+// destructor SIGKILLs and reaps it if it still runs, so no child outlives a
+// failed assertion. Not thread-safe.
 class ChildProcess {
  public:
   ChildProcess() = default;
@@ -47,13 +50,13 @@ class ChildProcess {
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 
-  // Starts argv[0] (an absolute path; no PATH search). False (with errno text
-  // in *error) when the files cannot be opened or fork fails; an exec failure
-  // shows as exit code 127.
+  // Starts argv[0] (an absolute path; no PATH search). False (with the reason
+  // in *error) when the files cannot be opened or the program cannot be
+  // started (fork fails, missing program, bad cwd).
   bool Start(const std::vector<std::string>& argv, const SpawnOptions& options, std::string* error);
 
-  pid_t pid() const { return pid_; }
-  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return process_.pid(); }
+  bool running() const { return process_.running(); }
 
   // Sends `sig` if it still runs.
   void Signal(int sig);
@@ -64,7 +67,7 @@ class ChildProcess {
   void Kill();
 
  private:
-  pid_t pid_ = -1;
+  Process process_;
 };
 
 // Runs argv to completion with `input` on stdin; SIGKILLs it at `timeout`.
