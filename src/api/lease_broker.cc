@@ -7,9 +7,10 @@
 
 namespace taskengine::api {
 
-LeaseBroker::LeaseBroker(Store* store, LeaseBrokerOptions options)
-    : store_(store), options_(options), signal_(std::make_shared<Signal>()) {
+LeaseBroker::LeaseBroker(Store* store, Clock* clock, LeaseBrokerOptions options)
+    : store_(store), clock_(clock), options_(options), signal_(std::make_shared<Signal>()) {
   TE_CHECK(store_ != nullptr);
+  TE_CHECK(clock_ != nullptr);
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -112,7 +113,7 @@ Status LeaseBroker::Submit(LeasePoll poll) {
       }
       // A wake between our claim and now found nothing parked: serve at once.
       if (signal_->generation != generation) round_due_ = true;
-      const auto deadline = std::chrono::steady_clock::now() + poll.wait;
+      const Clock::SteadyTime deadline = clock_->Steady() + poll.wait;
       parked_.push_back(Parked{std::move(poll), deadline});
       signal_->cv.NotifyAll();
       return Status::Ok();
@@ -175,26 +176,25 @@ std::vector<LeaseBroker::Parked> LeaseBroker::ServeRound(std::vector<Parked> bat
 }
 
 void LeaseBroker::Loop() {
-  using Clock = std::chrono::steady_clock;
   MutexLock lock(signal_->mu);
   std::uint64_t seen = signal_->generation;
-  Clock::time_point last_round = Clock::now();
+  Clock::SteadyTime last_round = clock_->Steady();
   while (!stopping_) {
     if (parked_.empty()) {
       while (!stopping_ && parked_.empty()) signal_->cv.Wait(signal_->mu);
       // Wakes while nothing was parked concern nobody: the new poll's own
       // claim saw their work (Submit sets round_due_ for one it may have missed).
       if (!round_due_) seen = signal_->generation;
-      last_round = Clock::now();
+      last_round = clock_->Steady();
       continue;
     }
-    Clock::time_point until = last_round + options_.poll_interval;
+    Clock::SteadyTime until = last_round + options_.poll_interval;
     for (const Parked& p : parked_) until = std::min(until, p.deadline);
     while (!stopping_ && !round_due_ && signal_->generation == seen &&
-           signal_->cv.WaitUntil(signal_->mu, until)) {
+           signal_->cv.WaitFor(signal_->mu, until - clock_->Steady())) {
     }
     if (stopping_) break;
-    Clock::time_point now = Clock::now();
+    Clock::SteadyTime now = clock_->Steady();
     const bool woken = round_due_ || signal_->generation != seen;
     if (woken || now - last_round >= options_.poll_interval) {
       seen = signal_->generation;
@@ -211,7 +211,7 @@ void LeaseBroker::Loop() {
       for (auto it = waiting.rbegin(); it != waiting.rend(); ++it)
         parked_.push_front(std::move(*it));
       in_round_ = 0;
-      now = Clock::now();
+      now = clock_->Steady();
     }
     std::vector<Parked> expired;
     for (auto it = parked_.begin(); it != parked_.end();) {

@@ -9,6 +9,10 @@
 //     replay, sweep or published outcome may have made work due),
 //   - the bounded poll interval passes (other processes may admit), or
 //   - a poll's deadline passes (it is answered with an empty list).
+// Intervals and deadlines are read from the Clock's monotonic reading
+// (Clock::Steady); the thread blocks for the time left by that reading, so
+// with a FakeClock time passes only when the test advances it (and wakes the
+// broker).
 // Concurrent polls of the same worker for the same queues (and the same
 // LeasePoll::mark_started and handlers) are merged into one store Claim. Stop() answers every
 // parked poll with an empty list. The HTTP layer does not tell when a waiting client went away: its
@@ -36,6 +40,7 @@
 
 #include "core/mutex.h"
 #include "storage/store.h"
+#include "taskengine/clock.h"
 #include "taskengine/status.h"
 #include "taskengine/types.h"
 
@@ -74,8 +79,8 @@ struct LeasePoll {
 // Thread-safe. Owns one thread (started by the constructor, joined by Stop).
 class LeaseBroker {
  public:
-  // `store` is not owned and must outlive the broker.
-  LeaseBroker(Store* store, LeaseBrokerOptions options);
+  // `store` and `clock` are not owned and must outlive the broker.
+  LeaseBroker(Store* store, Clock* clock, LeaseBrokerOptions options);
   ~LeaseBroker();  // Stop()
   LeaseBroker(const LeaseBroker&) = delete;
   LeaseBroker& operator=(const LeaseBroker&) = delete;
@@ -102,10 +107,9 @@ class LeaseBroker {
   std::size_t parked() const EXCLUDES(signal_->mu);
 
  private:
-  using SteadyTime = std::chrono::steady_clock::time_point;
   struct Parked {
     LeasePoll poll;
-    SteadyTime deadline;
+    Clock::SteadyTime deadline;  // by clock_->Steady()
   };
   // What wakes the broker thread; shared with WakeCallback()s.
   struct Signal {
@@ -131,6 +135,7 @@ class LeaseBroker {
 
   // Constant after construction.
   Store* const store_;
+  Clock* const clock_;
   const LeaseBrokerOptions options_;
   const std::shared_ptr<Signal> signal_;
 

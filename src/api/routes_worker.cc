@@ -49,8 +49,6 @@ constexpr std::size_t kMaxDetailBytes = 64 * 1024;
 constexpr std::int64_t kMaxRetryAfterMs = 7LL * 24 * 3600 * 1000;
 constexpr auto kJobCacheTtl = std::chrono::seconds(1);
 
-using SteadyClock = std::chrono::steady_clock;
-
 // Worker ids: 1..200 visible ASCII characters (e.g. "host-1:4242").
 bool IsValidWorkerId(std::string_view id) {
   if (id.empty() || id.size() > kMaxWorkerId) return false;
@@ -69,14 +67,16 @@ bool IsValidHandlerName(std::string_view name) {
 std::string IdText(ExecutionId id) { return std::to_string(id.value); }
 
 // Job definitions for lease answers (handler, config), cached briefly so a
-// burst of leases does not read each definition again. Thread-safe.
+// burst of leases does not read each definition again (by the Clock's
+// monotonic reading). Thread-safe.
 class JobCache {
  public:
-  explicit JobCache(Store* store) : store_(store) {}
+  // Not owned; both must outlive the cache.
+  JobCache(Store* store, const Clock* clock) : store_(store), clock_(clock) {}
 
   // nullptr when the definition is gone or cannot be read now.
   std::shared_ptr<const JobDefinition> Get(const JobName& job) EXCLUDES(mu_) {
-    const auto now = SteadyClock::now();
+    const Clock::SteadyTime now = clock_->Steady();
     {
       MutexLock lock(mu_);
       auto it = jobs_.find(job.value);
@@ -94,9 +94,10 @@ class JobCache {
  private:
   struct Cached {
     std::shared_ptr<const JobDefinition> job;
-    SteadyClock::time_point fetched_at;
+    Clock::SteadyTime fetched_at;
   };
   Store* const store_;
+  const Clock* const clock_;
   Mutex mu_;
   std::map<std::string, Cached> jobs_ GUARDED_BY(mu_);
 };
@@ -106,7 +107,8 @@ struct WorkerProtocol {
   explicit WorkerProtocol(ApiContext& context)
       : ctx(context),
         metrics(context.options.worker_metrics.get()),
-        jobs(context.store),
+        workers(context.clock),
+        jobs(context.store, context.clock),
         heartbeats(
             [store = context.store](const std::vector<HeartbeatRequest>& batch) {
               return store->HeartbeatBatch(batch);
@@ -751,7 +753,7 @@ RouteHandler CountingStale(ApiMetrics* metrics, RouteHandler route) {
 
 void RegisterWorkerRoutes(ApiContext& ctx, Router& router) {
   if (!ctx.options.worker_metrics) ctx.options.worker_metrics = std::make_shared<ApiMetrics>();
-  ctx.lease_broker = std::make_unique<LeaseBroker>(ctx.store, LeaseBrokerOptions{});
+  ctx.lease_broker = std::make_unique<LeaseBroker>(ctx.store, ctx.clock, LeaseBrokerOptions{});
   ctx.engine->AddWorkListener(ctx.lease_broker->WakeCallback());
   auto wp = std::make_shared<WorkerProtocol>(ctx);
   const RouteAccess worker = RouteAccess::Requires(Scope::kWorker);

@@ -5,11 +5,11 @@
 
 namespace taskengine::api {
 
-WorkerRegistry::WorkerRegistry(SteadyNow steady_now) : steady_now_(std::move(steady_now)) {}
+WorkerRegistry::WorkerRegistry(const Clock* clock) : clock_(clock) {}
 
 std::optional<WorkerInfo> WorkerRegistry::OnLease(const Registration& r, Millis now) {
   MutexLock lock(mu_);
-  Forget(steady_now_());
+  Forget(clock_->Steady());
   Entry& e = Touch(r.id, now);
   if (r.name) e.details.name = *r.name;
   if (r.host) e.host = *r.host;
@@ -78,7 +78,7 @@ WorkerRegistry::Entry& WorkerRegistry::Touch(const WorkerId& id, Millis now) {
   Entry& e = it->second;
   if (inserted) e.started_at = now;
   e.details.last_seen_at = now;
-  e.last_seen = steady_now_();
+  e.last_seen = clock_->Steady();
   return e;
 }
 
@@ -104,7 +104,7 @@ WorkerInfo WorkerRegistry::Row(const WorkerId& id, const Entry& e) {
 
 std::optional<WorkerInfo> WorkerRegistry::ReportIfDue(const WorkerId& id, Entry& e) {
   WorkerInfo row = Row(id, e);
-  const SteadyTime now = steady_now_();
+  const SteadyTime now = clock_->Steady();
   if (e.reported && row.state == e.reported_state && now - e.last_report < kWorkerReportInterval) {
     return std::nullopt;
   }

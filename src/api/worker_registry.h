@@ -51,9 +51,7 @@ inline constexpr auto kWorkerForgetCheckEvery = std::chrono::minutes(1);
 // Thread-safe.
 class WorkerRegistry {
  public:
-  using SteadyTime = std::chrono::steady_clock::time_point;
-  // Reads the monotonic clock. Default: std::chrono::steady_clock::now.
-  using SteadyNow = std::function<SteadyTime()>;
+  using SteadyTime = Clock::SteadyTime;
 
   // What a lease request says about its worker; unset fields keep what the
   // registry knew (queues are always replaced; handlers too, unset = any).
@@ -66,7 +64,9 @@ class WorkerRegistry {
     std::optional<std::vector<std::string>> handlers;
   };
 
-  explicit WorkerRegistry(SteadyNow steady_now = std::chrono::steady_clock::now);
+  // Intervals (report throttling, forgetting silent workers) are by
+  // clock->Steady(). `clock` is not owned and must outlive the registry.
+  explicit WorkerRegistry(const Clock* clock);
 
   // A lease request at wall time `now`: registers the worker (started_at =
   // now when it is new) or updates it, and sets its last_seen_at to `now`.
@@ -120,7 +120,7 @@ class WorkerRegistry {
   void Forget(SteadyTime now) REQUIRES(mu_);
 
   // Constant after construction.
-  const SteadyNow steady_now_;
+  const Clock* const clock_;
 
   mutable Mutex mu_;
   std::map<std::string, Entry> workers_ GUARDED_BY(mu_);

@@ -18,8 +18,8 @@ constexpr Millis kT0 = 1'767'225'600'000;  // 2026-01-01T00:00Z
 class WorkerRegistryTest : public ::testing::Test {
  protected:
   // The registry's monotonic clock; moves only when a test says so.
-  WorkerRegistry::SteadyTime steady_ = WorkerRegistry::SteadyTime() + std::chrono::hours(1000);
-  WorkerRegistry registry_{[this] { return steady_; }};
+  FakeClock clock_{kT0};
+  WorkerRegistry registry_{&clock_};
 
   static WorkerRegistry::Registration Reg(const std::string& id) {
     WorkerRegistry::Registration r;
@@ -111,9 +111,9 @@ TEST_F(WorkerRegistryTest, LaterCallsUpdateLastSeenAndKeepUnsetFields) {
 TEST_F(WorkerRegistryTest, ReportsAtMostOnceAnIntervalUnlessTheStateChanges) {
   ASSERT_TRUE(registry_.OnLease(Reg("w"), kT0).has_value());
   EXPECT_FALSE(registry_.OnLease(Reg("w"), kT0 + 1).has_value());
-  steady_ += kWorkerReportInterval - std::chrono::milliseconds(1);
+  clock_.Advance(kWorkerReportInterval - std::chrono::milliseconds(1));
   EXPECT_FALSE(registry_.OnLease(Reg("w"), kT0 + 2).has_value());
-  steady_ += std::chrono::milliseconds(1);
+  clock_.Advance(std::chrono::milliseconds(1));
   std::optional<WorkerInfo> row = registry_.OnLease(Reg("w"), kT0 + 3);
   ASSERT_TRUE(row.has_value()) << "an interval passed";
   EXPECT_EQ(row->last_heartbeat_at, kT0 + 3);
@@ -170,16 +170,16 @@ TEST_F(WorkerRegistryTest, AWorkerThatStopsCallingIsForgottenAfterItsWindow) {
   registry_.OnLeased(WorkerId("silent"), {LeaseOf(1)});
 
   // Silent for just under the window: kept.
-  steady_ += kForgetWorkerAfter - seconds(1);
+  clock_.Advance(kForgetWorkerAfter - seconds(1));
   (void)registry_.OnLease(Reg("busy"), kT0 + 1);
   EXPECT_EQ(Details().count("silent"), 1u);
 
   // Past the window, but the last look was under kWorkerForgetCheckEvery ago.
-  steady_ += kWorkerForgetCheckEvery - seconds(1);
+  clock_.Advance(kWorkerForgetCheckEvery - seconds(1));
   (void)registry_.OnLease(Reg("busy"), kT0 + 2);
   EXPECT_EQ(Details().count("silent"), 1u) << "looked for at most once a minute";
 
-  steady_ += seconds(1);
+  clock_.Advance(seconds(1));
   (void)registry_.OnLease(Reg("busy"), kT0 + 3);
   EXPECT_EQ(Details().count("silent"), 0u) << "silent for more than kForgetWorkerAfter";
   EXPECT_EQ(Rows().count("silent"), 0u);
@@ -197,7 +197,7 @@ TEST_F(WorkerRegistryTest, HeartbeatsKeepAWorkerFromBeingForgotten) {
   (void)registry_.OnLease(Reg("a"), kT0);
   (void)registry_.OnLease(Reg("b"), kT0);
   for (int i = 0; i < 3; ++i) {
-    steady_ += minutes(40);
+    clock_.Advance(minutes(40));
     (void)registry_.OnHeartbeat(WorkerId("a"), {}, std::nullopt, std::nullopt, kT0 + i);
     (void)registry_.OnLease(Reg("b"), kT0 + i);
   }

@@ -8,6 +8,8 @@ Millis SystemClock::NowMillis() const {
       .count();
 }
 
+Clock::SteadyTime SystemClock::Steady() const { return std::chrono::steady_clock::now(); }
+
 SystemClock* SystemClock::Get() {
   static SystemClock clock;
   return &clock;

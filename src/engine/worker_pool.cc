@@ -315,10 +315,10 @@ EngineStats WorkerPool::stats() const {
 constexpr double kPrefetchHorizonSeconds = 0.1;
 
 void WorkerPool::SampleRates() {
-  const auto now = std::chrono::steady_clock::now();
-  const double elapsed = std::chrono::duration<double>(now - rate_sampled_at_).count();
-  if (elapsed < 0.05) return;
-  const bool first = rate_sampled_at_ == std::chrono::steady_clock::time_point{};
+  const Clock::SteadyTime now = clock_->Steady();
+  const bool first = !rate_sampled_at_.has_value();
+  const double elapsed = first ? 0 : std::chrono::duration<double>(now - *rate_sampled_at_).count();
+  if (!first && elapsed < 0.05) return;
   rate_sampled_at_ = now;
   for (QueueState& q : queues_) {
     const double observed = first ? 0 : static_cast<double>(q.done - q.done_at_sample) / elapsed;

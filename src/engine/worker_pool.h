@@ -22,6 +22,12 @@
 // heartbeat or mark answered kStale, or the same execution claimed again
 // after a stall) is dropped at once, unstarted, or its handler learns the
 // claim is lost.
+//
+// Time: lease and heartbeat times are the Clock's NowMillis(); the completion
+// rates that size a fast queue's prefetch are sampled by its Steady(). The
+// threads' sleeps (poll interval, the keeper's 50 ms tick, the shutdown
+// grace) are real time (std::chrono::steady_clock): they bound how long a
+// thread blocks, and a FakeClock must not stretch or end them.
 #pragma once
 
 #include <atomic>
@@ -30,6 +36,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -154,7 +161,8 @@ class WorkerPool {
   // Every lease in hand by execution id; one execution may briefly have two
   // (a stale lease and its successor), told apart by claim version.
   std::unordered_multimap<std::int64_t, std::shared_ptr<Task>> in_hand_ GUARDED_BY(mu_);
-  std::chrono::steady_clock::time_point rate_sampled_at_ GUARDED_BY(mu_){};
+  // When the completion rates were last sampled (clock_->Steady()); none yet.
+  std::optional<Clock::SteadyTime> rate_sampled_at_ GUARDED_BY(mu_);
   bool wake_ GUARDED_BY(mu_) = false;
   bool stop_claiming_ GUARDED_BY(mu_) = false;
   bool stop_workers_ GUARDED_BY(mu_) = false;

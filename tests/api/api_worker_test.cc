@@ -918,7 +918,8 @@ TEST_F(ApiWorkerTest, TooManyParkedPollsAre503) {
   OwnStack stack(*harness_);
   LeaseBrokerOptions options;
   options.max_parked = 1;
-  stack.ctx().lease_broker = std::make_unique<LeaseBroker>(stack.ctx().store, options);
+  stack.ctx().lease_broker =
+      std::make_unique<LeaseBroker>(stack.ctx().store, stack.ctx().clock, options);
   harness_->engine().AddWorkListener(stack.ctx().lease_broker->WakeCallback());
   ASSERT_OK(stack.server().Start());
   const int port = stack.server().port();

@@ -90,6 +90,8 @@ Millis DatabaseClock::NowMillis() const {
          impl_->offset_ms.load(std::memory_order_acquire);
 }
 
+Clock::SteadyTime DatabaseClock::Steady() const { return std::chrono::steady_clock::now(); }
+
 Status DatabaseClock::Resample() { return impl_->Sample(); }
 
 Millis DatabaseClock::offset_ms() const { return impl_->offset_ms.load(std::memory_order_acquire); }

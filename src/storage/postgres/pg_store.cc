@@ -423,12 +423,14 @@ std::string QuoteIdentifier(const std::string& name) { return "\"" + name + "\""
 
 // --- the connection pool -----------------------------------------------------
 
-// A pooled connection and when it was (re)established. Used by one call at a
+// A pooled connection and which losses it postdates. Used by one call at a
 // time (the pool hands it out exclusively).
 struct PooledConn {
   PgConn conn;
   bool connected = false;
-  std::chrono::steady_clock::time_point connected_at{};
+  // The pool's loss count when this connection was (re)established: it is
+  // suspect once the pool has seen a later loss.
+  std::uint64_t connected_after_losses = 0;
 };
 
 // One transaction's connection and its counter deltas (P8), flushed just
@@ -1860,9 +1862,9 @@ class PostgresStore final : public ActionStore {
       while (idle_.empty()) pool_cv_.Wait(pool_mu_);
       pc = idle_.back();
       idle_.pop_back();
-      reconnect = !pc->connected || !pc->conn.healthy() || pc->connected_at < lost_at_;
+      reconnect = !pc->connected || !pc->conn.healthy() || pc->connected_after_losses < losses_;
       if (reconnect) {
-        const auto now = std::chrono::steady_clock::now();
+        const Clock::SteadyTime now = clock_->Steady();
         if (now < next_connect_at_) {
           idle_.push_back(pc);
           pool_cv_.NotifyOne();
@@ -1881,7 +1883,7 @@ class PostgresStore final : public ActionStore {
     MutexLock lock(pool_mu_);
     if (!st.ok()) {
       last_connect_error_ = st.message();
-      next_connect_at_ = std::chrono::steady_clock::now() + backoff_;
+      next_connect_at_ = clock_->Steady() + backoff_;
       backoff_ = std::min(backoff_ * 2, options_.reconnect_backoff_max);
       idle_.push_back(pc);
       pool_cv_.NotifyOne();
@@ -1889,7 +1891,7 @@ class PostgresStore final : public ActionStore {
     }
     backoff_ = options_.reconnect_backoff_min;
     pc->connected = true;
-    pc->connected_at = std::chrono::steady_clock::now();
+    pc->connected_after_losses = losses_;
     return pc;
   }
 
@@ -1901,7 +1903,7 @@ class PostgresStore final : public ActionStore {
     if (pc->connected && !pc->conn.healthy()) {
       pc->conn.Close();
       pc->connected = false;
-      lost_at_ = std::chrono::steady_clock::now();
+      ++losses_;
     }
     idle_.push_back(pc);
     pool_cv_.NotifyOne();
@@ -1917,8 +1919,10 @@ class PostgresStore final : public ActionStore {
   Mutex pool_mu_;
   CondVar pool_cv_;
   std::vector<PooledConn*> idle_ GUARDED_BY(pool_mu_);
-  std::chrono::steady_clock::time_point lost_at_ GUARDED_BY(pool_mu_){};
-  std::chrono::steady_clock::time_point next_connect_at_ GUARDED_BY(pool_mu_){};
+  // Connections found broken so far (each makes every older one suspect).
+  std::uint64_t losses_ GUARDED_BY(pool_mu_) = 0;
+  // No reconnect before this (clock_->Steady()): the backoff after a failed one.
+  Clock::SteadyTime next_connect_at_ GUARDED_BY(pool_mu_){};
   std::chrono::milliseconds backoff_ GUARDED_BY(pool_mu_);
   std::string last_connect_error_ GUARDED_BY(pool_mu_);
 

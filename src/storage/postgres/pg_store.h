@@ -57,7 +57,8 @@ struct PostgresStoreOptions {
   // Connections in the pool (opened lazily). Default: 4.
   int pool_size = 4;
   // Reconnect backoff while the server is unreachable: first wait, doubling
-  // up to the cap. Defaults: 100 ms, 2 s.
+  // up to the cap, by the clock's monotonic reading (Clock::Steady). The
+  // wake-up listener's own reconnect waits real time. Defaults: 100 ms, 2 s.
   std::chrono::milliseconds reconnect_backoff_min{100};
   std::chrono::milliseconds reconnect_backoff_max{2000};
   // How often a transaction that hit a deadlock or serialization failure is
@@ -88,6 +89,8 @@ class DatabaseClock final : public Clock {
   ~DatabaseClock() override;
 
   Millis NowMillis() const override;
+  // The local std::chrono::steady_clock.
+  SteadyTime Steady() const override;
   // Takes a sample now. kUnavailable when the server cannot be reached.
   Status Resample();
   // The current offset: database time minus local steady time, in ms.

@@ -217,10 +217,22 @@ TEST(PgStoreTest, ServerStopAnswersUnavailableAndRestartRecovers) {
   EXPECT_EQ(store->Claim(claim).status().code(), ErrorCode::kUnavailable);
   EXPECT_EQ(store->SweepExpired(10).status().code(), ErrorCode::kUnavailable);
 
+  // The backoff is by the store's clock: while it does not move, no call
+  // tries to reconnect, however much real time passes.
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // > reconnect_backoff_max
+  Status backing_off;
+  for (int i = 0; i < 5; ++i) {  // past connections still found broken
+    backing_off = store->GetExecution(acknowledged.front()).status();
+  }
+  EXPECT_EQ(backing_off.code(), ErrorCode::kUnavailable);
+  EXPECT_NE(backing_off.message().find("reconnecting in"), std::string::npos)
+      << backing_off.ToString();
+
   ASSERT_TRUE(cluster.Start());
-  // The same store object reconnects on its own (after its backoff).
+  // The same store object reconnects on its own once its backoff has passed.
   Status last = Unavailable("not tried");
   for (int i = 0; i < 100 && !last.ok(); ++i) {
+    clock.Advance(std::chrono::milliseconds(200));  // reconnect_backoff_max
     last = store->GetExecution(acknowledged.front()).status();
     if (!last.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
