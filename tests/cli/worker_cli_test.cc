@@ -192,7 +192,9 @@ TEST_F(WorkerCliTest, WorkerStartExitsAfterMaxJobs) {
   ASSERT_NO_FATAL_FAILURE(
       StartWorker(&worker, "worker:start", {"--concurrency=1", "--max-jobs=3"}));
   auto status = worker.Wait(milliseconds(60'000));
-  ASSERT_TRUE(status.has_value()) << "worker:start did not exit after --max-jobs\n" << Log();
+  ASSERT_TRUE(status.has_value()) << "worker:start did not exit after --max-jobs\n"
+                                  << Log() << "serve:\n"
+                                  << ReadFile(te_->serve_log());
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << Log();
   int succeeded = 0, queued = 0;
   for (std::int64_t id : ids) {
