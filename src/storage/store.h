@@ -140,6 +140,32 @@ struct SweepReport {
   bool more = false;  // the batch was full: call again
 };
 
+// I7: what retention removes, by age (store times, ms). 0 keeps that kind.
+struct RetentionCutoffs {
+  // Executions that ended before this: only terminal ones, never one that
+  // holds its lane (a failed or quarantined execution with a lane key) nor
+  // one with a replay waiting for approval; with their logs, attempts,
+  // effects and idempotency key.
+  Millis executions_ended_before = 0;
+  // Log lines written before this, of any execution.
+  Millis logs_before = 0;
+  // Audit records made before this.
+  Millis audit_before = 0;
+};
+
+// What one Purge removed (or, dry run, would remove).
+struct PurgeReport {
+  std::int64_t executions = 0;
+  std::int64_t logs = 0;  // with their executions, and by age
+  std::int64_t attempts = 0;
+  std::int64_t effects = 0;
+  std::int64_t audit = 0;
+  // finished_at of the oldest and newest execution counted (0: none).
+  Millis oldest_ended_at = 0;
+  Millis newest_ended_at = 0;
+  bool more = false;  // a kind had more than the batch: call again
+};
+
 // Which tenants a read covers (X2).
 struct TenantScope {
   // nullopt: every tenant and the global jobs. Otherwise only these tenants
@@ -405,6 +431,16 @@ class Store {
   // with its attempt given back and no expiry counted. Safe to call
   // concurrently from several threads or nodes.
   virtual Result<SweepReport> SweepExpired(int max_batch) = 0;
+
+  // I7: removes in one transaction at most `max_rows` executions due under
+  // `cutoffs` (oldest ended first) with everything that belongs to them, at
+  // most `max_rows` log lines and at most `max_rows` audit records older than
+  // their cutoffs; the status counters lose the removed executions, so stats
+  // stay exact. `dry_run`: counts everything due (no batch limit) and removes
+  // nothing. kInvalidArgument for max_rows outside 1..10000 or a negative
+  // cutoff. Safe to call concurrently with every other method.
+  virtual Result<PurgeReport> Purge(const RetentionCutoffs& cutoffs, int max_rows,
+                                    bool dry_run) = 0;
 
   // --- effect ledger (E1-E3) ---
   // Before a side effect: reserves `name` for the current claim. Answers (see

@@ -177,6 +177,16 @@ Status ValidateSweepBatch(int max_batch) {
   return Status::Ok();
 }
 
+Status ValidatePurge(const RetentionCutoffs& cutoffs, int max_rows) {
+  if (max_rows < 1 || max_rows > kMaxPurgeBatch) {
+    return InvalidArgument("purge batch must be between 1 and " + std::to_string(kMaxPurgeBatch));
+  }
+  if (cutoffs.executions_ended_before < 0 || cutoffs.logs_before < 0 || cutoffs.audit_before < 0) {
+    return InvalidArgument("retention cutoffs must not be negative");
+  }
+  return Status::Ok();
+}
+
 Status ValidateCancel(const OperatorAction& action) {
   if (action.actor.empty()) return InvalidArgument("cancel needs an actor");
   return Status::Ok();

@@ -45,6 +45,9 @@ Status ValidateListLimit(int limit);
 // A page size of GetLogs (>= 1) and the batch of a sweep (>= 1).
 Status ValidateLogLimit(int limit);
 Status ValidateSweepBatch(int max_batch);
+// Purge (I7): max_rows 1..kMaxPurgeBatch, no negative cutoff.
+inline constexpr int kMaxPurgeBatch = 10'000;
+Status ValidatePurge(const RetentionCutoffs& cutoffs, int max_rows);
 Status ValidateCancel(const OperatorAction& action);
 Status ValidateReplay(const ReplayRequest& request);
 Status ValidateApproval(const OperatorAction& approver);

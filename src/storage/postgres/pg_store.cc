@@ -247,6 +247,43 @@ constexpr const char* kListAudit =
     "SELECT id, at, actor, tenant, action, target, before_json, after_json, reason FROM audit_log"
     " WHERE ($1::text = '' OR target = $1) AND ($2::bigint = 0 OR id < $2) ORDER BY id DESC LIMIT "
     "$3";
+// Retention (I7): as the SQLite backend decides (an ended execution goes
+// unless it holds its lane or waits for a replay approval), oldest ended
+// first. Candidates are locked and skipped when another node holds them.
+#define TE_PURGEABLE                                                    \
+  " finished_at > 0 AND finished_at < $1 AND status IN (2, 3, 4, 5, 6)" \
+  " AND NOT (status IN (3, 4) AND lane_key <> '')"                      \
+  " AND NOT EXISTS (SELECT 1 FROM replay_requests r WHERE r.execution_id = executions.id)"
+constexpr const char* kPurgeCandidates =
+    "SELECT id, tenant, queue, status, finished_at FROM executions WHERE" TE_PURGEABLE
+    " ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED";
+constexpr const char* kCountPurgeable =
+    "SELECT COUNT(*), COALESCE(MIN(finished_at), 0), COALESCE(MAX(finished_at), 0)"
+    " FROM executions WHERE" TE_PURGEABLE;
+constexpr const char* kCountPurgeableLogs =
+    "SELECT COUNT(*) FROM execution_logs WHERE at < $2 OR execution_id IN"
+    " (SELECT id FROM executions WHERE" TE_PURGEABLE ")";
+constexpr const char* kCountPurgeableAttempts =
+    "SELECT COUNT(*) FROM execution_attempts WHERE execution_id IN"
+    " (SELECT id FROM executions WHERE" TE_PURGEABLE ")";
+constexpr const char* kCountPurgeableEffects =
+    "SELECT COUNT(*) FROM effects WHERE execution_id IN"
+    " (SELECT id FROM executions WHERE" TE_PURGEABLE ")";
+#undef TE_PURGEABLE
+constexpr const char* kCountOldAudit = "SELECT COUNT(*) FROM audit_log WHERE at < $1";
+constexpr const char* kDeleteExecutionsLogs =
+    "DELETE FROM execution_logs WHERE execution_id = ANY($1::bigint[])";
+constexpr const char* kDeleteExecutionsAttempts =
+    "DELETE FROM execution_attempts WHERE execution_id = ANY($1::bigint[])";
+constexpr const char* kDeleteExecutionsEffects =
+    "DELETE FROM effects WHERE execution_id = ANY($1::bigint[])";
+constexpr const char* kDeleteExecutions = "DELETE FROM executions WHERE id = ANY($1::bigint[])";
+// Log lines and audit records are appended in time order: the oldest by id
+// until the first young one.
+constexpr const char* kOldestLogs = "SELECT id, at FROM execution_logs ORDER BY id LIMIT $1";
+constexpr const char* kDeleteLogsUpTo = "DELETE FROM execution_logs WHERE id <= $1 AND at < $2";
+constexpr const char* kOldestAudit = "SELECT id, at FROM audit_log ORDER BY id LIMIT $1";
+constexpr const char* kDeleteAuditUpTo = "DELETE FROM audit_log WHERE id <= $1 AND at < $2";
 constexpr const char* kGetPendingReplay =
     "SELECT requested_by, reason, ambiguous FROM replay_requests WHERE execution_id = $1";
 constexpr const char* kInsertPendingReplay =
@@ -813,6 +850,32 @@ class PostgresStore final : public ActionStore {
     });
   }
 
+  // --- retention (I7) ---
+
+  Result<PurgeReport> Purge(const RetentionCutoffs& cutoffs, int max_rows, bool dry_run) override {
+    TE_RETURN_IF_ERROR(ValidatePurge(cutoffs, max_rows));
+    if (dry_run) {
+      return ReadTx<PurgeReport>([&](Tx& tx) { return CountPurge(tx, cutoffs); });
+    }
+    return Write<PurgeReport>([&](Tx& tx) -> Result<PurgeReport> {
+      PurgeReport r;
+      if (cutoffs.executions_ended_before > 0) {
+        TE_RETURN_IF_ERROR(PurgeExecutions(tx, cutoffs.executions_ended_before, max_rows, r));
+      }
+      if (cutoffs.logs_before > 0) {
+        TE_ASSIGN_OR_RETURN(bool more, PurgeOldest(tx, kOldestLogs, kDeleteLogsUpTo,
+                                                   cutoffs.logs_before, max_rows, &r.logs));
+        r.more = r.more || more;
+      }
+      if (cutoffs.audit_before > 0) {
+        TE_ASSIGN_OR_RETURN(bool more, PurgeOldest(tx, kOldestAudit, kDeleteAuditUpTo,
+                                                   cutoffs.audit_before, max_rows, &r.audit));
+        r.more = r.more || more;
+      }
+      return r;
+    });
+  }
+
   // --- effects ---
 
   // ReserveEffect, CommitEffect, ReleaseEffect: ActionStore (store_actions.h).
@@ -1261,6 +1324,82 @@ class PostgresStore final : public ActionStore {
   }
 
  private:
+  // --- retention (I7) ---
+
+  static Result<std::int64_t> CountOne(Tx& tx, const char* sql, Millis a) {
+    TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(sql, Params().Add(a)));
+    return s.rows() > 0 ? s.Int(0, 0) : 0;
+  }
+
+  static Result<PurgeReport> CountPurge(Tx& tx, const RetentionCutoffs& cutoffs) {
+    PurgeReport r;
+    const Millis ended = cutoffs.executions_ended_before;
+    if (ended > 0) {
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kCountPurgeable, Params().Add(ended)));
+      if (s.rows() > 0) {
+        r.executions = s.Int(0, 0);
+        r.oldest_ended_at = s.Int(0, 1);
+        r.newest_ended_at = s.Int(0, 2);
+      }
+      TE_ASSIGN_OR_RETURN(r.attempts, CountOne(tx, kCountPurgeableAttempts, ended));
+      TE_ASSIGN_OR_RETURN(r.effects, CountOne(tx, kCountPurgeableEffects, ended));
+    }
+    // Log lines: those of the executions that go, and those old enough.
+    TE_ASSIGN_OR_RETURN(PgResult logs,
+                        tx.Q(kCountPurgeableLogs, Params().Add(ended).Add(cutoffs.logs_before)));
+    if (logs.rows() > 0) r.logs = logs.Int(0, 0);
+    if (cutoffs.audit_before > 0) {
+      TE_ASSIGN_OR_RETURN(r.audit, CountOne(tx, kCountOldAudit, cutoffs.audit_before));
+    }
+    return r;
+  }
+
+  // Removes up to `max_rows` due executions with their logs, attempts and
+  // effects; their counters go down with them (flushed with the transaction).
+  static Status PurgeExecutions(Tx& tx, Millis ended_before, int max_rows, PurgeReport& r) {
+    TE_ASSIGN_OR_RETURN(PgResult s,
+                        tx.Q(kPurgeCandidates, Params().Add(ended_before).Add(max_rows)));
+    std::vector<std::int64_t> ids;
+    for (int i = 0; i < s.rows(); ++i) {
+      ids.push_back(s.Int(i, 0));
+      tx.counters.counts[{s.Text(i, 1), s.Text(i, 2), static_cast<int>(s.Int(i, 3))}] -= 1;
+      const Millis finished_at = s.Int(i, 4);
+      if (r.oldest_ended_at == 0 || finished_at < r.oldest_ended_at) {
+        r.oldest_ended_at = finished_at;
+      }
+      r.newest_ended_at = std::max(r.newest_ended_at, finished_at);
+    }
+    if (ids.empty()) return Status::Ok();
+    for (auto [sql, count] : {std::pair{kDeleteExecutionsLogs, &r.logs},
+                              std::pair{kDeleteExecutionsAttempts, &r.attempts},
+                              std::pair{kDeleteExecutionsEffects, &r.effects}}) {
+      TE_ASSIGN_OR_RETURN(PgResult d, tx.Q(sql, Params().AddArray(ids)));
+      *count += d.affected();
+    }
+    TE_ASSIGN_OR_RETURN(PgResult d, tx.Q(kDeleteExecutions, Params().AddArray(ids)));
+    r.executions += d.affected();
+    r.more = static_cast<int>(ids.size()) == max_rows;
+    return Status::Ok();
+  }
+
+  // Removes the oldest rows by id while they are older than `before`, up to
+  // `max_rows`; adds how many to *removed and returns whether the batch was
+  // full of old rows.
+  static Result<bool> PurgeOldest(Tx& tx, const char* oldest_sql, const char* delete_sql,
+                                  Millis before, int max_rows, std::int64_t* removed) {
+    TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(oldest_sql, Params().Add(max_rows)));
+    std::int64_t last_old = 0;
+    int old_rows = 0;
+    for (int i = 0; i < s.rows() && s.Int(i, 1) < before; ++i) {
+      last_old = s.Int(i, 0);
+      ++old_rows;
+    }
+    if (old_rows == 0) return false;
+    TE_ASSIGN_OR_RETURN(PgResult d, tx.Q(delete_sql, Params().Add(last_old).Add(before)));
+    *removed += d.affected();
+    return old_rows == max_rows;
+  }
+
   // The LISTEN thread: connects, LISTENs on channel_, and calls the listener
   // once per batch of notifications received. When the connection is lost it
   // reconnects with the pool's backoff; after a reconnect it calls the

@@ -195,6 +195,45 @@ constexpr const char* kInsertAudit =
 constexpr const char* kListAudit =
     "SELECT id, at, actor, tenant, action, target, before_json, after_json, reason FROM audit_log"
     " WHERE (?1 = '' OR target = ?1) AND (?2 = 0 OR id < ?2) ORDER BY id DESC LIMIT ?3";
+// Retention (I7). An ended execution may go unless it holds its lane (a
+// failed or quarantined one with a lane key: HoldsLane) or waits for a replay
+// approval; oldest ended first, by executions_by_finished_at.
+#define TE_PURGEABLE                                                    \
+  " finished_at > 0 AND finished_at < ?1 AND status IN (2, 3, 4, 5, 6)" \
+  " AND NOT (status IN (3, 4) AND lane_key <> '')"                      \
+  " AND NOT EXISTS (SELECT 1 FROM replay_requests r WHERE r.execution_id = executions.id)"
+constexpr const char* kPurgeCandidates =
+    "SELECT id, tenant, queue, status, finished_at FROM executions"
+    " INDEXED BY executions_by_finished_at WHERE" TE_PURGEABLE " ORDER BY finished_at LIMIT ?2";
+constexpr const char* kCountPurgeable =
+    "SELECT COUNT(*), COALESCE(MIN(finished_at), 0), COALESCE(MAX(finished_at), 0)"
+    " FROM executions WHERE" TE_PURGEABLE;
+constexpr const char* kCountPurgeableLogs =
+    "SELECT COUNT(*) FROM execution_logs WHERE at < ?2 OR execution_id IN"
+    " (SELECT id FROM executions WHERE" TE_PURGEABLE ")";
+constexpr const char* kCountPurgeableAttempts =
+    "SELECT COUNT(*) FROM execution_attempts WHERE execution_id IN"
+    " (SELECT id FROM executions WHERE" TE_PURGEABLE ")";
+constexpr const char* kCountPurgeableEffects =
+    "SELECT COUNT(*) FROM effects WHERE execution_id IN"
+    " (SELECT id FROM executions WHERE" TE_PURGEABLE ")";
+#undef TE_PURGEABLE
+constexpr const char* kCountOldAudit = "SELECT COUNT(*) FROM audit_log WHERE at < ?1";
+constexpr const char* kDeleteExecutionLogs =
+    "DELETE FROM execution_logs WHERE execution_id = ?1 RETURNING 1";
+constexpr const char* kDeleteExecutionAttempts =
+    "DELETE FROM execution_attempts WHERE execution_id = ?1 RETURNING 1";
+constexpr const char* kDeleteExecutionEffects =
+    "DELETE FROM effects WHERE execution_id = ?1 RETURNING 1";
+constexpr const char* kDeleteExecution = "DELETE FROM executions WHERE id = ?1";
+// Log lines and audit records are appended in time order: the oldest by id
+// until the first young one.
+constexpr const char* kOldestLogs = "SELECT id, at FROM execution_logs ORDER BY id LIMIT ?1";
+constexpr const char* kDeleteLogsUpTo =
+    "DELETE FROM execution_logs WHERE id <= ?1 AND at < ?2 RETURNING 1";
+constexpr const char* kOldestAudit = "SELECT id, at FROM audit_log ORDER BY id LIMIT ?1";
+constexpr const char* kDeleteAuditUpTo =
+    "DELETE FROM audit_log WHERE id <= ?1 AND at < ?2 RETURNING 1";
 constexpr const char* kGetPendingReplay =
     "SELECT requested_by, reason, ambiguous FROM replay_requests WHERE execution_id = ?1";
 constexpr const char* kInsertPendingReplay =
@@ -714,6 +753,34 @@ class SqliteStore final : public ActionStore {
           }
           SqliteActionTx tx(*this, c);
           return RecoverExpired(tx, expired, max_batch, now, *random_);
+        },
+        Durability::kRelaxed);
+  }
+
+  // --- retention (I7) ---
+
+  Result<PurgeReport> Purge(const RetentionCutoffs& cutoffs, int max_rows, bool dry_run) override {
+    TE_RETURN_IF_ERROR(ValidatePurge(cutoffs, max_rows));
+    if (dry_run) {
+      return Read<PurgeReport>([&](Connection& c) { return CountPurge(c, cutoffs); });
+    }
+    return Write<PurgeReport>(
+        [&](Connection& c) -> Result<PurgeReport> {
+          PurgeReport r;
+          if (cutoffs.executions_ended_before > 0) {
+            TE_RETURN_IF_ERROR(PurgeExecutions(c, cutoffs.executions_ended_before, max_rows, r));
+          }
+          if (cutoffs.logs_before > 0) {
+            TE_ASSIGN_OR_RETURN(bool more, PurgeOldest(c, kOldestLogs, kDeleteLogsUpTo,
+                                                       cutoffs.logs_before, max_rows, &r.logs));
+            r.more = r.more || more;
+          }
+          if (cutoffs.audit_before > 0) {
+            TE_ASSIGN_OR_RETURN(bool more, PurgeOldest(c, kOldestAudit, kDeleteAuditUpTo,
+                                                       cutoffs.audit_before, max_rows, &r.audit));
+            r.more = r.more || more;
+          }
+          return r;
         },
         Durability::kRelaxed);
   }
@@ -1384,6 +1451,119 @@ class SqliteStore final : public ActionStore {
         s.Bind(index, q.args[i].number);
     }
     return s;
+  }
+
+  // Retention (I7): the rows of a statement with RETURNING.
+  static Result<std::int64_t> CountReturned(Stmt& s) {
+    std::int64_t n = 0;
+    while (true) {
+      TE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return n;
+      ++n;
+    }
+  }
+
+  static Result<std::int64_t> CountOne(Connection& c, const char* sql, Millis a, Millis b = 0) {
+    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(sql));
+    s.Bind(1, a);
+    if (b != 0) s.Bind(2, b);
+    TE_ASSIGN_OR_RETURN(bool row, s.Step());
+    return row ? s.Int(0) : 0;
+  }
+
+  static Result<PurgeReport> CountPurge(Connection& c, const RetentionCutoffs& cutoffs) {
+    PurgeReport r;
+    const Millis ended = cutoffs.executions_ended_before;
+    if (ended > 0) {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kCountPurgeable));
+      s.Bind(1, ended);
+      TE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (row) {
+        r.executions = s.Int(0);
+        r.oldest_ended_at = s.Int(1);
+        r.newest_ended_at = s.Int(2);
+      }
+      TE_ASSIGN_OR_RETURN(r.attempts, CountOne(c, kCountPurgeableAttempts, ended));
+      TE_ASSIGN_OR_RETURN(r.effects, CountOne(c, kCountPurgeableEffects, ended));
+    }
+    // Log lines: those of the executions that go, and those old enough.
+    {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kCountPurgeableLogs));
+      s.Bind(1, ended).Bind(2, cutoffs.logs_before);
+      TE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (row) r.logs = s.Int(0);
+    }
+    if (cutoffs.audit_before > 0) {
+      TE_ASSIGN_OR_RETURN(r.audit, CountOne(c, kCountOldAudit, cutoffs.audit_before));
+    }
+    return r;
+  }
+
+  // Writer thread only: removes up to `max_rows` due executions with their
+  // logs, attempts and effects; their counters go down with them.
+  Status PurgeExecutions(Connection& c, Millis ended_before, int max_rows, PurgeReport& r) {
+    struct Doomed {
+      std::int64_t id;
+      std::string tenant, queue;
+      int status;
+      Millis finished_at;
+    };
+    std::vector<Doomed> doomed;
+    {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kPurgeCandidates));
+      s.Bind(1, ended_before).Bind(2, max_rows);
+      while (true) {
+        TE_ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row) break;
+        doomed.push_back({s.Int(0), s.Text(1), s.Text(2), static_cast<int>(s.Int(3)), s.Int(4)});
+      }
+    }
+    for (const Doomed& d : doomed) {
+      for (auto [sql, count] : {std::pair{kDeleteExecutionLogs, &r.logs},
+                                std::pair{kDeleteExecutionAttempts, &r.attempts},
+                                std::pair{kDeleteExecutionEffects, &r.effects}}) {
+        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(sql));
+        s.Bind(1, d.id);
+        TE_ASSIGN_OR_RETURN(std::int64_t n, CountReturned(s));
+        *count += n;
+      }
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kDeleteExecution));
+      s.Bind(1, d.id);
+      TE_RETURN_IF_ERROR(s.Run());
+      op_counters_.counts[{d.tenant, d.queue, d.status}] -= 1;
+      ++r.executions;
+      if (r.oldest_ended_at == 0 || d.finished_at < r.oldest_ended_at) {
+        r.oldest_ended_at = d.finished_at;
+      }
+      r.newest_ended_at = std::max(r.newest_ended_at, d.finished_at);
+    }
+    r.more = static_cast<int>(doomed.size()) == max_rows;
+    return Status::Ok();
+  }
+
+  // Removes the oldest rows by id while they are older than `before`, up to
+  // `max_rows`; adds how many to *removed and returns whether the batch was
+  // full of old rows.
+  static Result<bool> PurgeOldest(Connection& c, const char* oldest_sql, const char* delete_sql,
+                                  Millis before, int max_rows, std::int64_t* removed) {
+    std::int64_t last_old = 0;
+    int old_rows = 0;
+    {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(oldest_sql));
+      s.Bind(1, max_rows);
+      while (true) {
+        TE_ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row || s.Int(1) >= before) break;
+        last_old = s.Int(0);
+        ++old_rows;
+      }
+    }
+    if (old_rows == 0) return false;
+    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(delete_sql));
+    s.Bind(1, last_old).Bind(2, before);
+    TE_ASSIGN_OR_RETURN(std::int64_t n, CountReturned(s));
+    *removed += n;
+    return old_rows == max_rows;
   }
 
   // Counters change with the operation that changes the status; the writer

@@ -80,6 +80,10 @@ class FaultInjectingStore final : public Store {
     TE_RETURN_IF_ERROR(faults_->Enter("SweepExpired"));
     return inner_->SweepExpired(max_batch);
   }
+  Result<PurgeReport> Purge(const RetentionCutoffs& cutoffs, int max_rows, bool dry_run) override {
+    TE_RETURN_IF_ERROR(faults_->Enter("Purge"));
+    return inner_->Purge(cutoffs, max_rows, dry_run);
+  }
   Result<EffectReply> ReserveEffect(const LeaseRef& lease, std::string_view name) override {
     TE_RETURN_IF_ERROR(faults_->Enter("ReserveEffect"));
     return inner_->ReserveEffect(lease, name);
@@ -260,17 +264,20 @@ class FaultInjectingStore final : public Store {
 
 const std::vector<std::string_view>& StoreMethodNames() {
   static const std::vector<std::string_view> names = {
-      "Migrate",        "SchemaVersion",  "SetPayloadLimit", "UpsertJob",    "ChangeJob",
-      "GetJob",         "ListJobs",       "Admit",           "AdmitBatch",   "Claim",
-      "MarkStarted",    "HeartbeatBatch", "AppendLog",       "FinishBatch",  "SweepExpired",
-      "ReserveEffect",  "CommitEffect",   "ReleaseEffect",   "GetEffects",   "RequestCancel",
-      "Replay",         "ApproveReplay",  "AppendAudit",     "ListAudit",    "Grant",
-      "Revoke",         "IsGranted",      "GetLane",         "ListLanes",    "UpsertTenant",
-      "GetTenant",      "ListTenants",    "AcquireLock",     "ReleaseLock",  "ListScheduleStates",
-      "CommitSchedule", "UpsertUser",     "GetUser",         "ListUsers",    "CreateToken",
-      "FindToken",      "RevokeToken",    "ListTokens",      "TouchToken",   "CreateSession",
-      "GetSession",     "TouchSession",   "DeleteSession",   "ReportWorker", "ListWorkers",
-      "GetExecution",   "GetAttempts",    "ListExecutions",  "GetLogs",      "GetStats",
+      "Migrate",        "SchemaVersion",  "SetPayloadLimit", "UpsertJob",
+      "ChangeJob",      "GetJob",         "ListJobs",        "Admit",
+      "AdmitBatch",     "Claim",          "MarkStarted",     "HeartbeatBatch",
+      "AppendLog",      "FinishBatch",    "SweepExpired",    "Purge",
+      "ReserveEffect",  "CommitEffect",   "ReleaseEffect",   "GetEffects",
+      "RequestCancel",  "Replay",         "ApproveReplay",   "AppendAudit",
+      "ListAudit",      "Grant",          "Revoke",          "IsGranted",
+      "GetLane",        "ListLanes",      "UpsertTenant",    "GetTenant",
+      "ListTenants",    "AcquireLock",    "ReleaseLock",     "ListScheduleStates",
+      "CommitSchedule", "UpsertUser",     "GetUser",         "ListUsers",
+      "CreateToken",    "FindToken",      "RevokeToken",     "ListTokens",
+      "TouchToken",     "CreateSession",  "GetSession",      "TouchSession",
+      "DeleteSession",  "ReportWorker",   "ListWorkers",     "GetExecution",
+      "GetAttempts",    "ListExecutions", "GetLogs",         "GetStats",
       "QueueDepths"};
   return names;
 }
