@@ -4,8 +4,9 @@
 #   0. clang-format --dry-run -Werror over every C++ source of the tree.
 #   1. Release (gcc -O3, the shipped build; preset ci-release): the drills
 #      (label drill), the sized load drills (label load) at the CI sizes
-#      below; then the .deb is built from the same objects (ccache) and
-#      checked (tests/install/deb_test.sh).
+#      below, the dashboard in chromium (label browser); then the .deb is
+#      built from the same objects (ccache) and checked
+#      (tests/install/deb_test.sh).
 #   2. ASan+UBSan (clang; preset asan): the product instrumented (and, as in
 #      every clang tree, its locking checked: -Werror=thread-safety); the unit,
 #      conformance and integration suites and every drill but `load`.

@@ -13,7 +13,8 @@
 #   - every file and directory path in CMakeCache.txt (compilers, programs,
 #     libraries, and each package's CMake config directory `<Pkg>_DIR`),
 # and with --tools the programs test.sh and its helpers start (PostgreSQL,
-# clang, clang-format, faketime and its preload library).
+# clang, clang-format, faketime and its preload library, node and chromium
+# for the browser tests).
 # Each path outside the source and build trees is mapped to its package with
 # dpkg's file lists. A path no package owns, or owned by a package outside
 # the closure of the list, fails the audit with the package named.
@@ -123,7 +124,7 @@ done
 if [ $check_tools -eq 1 ]; then
   pg_bin=/usr/lib/postgresql/15/bin
   for t in "$pg_bin/initdb" "$pg_bin/pg_ctl" "$pg_bin/postgres" "$pg_bin/psql" \
-           clang clang++ clang-format faketime runuser dpkg-shlibdeps dpkg-deb; do
+           clang clang++ clang-format faketime runuser dpkg-shlibdeps dpkg-deb node chromium; do
     case "$t" in
       /*) p=$t ;;
       *) p=$(command -v "$t" || true) ;;

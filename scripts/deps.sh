@@ -3,6 +3,9 @@
 # Called by run.sh and test.sh. Usage: scripts/deps.sh [build|test] [--list]
 #   --list  print the package names (one per line) instead of installing them;
 #           scripts/dep_audit.sh reads the list this way.
+# `test` also readies the browser tests (tests/browser): npm when node has none
+# (Debian's nodejs ships without it), then `npm ci` there unless node_modules
+# already matches package-lock.json.
 set -euo pipefail
 
 build_pkgs=(
@@ -12,7 +15,7 @@ build_pkgs=(
   libgtest-dev libgmock-dev
   libpq-dev postgresql-15
 )
-test_pkgs=(clang libclang-rt-14-dev llvm lld clang-format faketime dpkg-dev)  # lld: every tree links with it when present (TASKENGINE_LINKER); clang-format: the format check; faketime: the clock drill (RD11); dpkg-dev: the .deb test
+test_pkgs=(clang libclang-rt-14-dev llvm lld clang-format faketime dpkg-dev chromium nodejs)  # lld: every tree links with it when present (TASKENGINE_LINKER); clang-format: the format check; faketime: the clock drill (RD11); dpkg-dev: the .deb test; chromium, nodejs: the browser tests
 
 want=("${build_pkgs[@]}")
 if [ "${1:-build}" = "test" ]; then want+=("${test_pkgs[@]}"); fi
@@ -20,6 +23,16 @@ if [ "${2:-}" = "--list" ]; then
   printf '%s\n' "${want[@]}"
   exit 0
 fi
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+updated=0
+apt_install() {
+  if [ $updated -eq 0 ]; then $SUDO apt-get update -qq; updated=1; fi
+  $SUDO apt-get install -y -qq --no-install-recommends "$@"
+}
 
 missing=()
 for p in "${want[@]}"; do
@@ -30,11 +43,23 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "deps: all ${#want[@]} Debian packages present"
-  exit 0
+else
+  echo "deps: installing ${missing[*]}"
+  apt_install "${missing[@]}"
 fi
-echo "deps: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+if [ "${1:-build}" = "test" ]; then
+  # The browser tests' npm packages (playwright-core, axe-core), pinned by the lock file.
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "deps: installing npm (for the browser tests' packages)"
+    apt_install npm
+  fi
+  browser=$root/tests/browser
+  if [ ! -f "$browser/node_modules/.package-lock.json" ] ||
+     [ "$browser/package-lock.json" -nt "$browser/node_modules/.package-lock.json" ]; then
+    echo "deps: npm ci in tests/browser"
+    (cd "$browser" && npm ci --no-audit --no-fund)
+  else
+    echo "deps: tests/browser/node_modules is up to date"
+  fi
+fi

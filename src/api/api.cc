@@ -6,7 +6,9 @@
 namespace taskengine::api {
 
 Api::Api(Engine* engine, Authenticator* authenticator, ApiOptions options)
-    : context_(std::make_unique<ApiContext>()), router_(std::make_unique<Router>(authenticator)) {
+    : context_(std::make_unique<ApiContext>()),
+      router_(std::make_unique<Router>(authenticator)),
+      dashboard_router_(std::make_unique<Router>(authenticator)) {
   TE_CHECK(engine != nullptr && authenticator != nullptr);
   context_->engine = engine;
   context_->store = &StoreOf(*engine);
@@ -24,9 +26,27 @@ Api::Api(Engine* engine, Authenticator* authenticator, ApiOptions options)
   RegisterAuthRoutes(*context_, *router_);
   RegisterWorkerRoutes(*context_, *router_);
   RegisterTenantRoutes(*context_, *router_);
+  RegisterDashboardRoutes(*context_, *dashboard_router_);
 }
 
 Api::~Api() = default;
+
+void Api::SetRateLimiter(RateLimiter* limiter) {
+  router_->SetRateLimiter(limiter);
+  dashboard_router_->SetRateLimiter(limiter);
+}
+
+bool Api::IsDashboardPath(std::string_view path) {
+  return path == "/" || path == "/login" || path == "/admin" || path.rfind("/admin/", 0) == 0;
+}
+
+RequestHandler Api::handler() const {
+  return [api = router_.get(), dashboard = dashboard_router_.get()](HttpRequest request,
+                                                                    Responder respond) {
+    Router* router = IsDashboardPath(request.path) ? dashboard : api;
+    router->Handle(std::move(request), std::move(respond));
+  };
+}
 
 void Api::StopLongPolls() {
   if (context_->lease_broker) context_->lease_broker->Stop();

@@ -1,16 +1,18 @@
 // The REST API of taskengine (product.md I1, I2, I5): every route of
 // /api/v1 plus /healthz, /readyz and /metrics, registered on a Router over an
-// Engine. The routes translate HTTP <-> engine calls; they hold no business
-// logic (validation of dispatches, transitions and so on is the engine's).
+// Engine; and the web dashboard (I3) on a second Router: `/`, `/login` and
+// `/admin/...`, pages that are clients of the API (routes_dashboard.cc). The
+// routes translate HTTP <-> engine calls; they hold no business logic
+// (validation of dispatches, transitions and so on is the engine's).
 //
 //   api::StaticTokenAuthenticator auth;  // or part 3's token store
 //   api::Api api(engine.get(), &auth, {});
 //   api::HttpServer http({.port = 8080}, api.handler());
 //   TE_RETURN_IF_ERROR(http.Start());
 //
-// The route list and every request/response shape are documented in
+// The API's route list and every request/response shape are documented in
 // docs/openapi.json (served at /api/v1/openapi.json); a test checks that the
-// document and the router agree.
+// document and router() agree. The dashboard's pages are in docs/dashboard.md.
 #pragma once
 
 #include <cstddef>
@@ -94,8 +96,16 @@ class Api {
   // Extension point: more routes (e.g. the worker protocol) may be added
   // before the server starts.
   Router& router() { return *router_; }
-  // The handler to give HttpServer. Valid while the Api lives.
-  RequestHandler handler() const { return router_->AsRequestHandler(); }
+  // The dashboard's pages and assets: `/`, `/login`, `/admin` and below.
+  Router& dashboard_router() { return *dashboard_router_; }
+  // Applies `limiter` (not owned; must outlive the Api) to both routers.
+  // REQUIRES: before the server starts.
+  void SetRateLimiter(RateLimiter* limiter);
+  // The handler to give HttpServer: dashboard paths to dashboard_router(),
+  // everything else to router(). Valid while the Api lives.
+  RequestHandler handler() const;
+  // True for the paths the dashboard router answers.
+  static bool IsDashboardPath(std::string_view path);
   // Answers every parked long poll of the worker protocol with an empty list
   // and makes later polls answer at once: call before stopping the server so
   // shutdown does not wait for polls. Idempotent.
@@ -104,6 +114,7 @@ class Api {
  private:
   std::unique_ptr<ApiContext> context_;
   std::unique_ptr<Router> router_;
+  std::unique_ptr<Router> dashboard_router_;
 };
 
 // docs/openapi.json as embedded at build time.

@@ -450,7 +450,7 @@ class Session : public std::enable_shared_from_this<Session> {
     res_->result(static_cast<unsigned>(response.status));
     res_->set(http::field::server, server_->options().server_name);
     res_->set(http::field::date, HttpDate());
-    if (!response.body.empty() || response.status != 204) {
+    if (!response.content_type.empty() && (!response.body.empty() || response.status != 204)) {
       res_->set(http::field::content_type, response.content_type);
     }
     for (auto& [name, value] : response.headers) res_->set(name, value);

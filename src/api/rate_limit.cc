@@ -83,7 +83,9 @@ void RateLimiter::EvictLocked(Millis now) {
 }
 
 RateClass RateLimiter::ClassOf(HttpMethod method, std::string_view pattern) {
-  if (method == HttpMethod::kPost && pattern == "/api/v1/auth/login") return RateClass::kLogin;
+  if (method == HttpMethod::kPost && (pattern == "/api/v1/auth/login" || pattern == "/login")) {
+    return RateClass::kLogin;
+  }
   if (method == HttpMethod::kPost &&
       (EndsWith(pattern, "/dispatch") || EndsWith(pattern, "/dispatch/bulk"))) {
     return RateClass::kDispatch;

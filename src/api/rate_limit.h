@@ -53,10 +53,11 @@ class RateLimiter {
   // (nothing is taken then). Always 0 for kNone or an unlimited class.
   Millis Acquire(RateClass cls, std::string_view key) EXCLUDES(mu_);
 
-  // The class of a route: POST /api/v1/auth/login -> kLogin; a POST whose
-  // pattern ends in "/dispatch" or "/dispatch/bulk" -> kDispatch; a route
-  // under /api/v1/worker... whose pattern ends in "/lease" (lease polling,
-  // e.g. POST /api/v1/worker/lease) -> kLease; else kNone.
+  // The class of a route: POST /api/v1/auth/login and the dashboard's POST
+  // /login -> kLogin; a POST whose pattern ends in "/dispatch" or
+  // "/dispatch/bulk" -> kDispatch; a route under /api/v1/worker... whose
+  // pattern ends in "/lease" (lease polling, e.g. POST /api/v1/worker/lease)
+  // -> kLease; else kNone.
   static RateClass ClassOf(HttpMethod method, std::string_view pattern);
 
   // The 429 answer for a wait of `wait_ms`: Retry-After in whole seconds (>= 1).

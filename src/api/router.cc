@@ -16,6 +16,18 @@ bool IsParamSegment(const std::string& segment) {
   return segment.size() >= 3 && segment.front() == '{' && segment.back() == '}';
 }
 
+// "{name...}"
+bool IsRestSegment(const std::string& segment) {
+  return IsParamSegment(segment) && segment.size() >= 6 &&
+         segment.compare(segment.size() - 4, 4, "...}") == 0;
+}
+
+// The name of a "{name}" or "{name...}" segment.
+std::string ParamName(const std::string& segment) {
+  const std::size_t dots = IsRestSegment(segment) ? 3 : 0;
+  return segment.substr(1, segment.size() - 2 - dots);
+}
+
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -176,9 +188,15 @@ void Router::AddAsync(HttpMethod method, std::string pattern, RouteAccess access
   route.handler = std::move(handler);
   auto segments = SplitPath(pattern);
   TE_CHECK(segments.has_value());
-  for (const std::string& s : *segments) {
-    TE_CHECK(!s.empty());
-    if (!IsParamSegment(s)) ++route.literal_count;
+  for (std::size_t i = 0; i < segments->size(); ++i) {
+    const std::string& s = (*segments)[i];
+    TE_CHECK(!s.empty() || pattern == "/");
+    if (IsRestSegment(s)) {
+      TE_CHECK(i + 1 == segments->size());
+      route.rest = true;
+    } else if (!IsParamSegment(s)) {
+      ++route.literal_count;
+    }
   }
   route.segments = std::move(*segments);
   for (const Route& r : routes_) TE_CHECK(!(r.method == method && r.pattern == pattern));
@@ -194,17 +212,22 @@ std::vector<Router::RouteInfo> Router::routes() const {
 
 void Router::Handle(HttpRequest request, Responder respond) const {
   try {
+    // The router's own answers, through the error page when there is one.
+    auto refuse = [this, &request, &respond](HttpResponse answer) {
+      respond.Send(error_page_ ? error_page_(request, std::move(answer)) : std::move(answer));
+    };
     auto segments = SplitPath(request.path);
     if (!segments) {
-      respond.Send(ErrorResponse(400, "bad_request", "malformed request path"));
+      refuse(ErrorResponse(400, "bad_request", "malformed request path"));
       return;
     }
     const Route* best = nullptr;
     std::set<std::string_view> allowed;
     for (const Route& r : routes_) {
-      if (r.segments.size() != segments->size()) continue;
+      const std::size_t fixed = r.rest ? r.segments.size() - 1 : r.segments.size();
+      if (r.rest ? segments->size() < fixed : segments->size() != fixed) continue;
       bool match = true;
-      for (std::size_t i = 0; i < r.segments.size() && match; ++i) {
+      for (std::size_t i = 0; i < fixed && match; ++i) {
         if (IsParamSegment(r.segments[i])) {
           match = !(*segments)[i].empty();
         } else {
@@ -219,7 +242,7 @@ void Router::Handle(HttpRequest request, Responder respond) const {
       }
     }
     if (allowed.empty()) {
-      respond.Send(ErrorResponse(404, "not_found", "no such resource: " + request.path));
+      refuse(ErrorResponse(404, "not_found", "no such resource: " + request.path));
       return;
     }
     if (best == nullptr) {
@@ -229,7 +252,7 @@ void Router::Handle(HttpRequest request, Responder respond) const {
                                      "method " + request.method_name + " is not allowed on " +
                                          request.path + "; allowed: " + allow);
       r.headers.emplace_back("Allow", allow);
-      respond.Send(std::move(r));
+      refuse(std::move(r));
       return;
     }
 
@@ -239,7 +262,7 @@ void Router::Handle(HttpRequest request, Responder respond) const {
     if (rate_class == RateClass::kLogin) {
       Millis wait = rate_limiter_->Acquire(rate_class, "ip:" + ClientIp(request.remote_address));
       if (wait > 0) {
-        respond.Send(RateLimiter::TooManyRequests(rate_class, wait));
+        refuse(RateLimiter::TooManyRequests(rate_class, wait));
         return;
       }
     }
@@ -249,7 +272,7 @@ void Router::Handle(HttpRequest request, Responder respond) const {
         best->access.kind != RouteAccess::Kind::kLogin) {
       Result<std::optional<Principal>> auth = authenticator_->Authenticate(request);
       if (!auth.ok()) {
-        respond.Send(StatusResponse(auth.status()));
+        refuse(StatusResponse(auth.status()));
         return;
       }
       if (!auth->has_value()) {
@@ -257,12 +280,12 @@ void Router::Handle(HttpRequest request, Responder respond) const {
                                        "missing or invalid credentials: send "
                                        "'Authorization: Bearer <token>' or log in");
         r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"taskengine\"");
-        respond.Send(std::move(r));
+        refuse(std::move(r));
         return;
       }
       if (best->access.kind == RouteAccess::Kind::kScope &&
           !(*auth)->HasScope(best->access.scope)) {
-        respond.Send(ErrorResponse(
+        refuse(ErrorResponse(
             403, "forbidden",
             "this operation requires the '" + std::string(ToString(best->access.scope)) + "' scope",
             {{"required_scope", std::string(ToString(best->access.scope))}}));
@@ -270,7 +293,7 @@ void Router::Handle(HttpRequest request, Responder respond) const {
       }
       const std::string csrf = CsrfProblem(request, **auth);
       if (!csrf.empty()) {
-        respond.Send(ErrorResponse(
+        refuse(ErrorResponse(
             403, "forbidden",
             csrf == "csrf"
                 ? "a mutation in a dashboard session needs the session's X-CSRF-Token header"
@@ -281,7 +304,7 @@ void Router::Handle(HttpRequest request, Responder respond) const {
       if (rate_class != RateClass::kNone && rate_class != RateClass::kLogin) {
         Millis wait = rate_limiter_->Acquire(rate_class, RateKey(**auth));
         if (wait > 0) {
-          respond.Send(RateLimiter::TooManyRequests(rate_class, wait));
+          refuse(RateLimiter::TooManyRequests(rate_class, wait));
           return;
         }
       }
@@ -294,8 +317,14 @@ void Router::Handle(HttpRequest request, Responder respond) const {
     }
     for (std::size_t i = 0; i < best->segments.size(); ++i) {
       const std::string& s = best->segments[i];
-      if (IsParamSegment(s)) {
-        route_request.params.emplace_back(s.substr(1, s.size() - 2), std::move((*segments)[i]));
+      if (IsRestSegment(s)) {
+        std::string rest;
+        for (std::size_t j = i; j < segments->size(); ++j) {
+          rest += (j == i ? "" : "/") + (*segments)[j];
+        }
+        route_request.params.emplace_back(ParamName(s), std::move(rest));
+      } else if (IsParamSegment(s)) {
+        route_request.params.emplace_back(ParamName(s), std::move((*segments)[i]));
       }
     }
     route_request.http = std::move(request);

@@ -3,9 +3,13 @@
 //
 // Patterns are absolute paths whose segments are literals or `{param}`, e.g.
 // "/api/v1/executions/{id}/cancel". A `{param}` matches one non-empty
-// segment; request segments are percent-decoded before matching, so literals
-// and parameter values are compared and delivered decoded. When several
-// patterns match, the one with more literal segments wins.
+// segment; a last segment `{param...}` matches the rest of the path (zero or
+// more segments, empty ones too), delivered joined with '/' ("/admin/tasks/
+// {rest...}" matches "/admin/tasks", "/admin/tasks/" and "/admin/tasks/a/b").
+// "/" alone is the pattern of the root. Request segments are percent-decoded
+// before matching, so literals and parameter values are compared and
+// delivered decoded. When several patterns match, the one with more literal
+// segments wins.
 //
 // Answers produced by the router itself:
 //   400 bad_request         malformed percent-encoding in the path
@@ -20,6 +24,7 @@
 //                           whose Origin/Referer names another origin
 //   429 rate_limited        over a rate limit (SetRateLimiter), with Retry-After
 //   500 internal            the handler threw (nothing a client sends may crash the server)
+// All but the 500 pass through SetErrorPage's function when one is set.
 #pragma once
 
 #include <functional>
@@ -87,6 +92,13 @@ class Router {
   // RateLimiter::ClassOf names. REQUIRES: before the first Handle.
   void SetRateLimiter(RateLimiter* limiter) { rate_limiter_ = limiter; }
 
+  // Turns the router's own error answers (400, 401, 403, 404, 405, 429, 503)
+  // into others, e.g. HTML pages for a browser: `page` gets the request and
+  // the JSON answer and returns what to send. Must be thread-safe. Default:
+  // the JSON answers as they are. REQUIRES: before the first Handle.
+  using ErrorPage = std::function<HttpResponse(const HttpRequest& request, HttpResponse answer)>;
+  void SetErrorPage(ErrorPage page) { error_page_ = std::move(page); }
+
   // The RequestHandler of the server.
   void Handle(HttpRequest request, Responder respond) const;
   RequestHandler AsRequestHandler() const {
@@ -107,14 +119,16 @@ class Router {
   struct Route {
     HttpMethod method;
     std::string pattern;
-    std::vector<std::string> segments;  // literal, or "{name}"
+    std::vector<std::string> segments;  // literal, "{name}", or last "{name...}"
     int literal_count = 0;
+    bool rest = false;  // the last segment is "{name...}"
     RouteAccess access;
     AsyncRouteHandler handler;
   };
 
   Authenticator* const authenticator_;
   RateLimiter* rate_limiter_ = nullptr;
+  ErrorPage error_page_;
   std::vector<Route> routes_;
 };
 

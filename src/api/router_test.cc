@@ -179,5 +179,58 @@ TEST(SplitPathTest, Decodes) {
   EXPECT_EQ(*PercentDecode("a+b", false), "a+b");
 }
 
+// A last "{name...}" segment takes the rest of the path, zero or more segments.
+TEST(RouterRestTest, RestSegmentMatchesTheRestOfThePath) {
+  StaticTokenAuthenticator auth;
+  Router router(&auth);
+  router.Add(HttpMethod::kGet, "/", RouteAccess::Public(), [](const RouteRequest&) {
+    return JsonResponse(200, nlohmann::json{{"root", true}});
+  });
+  router.Add(HttpMethod::kGet, "/app/{path...}", RouteAccess::Public(), [](const RouteRequest& r) {
+    return JsonResponse(200, nlohmann::json{{"path", r.Param("path")}});
+  });
+  router.Add(HttpMethod::kGet, "/app/fixed/x", RouteAccess::Public(), [](const RouteRequest&) {
+    return JsonResponse(200, nlohmann::json{{"fixed", true}});
+  });
+  const std::pair<const char*, const char*> cases[] = {
+      {"/app", ""}, {"/app/", ""}, {"/app/a", "a"}, {"/app/a/b%2Fc/", "a/b/c/"}};
+  for (const auto& [target, rest] : cases) {
+    HttpResponse r = Call(router, Request(HttpMethod::kGet, target));
+    ASSERT_EQ(r.status, 200) << target;
+    EXPECT_EQ(nlohmann::json::parse(r.body)["path"], rest) << target;
+  }
+  EXPECT_TRUE(nlohmann::json::parse(Call(router, Request(HttpMethod::kGet, "/app/fixed/x")).body)
+                  .contains("fixed"))
+      << "more literal segments win over a rest segment";
+  EXPECT_TRUE(
+      nlohmann::json::parse(Call(router, Request(HttpMethod::kGet, "/")).body).contains("root"));
+  EXPECT_EQ(Call(router, Request(HttpMethod::kGet, "/other")).status, 404);
+}
+
+TEST(RouterRestTest, ErrorPageReplacesTheRoutersOwnAnswers) {
+  StaticTokenAuthenticator auth;
+  auth.Add("reader", Principal::Make("reader", {Scope::kRead}, true));
+  Router router(&auth);
+  router.Add(HttpMethod::kGet, "/page", RouteAccess::Requires(Scope::kRead),
+             [](const RouteRequest&) { return JsonResponse(200, nlohmann::json::object()); });
+  router.SetErrorPage([](const HttpRequest& request, HttpResponse answer) {
+    HttpResponse page;
+    page.status = answer.status;
+    page.content_type = "text/html";
+    page.body = "page for " + request.path + ": " + ErrorCodeOf(answer);
+    return page;
+  });
+  HttpResponse unauthenticated = Call(router, Request(HttpMethod::kGet, "/page"));
+  EXPECT_EQ(unauthenticated.status, 401);
+  EXPECT_EQ(unauthenticated.body, "page for /page: unauthenticated");
+  HttpResponse missing = Call(router, Request(HttpMethod::kGet, "/nope", "reader"));
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.body, "page for /nope: not_found");
+  HttpResponse method = Call(router, Request(HttpMethod::kPost, "/page", "reader"));
+  EXPECT_EQ(method.status, 405);
+  EXPECT_EQ(method.body, "page for /page: method_not_allowed");
+  EXPECT_EQ(Call(router, Request(HttpMethod::kGet, "/page", "reader")).status, 200);
+}
+
 }  // namespace
 }  // namespace taskengine::api

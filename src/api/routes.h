@@ -2,6 +2,7 @@
 // route file uses. Each routes_*.cc registers one group of routes.
 #pragma once
 
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -45,6 +46,20 @@ void RegisterSystemRoutes(ApiContext& ctx, Router& router);    // health, metric
 void RegisterAuthRoutes(ApiContext& ctx, Router& router);      // login, logout, session
 void RegisterWorkerRoutes(ApiContext& ctx, Router& router);    // worker protocol, workers list
 void RegisterTenantRoutes(ApiContext& ctx, Router& router);    // tenants
+// The dashboard's pages and assets, on its own router (Api::dashboard_router).
+void RegisterDashboardRoutes(ApiContext& ctx, Router& router);
+
+// The answer to a login whose password check is done: `ok` gets the session
+// just opened and the Set-Cookie value for it (the session the request
+// carried, if any, is ended first: no fixation); wrong credentials and errors
+// get `refused` with the JSON error the API would send.
+using LoginAnswer =
+    std::function<HttpResponse(const LoginResult& session, const std::string& set_cookie)>;
+using LoginRefusal = std::function<HttpResponse(HttpResponse json_error)>;
+// Checks `user` and `password` on the LoginGuard's threads (its rate, lockouts
+// and queue, whose refusals also go through `refused`) and sends the answer.
+void SubmitLogin(ApiContext& ctx, HttpRequest http, std::string user, std::string password,
+                 Responder respond, LoginAnswer ok, LoginRefusal refused);
 
 // The principal of an authenticated route. REQUIRES: a non-public route.
 const Principal& PrincipalOf(const RouteRequest& request);

@@ -49,30 +49,40 @@ std::string_view MethodName(AuthMethod m) {
   return "none";
 }
 
-// The answer to a login whose password check is done.
-HttpResponse LoginResponse(ApiContext& ctx, const HttpRequest& http,
-                           const Result<std::optional<LoginResult>>& login) {
-  if (!login.ok()) return StatusResponse(login.status());
-  if (!login->has_value()) return Unauthenticated("invalid username or password");
-  const LoginResult& s = **login;
-  // A session presented with the login is replaced, never reused (fixation).
-  Status old = ctx.authenticator->Logout(http);
-  (void)old;  // best effort: the old session still times out
-  const Millis now = ctx.clock->NowMillis();
-  const Millis max_age_s = std::max<Millis>(0, (s.expires_at - now) / 1000);
-  HttpResponse out = JsonResponse(200, Json{{"user", s.principal.name},
-                                            {"scopes", ScopeNames(s.principal)},
-                                            {"all_tenants", s.principal.all_tenants},
-                                            {"tenants", TenantNames(s.principal)},
-                                            {"csrf_token", s.csrf_token},
-                                            {"expires_at", FormatTime(s.expires_at)},
-                                            {"idle_timeout_seconds", s.idle_timeout_ms / 1000}});
-  out.headers.emplace_back("Set-Cookie", std::string(kSessionCookie) + "=" + s.session_id +
-                                             CookieAttributes(s.secure_cookie) +
-                                             "; Max-Age=" + std::to_string(max_age_s));
-  out.headers.emplace_back("Cache-Control", "no-store");
-  return out;
+}  // namespace
+
+void SubmitLogin(ApiContext& ctx, HttpRequest http, std::string user, std::string password,
+                 Responder respond, LoginAnswer ok, LoginRefusal refused) {
+  std::string account = user;
+  auto check = [&ctx, http = std::move(http), user = std::move(user),
+                password = std::move(password), respond, ok, refused]() -> std::optional<bool> {
+    Result<std::optional<LoginResult>> login = ctx.authenticator->Login(user, password);
+    if (!login.ok()) {
+      respond.Send(refused(StatusResponse(login.status())));
+      return std::nullopt;
+    }
+    if (!login->has_value()) {
+      respond.Send(refused(Unauthenticated("invalid username or password")));
+      return false;
+    }
+    const LoginResult& s = **login;
+    // A session presented with the login is replaced, never reused (fixation).
+    Status old = ctx.authenticator->Logout(http);
+    (void)old;  // best effort: the old session still times out
+    const Millis now = ctx.clock->NowMillis();
+    const Millis max_age_s = std::max<Millis>(0, (s.expires_at - now) / 1000);
+    const std::string cookie = std::string(kSessionCookie) + "=" + s.session_id +
+                               CookieAttributes(s.secure_cookie) +
+                               "; Max-Age=" + std::to_string(max_age_s);
+    respond.Send(ok(s, cookie));
+    return true;
+  };
+  if (std::optional<HttpResponse> refusal = ctx.login_guard->Submit(std::move(account), check)) {
+    respond.Send(refused(std::move(*refusal)));
+  }
 }
+
+namespace {
 
 // POST /api/v1/auth/login {username, password}. 401 for missing or wrong
 // credentials (the same answer for an unknown user), 403 for a cross-origin
@@ -105,17 +115,20 @@ void Login(ApiContext& ctx, RouteRequest r, Responder respond) {
     respond.Send(Unauthenticated("send {\"username\": ..., \"password\": ...}"));
     return;
   }
-  std::string account = *user;
-  auto check = [&ctx, http = std::move(r.http), user = std::move(*user),
-                password = std::move(*password), respond]() -> std::optional<bool> {
-    Result<std::optional<LoginResult>> login = ctx.authenticator->Login(user, password);
-    respond.Send(LoginResponse(ctx, http, login));
-    if (!login.ok()) return std::nullopt;
-    return login->has_value();
+  auto ok = [](const LoginResult& s, const std::string& set_cookie) {
+    HttpResponse out = JsonResponse(200, Json{{"user", s.principal.name},
+                                              {"scopes", ScopeNames(s.principal)},
+                                              {"all_tenants", s.principal.all_tenants},
+                                              {"tenants", TenantNames(s.principal)},
+                                              {"csrf_token", s.csrf_token},
+                                              {"expires_at", FormatTime(s.expires_at)},
+                                              {"idle_timeout_seconds", s.idle_timeout_ms / 1000}});
+    out.headers.emplace_back("Set-Cookie", set_cookie);
+    out.headers.emplace_back("Cache-Control", "no-store");
+    return out;
   };
-  if (std::optional<HttpResponse> refused = ctx.login_guard->Submit(std::move(account), check)) {
-    respond.Send(std::move(*refused));
-  }
+  SubmitLogin(ctx, std::move(r.http), std::move(*user), std::move(*password), std::move(respond),
+              ok, [](HttpResponse error) { return error; });
 }
 
 // POST /api/v1/auth/logout -> 204; the session is deleted server-side.

@@ -225,7 +225,7 @@ Status Serve(const ServerConfig& config) {
   };
   api_options.redact_keys = config.redact_keys;
   api::Api rest(engine.get(), authenticator.get(), api_options);
-  rest.router().SetRateLimiter(&limiter);
+  rest.SetRateLimiter(&limiter);
   api::HttpServerOptions ho;
   ho.host = config.http.host;
   ho.port = config.http.port;

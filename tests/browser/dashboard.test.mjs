@@ -1,0 +1,227 @@
+// The dashboard in a real browser (Debian chromium via playwright-core)
+// against a real `taskengine serve`: login, the overview's figures against
+// GET /api/v1/stats, run now from the Jobs page, cancel, replay from the
+// quarantine, hostile text shown as text, CSRF, tenant isolation, 401
+// without a session, and axe-core on every page. Run by ctest (label
+// browser); see docs/dashboard.md.
+import assert from 'node:assert/strict';
+import {after, before, describe, test} from 'node:test';
+
+import {axeViolations, launchBrowser, logIn, newPage, requirements, Server, XSS} from './harness.mjs';
+
+const T = {timeout: 60000};
+let server;
+let browser;
+
+before(async () => {
+  requirements();
+  server = await new Server().start();
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (server) await server.stop();
+});
+
+async function figure(page, name) {
+  return (await page.locator(`[data-figure="${name}"] .card-value`).textContent()).trim();
+}
+
+describe('dashboard', () => {
+  test('every page and asset without a session answers 401 with the login form', T, async () => {
+    for (const target of ['/admin/tasks/', '/admin/tasks/executions', '/admin/tasks/executions/1',
+                          '/admin/tasks/jobs', '/admin/tasks/quarantine', '/admin/a/tasks/',
+                          '/admin/assets/app.js', '/admin/assets/app.css', '/admin/assets/api.js']) {
+      const r = await fetch(server.url + target, {redirect: 'manual'});
+      assert.equal(r.status, 401, target);
+      assert.match(await r.text(), /<form method="post" action="\/login">/, target);
+    }
+    const root = await fetch(server.url + '/', {redirect: 'manual'});
+    assert.equal(root.status, 302);
+    assert.equal(root.headers.get('location'), '/login');
+    const page = await newPage(browser, server);
+    const response = await page.goto('/admin/tasks/jobs');
+    assert.equal(response.status(), 401);
+    assert.equal(await page.locator('h1').textContent(), 'taskengine');
+    assert.equal(await page.inputValue('input[name=next]'), '/admin/tasks/jobs');
+    assert.deepEqual(await axeViolations(page), []);
+    await page.context().close();
+  });
+
+  test('login refuses a bad password and lands on the overview with a good one', T, async () => {
+    const page = await newPage(browser, server);
+    await page.goto('/login');
+    await page.fill('#username', 'admin');
+    await page.fill('#password', 'not-the-password');
+    await page.click('button[type=submit]');
+    assert.equal(await page.locator('#error').textContent(), 'invalid username or password');
+    assert.match(page.url(), /\/login$/);
+    await page.fill('#password', 'pw-admin-1');
+    await Promise.all([page.waitForURL(/\/admin\/tasks\/$/), page.click('button[type=submit]')]);
+    await page.locator('h1', {hasText: 'Overview'}).waitFor();
+    const cookies = await page.context().cookies();
+    const session = cookies.find((c) => c.name === 'te_session');
+    assert.ok(session && session.httpOnly && session.sameSite === 'Strict', JSON.stringify(cookies));
+    // Logging out ends the session: the pages answer 401 again.
+    await Promise.all([page.waitForURL(/\/login$/), page.click('#logout')]);
+    const again = await page.goto('/admin/tasks/');
+    assert.equal(again.status(), 401);
+    await page.context().close();
+  });
+
+  test('run now from the Jobs page with a payload, watched to succeeded without a reload', T, async () => {
+    const page = await newPage(browser, server);
+    await logIn(page, 'admin');
+    await page.click('nav a[data-page=jobs]');
+    await page.locator('h1', {hasText: 'Jobs'}).waitFor();
+    await page.locator('td', {hasText: '0 3 * * *'}).waitFor();  // the schedule of "nightly"
+    await page.selectOption('#run-job', 'hello');
+    await page.fill('#run-payload', '{"n": ');
+    assert.match(await page.locator('#run-payload-check').textContent(), /not JSON/);
+    assert.equal(await page.locator('.run-form button[type=submit]').isDisabled(), true);
+    await page.fill('#run-payload', '[1, 2]');
+    assert.match(await page.locator('#run-payload-check').textContent(), /must be a JSON object/);
+    await page.fill('#run-payload', '{"n": 7, "who": "browser"}');
+    assert.equal(await page.locator('.run-form button[type=submit]').isDisabled(), false);
+    const navigations = [];
+    page.on('framenavigated', (f) => navigations.push(f.url()));
+    await page.click('.run-form button[type=submit]');
+    const status = page.locator('.action-status');
+    await page.waitForFunction(() => document.querySelector('.action-status').dataset.state === 'confirmed',
+                               null, {timeout: 30000});
+    const text = await status.textContent();
+    assert.match(text, /execution #([0-9]+) is succeeded/);
+    assert.deepEqual(navigations, [], 'no reload');
+    const id = /#([0-9]+)/.exec(text)[1];
+    const e = await server.api('GET', '/executions/' + id);
+    assert.equal(e.body.status, 'succeeded');
+    assert.deepEqual(e.body.payload, {n: 7, who: 'browser'});
+    assert.equal(e.body.requester, 'admin');
+    assert.deepEqual(await axeViolations(page), []);
+    await page.context().close();
+  });
+
+  test('cancel a running execution from its page', T, async () => {
+    const id = await server.dispatch('sleepy');
+    await server.waitFor(id, ['running']);
+    const page = await newPage(browser, server);
+    await logIn(page, 'admin');
+    await page.goto('/admin/tasks/executions/' + id);
+    await page.locator('button', {hasText: 'Cancel execution'}).waitFor();
+    await page.fill('#cancel-reason', 'browser test');
+    await page.click('button:has-text("Cancel execution")');
+    await page.waitForFunction(() => document.querySelector('.action-status').dataset.state === 'confirmed',
+                               null, {timeout: 30000});
+    assert.match(await page.locator('.action-status').textContent(), /the execution is canceled/);
+    assert.equal((await server.api('GET', '/executions/' + id)).body.status, 'canceled');
+    await page.locator('td', {hasText: 'execution.cancel'}).first().waitFor();
+    await page.context().close();
+  });
+
+  test('hostile error and log text is shown as text and runs no script', T, async () => {
+    const id = await server.dispatch('hostile');
+    await server.waitFor(id, ['quarantined', 'failed']);
+    const page = await newPage(browser, server);
+    await logIn(page, 'admin');
+    await page.goto('/admin/tasks/executions/' + id);
+    await page.locator('#execution-error').waitFor();
+    assert.match(await page.locator('#execution-error').textContent(), /<img src=x onerror=alert\(1\)>/);
+    const logs = await page.locator('#execution-logs').textContent();
+    assert.ok(logs.includes(XSS), logs);
+    await page.goto('/admin/tasks/executions?job=hostile');
+    await page.locator('td', {hasText: XSS}).first().waitFor();
+    await page.waitForTimeout(500);
+    assert.equal(await page.locator('main img').count(), 0);
+    assert.deepEqual(page.dialogs, []);
+    assert.deepEqual(page.pageErrors, []);
+    await page.context().close();
+  });
+
+  test('replay a quarantined execution with a reason and see the audit row', T, async () => {
+    const id = await server.dispatch('hostile');
+    await server.waitFor(id, ['quarantined']);
+    const page = await newPage(browser, server);
+    await logIn(page, 'admin');
+    await page.click('nav a[data-page=quarantine]');
+    const form = page.locator(`form[aria-label="Replay execution ${id}"]`);
+    await form.waitFor();
+    await form.locator('button').click();
+    assert.match(await page.locator('.action-status').textContent(), /needs a reason/);
+    await form.locator('input[name=reason]').fill('payload fixed upstream');
+    await form.locator('button').click();
+    await page.waitForFunction(() => document.querySelector('.action-status').dataset.state === 'confirmed',
+                               null, {timeout: 30000});
+    await page.goto('/admin/tasks/executions/' + id);
+    await page.locator('td', {hasText: 'payload fixed upstream'}).waitFor();
+    assert.deepEqual(await axeViolations(page), []);
+    await page.context().close();
+  });
+
+  test('a mutation without the CSRF token is refused', T, async () => {
+    const page = await newPage(browser, server);
+    await logIn(page, 'admin');
+    const refused = await page.evaluate(async () => {
+      const r = await fetch('/api/v1/jobs/nightly/disable', {method: 'POST', body: '{}',
+                                                             headers: {'Content-Type': 'application/json'}});
+      return {status: r.status, body: await r.json()};
+    });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body.error.details.reason, 'csrf');
+    assert.equal((await server.api('GET', '/jobs/nightly')).body.enabled, true, 'nothing changed');
+    await page.context().close();
+  });
+
+  test('a tenant user sees only its tenant', T, async () => {
+    const mine = await server.dispatch('per-store', {tenant: 'a'});
+    const theirs = await server.dispatch('per-store', {tenant: 'b'});
+    await server.waitFor(mine, ['succeeded']);
+    await server.waitFor(theirs, ['succeeded']);
+    const page = await newPage(browser, server);
+    await logIn(page, 'alice');
+    assert.match(page.url(), /\/admin\/a\/tasks\/$/);
+    await page.click('nav a[data-page=executions]');
+    await page.locator(`a[href="/admin/a/tasks/executions/${mine}"]`).waitFor();
+    assert.equal(await page.locator(`a[href$="/executions/${theirs}"]`).count(), 0);
+    await page.goto('/admin/a/tasks/executions/' + theirs);
+    await page.locator('h1', {hasText: 'Not found'}).waitFor();
+    for (const target of ['/admin/b/tasks/', '/admin/tasks/', '/admin/zz/tasks/']) {
+      const r = await page.goto(target);
+      assert.equal(r.status(), 404, target);
+      assert.equal(await page.locator('h1').textContent(), 'Not found');
+    }
+    const apiRead = await page.evaluate(async (id) => (await fetch('/api/v1/executions/' + id)).status, theirs);
+    assert.equal(apiRead, 404);
+    await page.context().close();
+  });
+
+  test('overview figures equal GET /api/v1/stats, and every page passes axe', T, async () => {
+    const page = await newPage(browser, server);
+    await logIn(page, 'admin');
+    const stats = (await server.api('GET', '/stats')).body;
+    assert.equal(stats.running, 0, 'nothing runs now');
+    await page.goto('/admin/tasks/');
+    await page.locator('[data-figure=queued]').waitFor();
+    assert.equal(await figure(page, 'active_workers'), String(stats.active_workers));
+    assert.equal(await figure(page, 'queued'), String(stats.queued));
+    assert.equal(await figure(page, 'running'), String(stats.running));
+    assert.equal(await figure(page, 'failed_24h'), String(stats.last_24h.failed));
+    assert.equal(await figure(page, 'quarantined_24h'), String(stats.last_24h.quarantined));
+    assert.equal(await figure(page, 'succeeded_24h'), String(stats.last_24h.succeeded));
+    assert.ok(stats.last_24h.succeeded >= 3);
+    const tenantRow = page.locator('tr', {has: page.locator('a[href="/admin/a/tasks/"]')});
+    const a = stats.tenants.find((t) => t.tenant === 'a');
+    assert.equal((await tenantRow.locator('td').nth(3).textContent()).trim(), String(a.succeeded_24h));
+    assert.equal(await page.locator('main svg[role=img]').count(), 2);
+    for (const target of ['/admin/tasks/', '/admin/tasks/executions', '/admin/tasks/jobs',
+                          '/admin/tasks/quarantine', '/admin/tasks/executions/1', '/admin/a/tasks/',
+                          '/admin/tasks/nowhere']) {
+      await page.goto(target);
+      await page.locator('main h1').waitFor();
+      await page.waitForLoadState('networkidle');
+      assert.deepEqual(await axeViolations(page), [], target);
+    }
+    assert.deepEqual(page.pageErrors, []);
+    await page.context().close();
+  });
+});

@@ -1,0 +1,10 @@
+#!/bin/sh
+# Runs the browser tests (ctest's dashboard_browser_test). TASKENGINE_BIN names
+# the binary under test.
+set -eu
+cd "$(dirname "$0")"
+if ! command -v node >/dev/null 2>&1; then
+  echo "browser tests: node is not installed; run scripts/deps.sh test" >&2
+  exit 1
+fi
+exec node --test --test-concurrency=1 --test-reporter=spec
