@@ -32,34 +32,9 @@ class DashboardTest : public AuthApiFixture {
   // Calls Api::handler() (both routers) and waits for the answer.
   Reply Page(HttpMethod method, const std::string& target, Headers headers = {},
              const std::string& form = "") {
-    HttpRequest r;
-    r.method = method;
-    r.method_name = std::string(ToString(method));
-    r.target = target;
-    const std::size_t q = target.find('?');
-    r.path = target.substr(0, q);
-    r.query = q == std::string::npos ? "" : target.substr(q + 1);
-    r.headers.emplace_back("host", kHost);
-    for (auto& [n, v] : headers) {
-      std::string lower = n;
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      r.headers.emplace_back(lower, v);
-    }
-    if (!form.empty()) {
-      r.headers.emplace_back("content-type", "application/x-www-form-urlencoded");
-    }
-    r.body = form;
-    r.remote_address = "10.0.0.7:40000";
-    auto promise = std::make_shared<std::promise<HttpResponse>>();
-    std::future<HttpResponse> future = promise->get_future();
-    api_->handler()(std::move(r), Responder([promise](HttpResponse resp) {
-                      promise->set_value(std::move(resp));
-                    }));
-    if (future.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
-      ADD_FAILURE() << "no response to " << target;
-      return {};
-    }
-    HttpResponse resp = future.get();
+    HttpResponse resp =
+        Await(api_->handler(), MakeRequest(method, target, headers, form,
+                                           "application/x-www-form-urlencoded", "10.0.0.7:40000"));
     if (!resp.content_type.empty()) resp.headers.emplace_back("Content-Type", resp.content_type);
     return Reply{resp.status, resp.headers, resp.body};
   }

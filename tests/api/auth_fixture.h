@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -116,6 +117,19 @@ class AuthApiFixture : public ::testing::Test {
   // Calls the router like the server would and waits for the answer.
   Reply Call(HttpMethod method, const std::string& target, const Headers& headers = {},
              const std::string& body = "", const std::string& peer = "10.0.0.7:40000") {
+    HttpResponse resp = Await(
+        [this](HttpRequest r, Responder respond) {
+          api_->router().Handle(std::move(r), std::move(respond));
+        },
+        MakeRequest(method, target, headers, body, "application/json", peer));
+    return Reply{resp.status, resp.headers, resp.body};
+  }
+
+  // A request as the server passes it on: lower-case header names, a Host
+  // header, `content_type` when there is a body.
+  static HttpRequest MakeRequest(HttpMethod method, const std::string& target,
+                                 const Headers& headers, const std::string& body,
+                                 const std::string& content_type, const std::string& peer) {
     HttpRequest r;
     r.method = method;
     r.method_name = std::string(ToString(method));
@@ -129,20 +143,25 @@ class AuthApiFixture : public ::testing::Test {
       for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       r.headers.emplace_back(lower, v);
     }
-    if (!body.empty()) r.headers.emplace_back("content-type", "application/json");
+    if (!body.empty()) r.headers.emplace_back("content-type", content_type);
     r.body = body;
     r.remote_address = peer;
+    return r;
+  }
+
+  // Hands `r` to `handle` and waits (at most 20 s) for its answer.
+  static HttpResponse Await(const std::function<void(HttpRequest, Responder)>& handle,
+                            HttpRequest r) {
+    const std::string target = r.target;
     auto promise = std::make_shared<std::promise<HttpResponse>>();
     std::future<HttpResponse> future = promise->get_future();
-    api_->router().Handle(std::move(r), Responder([promise](HttpResponse resp) {
-                            promise->set_value(std::move(resp));
-                          }));
+    handle(std::move(r),
+           Responder([promise](HttpResponse resp) { promise->set_value(std::move(resp)); }));
     if (future.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
       ADD_FAILURE() << "no response to " << target;
       return {};
     }
-    HttpResponse resp = future.get();
-    return Reply{resp.status, resp.headers, resp.body};
+    return future.get();
   }
 
   static Headers Bearer(const std::string& secret) {
