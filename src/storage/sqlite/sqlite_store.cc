@@ -1463,10 +1463,9 @@ class SqliteStore final : public ActionStore {
     }
   }
 
-  static Result<std::int64_t> CountOne(Connection& c, const char* sql, Millis a, Millis b = 0) {
+  static Result<std::int64_t> CountOne(Connection& c, const char* sql, Millis a) {
     TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(sql));
     s.Bind(1, a);
-    if (b != 0) s.Bind(2, b);
     TE_ASSIGN_OR_RETURN(bool row, s.Step());
     return row ? s.Int(0) : 0;
   }
