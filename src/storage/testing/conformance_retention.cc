@@ -172,6 +172,26 @@ TEST_P(StoreConformance, I7_LogsAndAuditArePurgedByTheirOwnAge) {
   EXPECT_EQ(Get(id).status, ExecutionStatus::kRunning);
 }
 
+TEST_P(StoreConformance, I7_AnExecutionWithAReplayAwaitingApprovalIsKept) {
+  DefineJob("a");
+  const ExecutionId waiting = AdmitOne(MakeRequest("a", 1));
+  const ExecutionId plain = AdmitOne(MakeRequest("a", 2));
+  for (const Lease& l : ClaimN("default", 2)) {
+    ASSERT_OK(store().Fail(Ref(l), FailureClass::kPermanent, "bad input"));
+  }
+  ASSERT_EQ(Get(waiting).status, ExecutionStatus::kQuarantined);
+  ReplayRequest replay{waiting, By("ops", "fixed"), /*require_approval=*/true};
+  ASSERT_OK_AND_ASSIGN(ReplayReply pending, store().Replay(replay));
+  ASSERT_EQ(pending.outcome, ReplayOutcome::kPendingApproval);
+  Advance(31 * kDay);
+  RetentionCutoffs cutoffs;
+  cutoffs.executions_ended_before = Now() - 30 * kDay;
+  ASSERT_OK_AND_ASSIGN(PurgeReport r, store().Purge(cutoffs, 500, false));
+  EXPECT_EQ(r.executions, 1);
+  EXPECT_EQ(store().GetExecution(plain).status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(Get(waiting).status, ExecutionStatus::kQuarantined);
+}
+
 TEST_P(StoreConformance, I7_PurgeRefusesBadArgumentsAndChangesNothing) {
   DefineJob("a");
   ASSERT_OK(store().RequestCancel(AdmitOne(MakeRequest("a", 1)), By("ops")));
