@@ -9,10 +9,11 @@
 #      (tests/install/deb_test.sh).
 #   2. ASan+UBSan (clang; preset asan): the product instrumented (and, as in
 #      every clang tree, its locking checked: -Werror=thread-safety); the unit,
-#      conformance and integration suites and every drill but `load`.
+#      conformance and integration suites (the drills run in Release only).
+#      The same tree is compiled for libFuzzer coverage (-fsanitize=fuzzer-no-
+#      link), so the fuzz targets link its libraries: each gets a short run.
 #   3. TSan (clang): the concurrency suites (engine, both backends'
 #      conformance, the PostgreSQL store).
-#   4. libFuzzer targets (clang), each for a short run.
 #   At the end every build tree is audited against scripts/deps.sh
 #   (scripts/dep_audit.sh), and the time of each step is printed.
 # Steps 1-3 run against a throwaway PostgreSQL 15 cluster (scripts/pg_cluster.sh)
@@ -103,7 +104,7 @@ if [ "$mode" = "--quick" ]; then exit 0; fi
 
 step "[asan] configure + build"
 build_preset asan
-step "[asan] ctest (all but the load drills)"
+step "[asan] ctest (unit, conformance, integration)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs"
 
@@ -115,26 +116,23 @@ TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir build/tsan --output-on-failure \
   -R "^($(IFS='|'; echo "${tsan_tests[*]}"))\$"
 
-step "[fuzz] build"
-cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
-  -DCMAKE_CXX_COMPILER=clang++ -DTASKENGINE_BUILD_FUZZ=ON -DTASKENGINE_BUILD_TESTS=OFF \
-  -DTASKENGINE_BUILD_BENCH=OFF >/dev/null
-cmake --build build/fuzz -j "$jobs" --target fuzz_targets
-step "[fuzz] short runs"
-for f in build/fuzz/tests/fuzz/*_fuzz; do
+step "[asan] fuzz targets, short runs"
+cmake --build build/asan -j "$jobs" --target fuzz_targets
+for f in build/asan/tests/fuzz/*_fuzz; do
   name=$(basename "$f" _fuzz)
   corpus=tests/fuzz/corpus/$name
   work=$(mktemp -d)
   [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
   dict=()
   [ -f "tests/fuzz/$name.dict" ] && dict=(-dict="tests/fuzz/$name.dict")
-  echo "  $name: 30 s"
-  "$f" "${dict[@]}" -max_total_time=30 -timeout=5 -rss_limit_mb=2048 "$work" > "$work.log" 2>&1 \
+  echo "  $name: 20 s"
+  "$f" "${dict[@]}" -max_total_time=20 -timeout=5 -rss_limit_mb=2048 "$work" > "$work.log" 2>&1 \
     || { tail -40 "$work.log"; echo "fuzzer $name failed"; exit 1; }
   tail -1 "$work.log"
   rm -rf "$work" "$work.log"
 done
+
 step "[deps] every file the builds used and every test tool comes from scripts/deps.sh"
-scripts/dep_audit.sh --tools build/ci-release build/asan build/tsan build/fuzz
+scripts/dep_audit.sh --tools build/ci-release build/asan build/tsan
 step ""
 echo "==> all tests passed"
