@@ -11,6 +11,7 @@
 #include "core/canonical_json.h"
 #include "core/cron.h"
 #include "core/int_math.h"
+#include "core/prometheus_text.h"
 #include "core/time_text.h"
 
 namespace taskengine {
@@ -493,58 +494,15 @@ void Scheduler::Loop(std::function<void(const Result<CycleReport>&)> on_cycle) {
   }
 }
 
-namespace {
-
-void MetricFamily(std::string* out, std::string_view name, std::string_view type,
-                  std::string_view help) {
-  *out += "# HELP ";
-  *out += name;
-  *out += ' ';
-  *out += help;
-  *out += "\n# TYPE ";
-  *out += name;
-  *out += ' ';
-  *out += type;
-  *out += '\n';
-}
-
-void MetricSample(std::string* out, std::string_view name, std::string_view labels, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.15g", value);
-  *out += name;
-  *out += labels;
-  *out += ' ';
-  *out += buf;
-  *out += '\n';
-}
-
-// A label value: backslash, double quote and newline escaped.
-std::string EscapeLabel(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 void AppendSchedulerMetrics(const SchedulerTotals& t, std::string* out) {
+  MetricsWriter w(out);
   const auto d = [](std::int64_t v) { return static_cast<double>(v); };
-  MetricFamily(out, "taskengine_scheduler_cycles_total", "counter",
-               "Scheduler cycles of this node by result: leader (ran and committed), "
-               "not_leader (another node holds the leader lock), failed.");
-  MetricSample(out, "taskengine_scheduler_cycles_total", "{result=\"leader\"}", d(t.cycles));
-  MetricSample(out, "taskengine_scheduler_cycles_total", "{result=\"not_leader\"}",
-               d(t.cycles_not_leader));
-  MetricSample(out, "taskengine_scheduler_cycles_total", "{result=\"failed\"}", d(t.cycles_failed));
+  w.Family("taskengine_scheduler_cycles_total", "counter",
+           "Scheduler cycles of this node by result: leader (ran and committed), "
+           "not_leader (another node holds the leader lock), failed.");
+  w.Sample("taskengine_scheduler_cycles_total", "{result=\"leader\"}", d(t.cycles));
+  w.Sample("taskengine_scheduler_cycles_total", "{result=\"not_leader\"}", d(t.cycles_not_leader));
+  w.Sample("taskengine_scheduler_cycles_total", "{result=\"failed\"}", d(t.cycles_failed));
   const struct {
     const char* name;
     const char* help;
@@ -562,29 +520,27 @@ void AppendSchedulerMetrics(const SchedulerTotals& t, std::string* out) {
        t.skipped},
   };
   for (const auto& c : counters) {
-    MetricFamily(out, c.name, "counter", c.help);
-    MetricSample(out, c.name, "", d(c.value));
+    w.Family(c.name, "counter", c.help);
+    w.Sample(c.name, "", d(c.value));
   }
-  MetricFamily(out, "taskengine_scheduler_job_skipped_fires_total", "counter",
-               "Of taskengine_scheduler_skipped_fires_total, per job (jobs with a skip only).");
+  w.Family("taskengine_scheduler_job_skipped_fires_total", "counter",
+           "Of taskengine_scheduler_skipped_fires_total, per job (jobs with a skip only).");
   for (const auto& [job, n] : t.skipped_by_job) {
-    MetricSample(out, "taskengine_scheduler_job_skipped_fires_total",
-                 "{job=\"" + EscapeLabel(job) + "\"}", d(n));
+    w.Sample("taskengine_scheduler_job_skipped_fires_total", Label("job", job), d(n));
   }
-  MetricFamily(out, "taskengine_scheduler_lag_seconds", "gauge",
-               "How late the last leader cycle of this node ran relative to the fire time it "
-               "served: its start minus the latest cycle boundary (minute) at or before it. On "
-               "time is about the loop offset (1 s); 0 before the first cycle.");
-  MetricSample(out, "taskengine_scheduler_lag_seconds", "", t.last_lag_ms / 1000.0);
-  MetricFamily(out, "taskengine_scheduler_cycle_duration_seconds", "gauge",
-               "Wall-clock duration of the last leader cycle of this node (lock, evaluation, "
-               "commit).");
-  MetricSample(out, "taskengine_scheduler_cycle_duration_seconds", "",
-               static_cast<double>(t.last_duration.count()) / 1e6);
-  MetricFamily(out, "taskengine_scheduler_last_cycle_timestamp_seconds", "gauge",
-               "Unix time the last leader cycle of this node decided up to; 0 before the first.");
-  MetricSample(out, "taskengine_scheduler_last_cycle_timestamp_seconds", "",
-               t.last_cycle_at / 1000.0);
+  w.Family("taskengine_scheduler_lag_seconds", "gauge",
+           "How late the last leader cycle of this node ran relative to the fire time it "
+           "served: its start minus the latest cycle boundary (minute) at or before it. On "
+           "time is about the loop offset (1 s); 0 before the first cycle.");
+  w.Sample("taskengine_scheduler_lag_seconds", "", t.last_lag_ms / 1000.0);
+  w.Family("taskengine_scheduler_cycle_duration_seconds", "gauge",
+           "Wall-clock duration of the last leader cycle of this node (lock, evaluation, "
+           "commit).");
+  w.Sample("taskengine_scheduler_cycle_duration_seconds", "",
+           static_cast<double>(t.last_duration.count()) / 1e6);
+  w.Family("taskengine_scheduler_last_cycle_timestamp_seconds", "gauge",
+           "Unix time the last leader cycle of this node decided up to; 0 before the first.");
+  w.Sample("taskengine_scheduler_last_cycle_timestamp_seconds", "", t.last_cycle_at / 1000.0);
 }
 
 Result<std::map<std::string, JobScheduleInfo>> JobSchedules(Store& store,
