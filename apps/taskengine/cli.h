@@ -114,6 +114,8 @@ void AddEffectVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* 
 void AddSchedulerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
 // worker:start, worker:manager, worker:effect (remote workers over HTTP)
 void AddWorkerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
+// retention:run, db:vacuum
+void AddRetentionVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
 // user:add, user:list, token:create, token:list, token:revoke
 void AddSecurityVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
 

@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   AddEffectVerbs(app, flags, &verbs);
   AddSchedulerVerbs(app, flags, &verbs);
   AddSecurityVerbs(app, flags, &verbs);
+  AddRetentionVerbs(app, flags, &verbs);
   AddWorkerVerbs(app, flags, &verbs);
 
   try {

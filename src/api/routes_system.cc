@@ -68,6 +68,26 @@ HttpResponse Metrics(ApiContext& ctx, const RouteRequest& req) {
                   "{status=\"" + std::string(ToString(status)) + "\"}",
                   static_cast<double>(stats->ended_last_24h[i]));
   }
+  gauges.Family("taskengine_quarantine_oldest_age_seconds", "gauge",
+                "How long ago the quarantined execution admitted first was quarantined "
+                "(waiting for an operator); 0 when none is quarantined.");
+  gauges.Sample("taskengine_quarantine_oldest_age_seconds", "",
+                stats->oldest_quarantined_at == 0
+                    ? 0.0
+                    : std::max<Millis>(0, now - stats->oldest_quarantined_at) / 1000.0);
+  gauges.Family("taskengine_tenant_executions_ended_24h", "gauge",
+                "Per tenant (\"\" = the global jobs), executions that ended in the last 24 "
+                "hours, by final status; tenants with executions only.");
+  for (const TenantStats& t : stats->tenants) {
+    for (int i = 0; i < kExecutionStatusCount; ++i) {
+      auto status = static_cast<ExecutionStatus>(i);
+      if (!IsTerminal(status)) continue;
+      gauges.Sample("taskengine_tenant_executions_ended_24h",
+                    "{tenant=\"" + LabelValue(t.tenant.value) + "\",status=\"" +
+                        std::string(ToString(status)) + "\"}",
+                    static_cast<double>(t.ended_last_24h[i]));
+    }
+  }
   const EngineStats s = ctx.engine->stats();
   const ApiMetrics& remote = *ctx.options.worker_metrics;
   MetricsWriter w(&out);

@@ -115,9 +115,9 @@ std::string Where(std::string_view file, const toml::source_region& region) {
 
 // The keys of every table ParseConfig reads: the tables below refuse any
 // other key, and ConfigKeys() lists them for the documentation.
-constexpr std::string_view kRootKeys[] = {"database",        "engine",      "http",
-                                          "redaction",       "log",         "queue",
-                                          "command_profile", "http_target", "job"};
+constexpr std::string_view kRootKeys[] = {"database",  "engine", "http",            "redaction",
+                                          "retention", "log",    "queue",           "command_profile",
+                                          "http_target", "job"};
 constexpr std::string_view kDatabaseKeys[] = {"path", "url", "schema", "sync"};
 constexpr std::string_view kEngineKeys[] = {"worker_threads",           "poll_interval_ms",
                                             "sweep_interval_ms",        "shutdown_grace_ms",
@@ -141,6 +141,8 @@ constexpr std::string_view kHttpKeys[] = {"host",
                                           "max_connections_per_client",
                                           "header_timeout_ms"};
 constexpr std::string_view kRedactionKeys[] = {"keys"};
+constexpr std::string_view kRetentionKeys[] = {"enabled",    "executions_days", "logs_days",
+                                               "audit_days", "batch",           "interval_seconds"};
 constexpr std::string_view kLogKeys[] = {"format", "lifecycle"};
 constexpr std::string_view kQueueKeys[] = {"name", "priority", "concurrency", "pool"};
 constexpr std::string_view kCommandProfileKeys[] = {"name", "argv", "cwd", "env"};
@@ -157,6 +159,7 @@ constexpr TableKeys kTables[] = {
     {"engine", false, kEngineKeys},
     {"http", false, kHttpKeys},
     {"redaction", false, kRedactionKeys},
+    {"retention", false, kRetentionKeys},
     {"log", false, kLogKeys},
     {"queue", true, kQueueKeys},
     {"command_profile", true, kCommandProfileKeys},
@@ -654,6 +657,27 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
           }
           c.redact_keys.push_back(v->get());
         }
+        return Status::Ok();
+      }));
+  TE_RETURN_IF_ERROR(
+      WithTable(root, "retention", file, &c.locations, [&](TableReader& t) -> Status {
+        RetentionPolicy& r = c.retention;
+        TE_RETURN_IF_ERROR(t.Bool("enabled", &r.enabled));
+        const struct {
+          const char* key;
+          Millis* ms;
+        } ages[] = {{"executions_days", &r.executions_ms},
+                    {"logs_days", &r.logs_ms},
+                    {"audit_days", &r.audit_ms}};
+        for (const auto& a : ages) {
+          std::int64_t days = *a.ms / kRetentionDayMs;
+          TE_RETURN_IF_ERROR(t.Int(a.key, 0, 36'500, &days));
+          *a.ms = days * kRetentionDayMs;
+        }
+        TE_RETURN_IF_ERROR(t.Int("batch", 1, 10'000, &r.batch));
+        std::int64_t interval_s = r.interval_ms / 1000;
+        TE_RETURN_IF_ERROR(t.Int("interval_seconds", 1, 86'400, &interval_s));
+        r.interval_ms = interval_s * 1000;
         return Status::Ok();
       }));
   TE_RETURN_IF_ERROR(WithTable(root, "log", file, &c.locations, [&](TableReader& t) -> Status {

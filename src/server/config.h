@@ -62,6 +62,16 @@
 //                                    # start/stop) under a stable name such as
 //                                    # execution.completed
 //
+//   [retention]                      # I7: what has aged out is purged in bounded batches
+//   enabled = true                   # serve runs the purge loop (one node at a time)
+//   executions_days = 30             # ended executions, with their logs, attempts, effects
+//                                    # and idempotency keys; never a queued, running or
+//                                    # lane-blocking one; 0 = keep forever
+//   logs_days = 7                    # log lines of any execution; 0 = keep forever
+//   audit_days = 365                 # audit records; 0 = keep forever
+//   batch = 500                      # rows of each kind per transaction (1..10000)
+//   interval_seconds = 60            # between two purge passes (1..86400)
+//
 //   [[queue]]                        # none = one queue named "default"
 //   name = "default"
 //   priority = 0                     # higher is claimed first
@@ -108,6 +118,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/retention_policy.h"
 #include "taskengine/engine.h"
 #include "taskengine/status.h"
 #include "taskengine/types.h"
@@ -156,6 +167,8 @@ struct ServerConfig : EngineOptions {
   // [log] lifecycle: serve logs lifecycle events (LogLifecycle). Default: true.
   bool log_lifecycle = true;
   HttpConfig http;
+  // [retention] (I7): the purge loop of `serve` and `retention:run`.
+  RetentionPolicy retention;
   // [redaction] keys: config keys masked on top of the built-in ones
   // (api::RedactJobConfig). Default: none.
   std::vector<std::string> redact_keys;

@@ -114,6 +114,32 @@ TEST(ConfigTest, ReplayRequiresApprovalMustBeABoolean) {
                 {"t.toml:2:", "engine.replay_requires_approval", "true or false"});
 }
 
+TEST(ConfigTest, RetentionDefaultsAndBounds) {
+  ASSERT_OK_AND_ASSIGN(ServerConfig d, ParseConfig("", "t.toml", NoEnv()));
+  EXPECT_TRUE(d.retention.enabled);
+  EXPECT_EQ(d.retention.executions_ms, 30 * kRetentionDayMs);
+  EXPECT_EQ(d.retention.logs_ms, 7 * kRetentionDayMs);
+  EXPECT_EQ(d.retention.audit_ms, 365 * kRetentionDayMs);
+  EXPECT_EQ(d.retention.batch, 500);
+  EXPECT_EQ(d.retention.interval_ms, 60'000);
+  ASSERT_OK_AND_ASSIGN(
+      ServerConfig c,
+      ParseConfig("[retention]\nenabled = false\nexecutions_days = 90\nlogs_days = 0\n"
+                  "audit_days = 730\nbatch = 1000\ninterval_seconds = 300\n",
+                  "t.toml", NoEnv()));
+  EXPECT_FALSE(c.retention.enabled);
+  EXPECT_EQ(c.retention.executions_ms, 90 * kRetentionDayMs);
+  EXPECT_EQ(c.retention.logs_ms, 0);
+  EXPECT_EQ(c.retention.audit_ms, 730 * kRetentionDayMs);
+  EXPECT_EQ(c.retention.batch, 1000);
+  EXPECT_EQ(c.retention.interval_ms, 300'000);
+  ExpectInvalid(ParseConfig("[retention]\nbatch = 0\n", "t.toml", NoEnv()),
+                {"t.toml:2:", "retention.batch"});
+  ExpectInvalid(ParseConfig("[retention]\nexecutions_days = -1\n", "t.toml", NoEnv()),
+                {"t.toml:2:", "retention.executions_days"});
+  ExpectInvalid(ParseConfig("[retention]\nkeep = 3\n", "t.toml", NoEnv()), {"keep"});
+}
+
 TEST(ConfigTest, MaxPayloadBytesIsBounded) {
   ASSERT_OK_AND_ASSIGN(ServerConfig d, ParseConfig("", "t.toml", NoEnv()));
   EXPECT_EQ(d.max_payload_bytes, 256u * 1024);

@@ -21,6 +21,7 @@
 #include "api/rate_limit.h"
 #include "api/store_authenticator.h"
 #include "engine/engine_internal.h"
+#include "engine/retention.h"
 #include "engine/scheduler.h"
 #include "server/logging.h"
 #include "server/server.h"
@@ -180,6 +181,26 @@ Status Serve(const ServerConfig& config) {
   }));
   spdlog::info("scheduler running as {}", scheduler_options.node_id);
 
+  // Retention (I7): one node at a time purges what has aged out.
+  std::unique_ptr<Retention> retention;
+  if (config.retention.enabled) {
+    RetentionOptions retention_options;
+    retention_options.policy = config.retention;
+    retention_options.node_id = scheduler_options.node_id;
+    retention = std::make_unique<Retention>(&StoreOf(*engine), engine->clock(), retention_options);
+    if (Status s = retention->Start(); !s.ok()) {
+      scheduler.Stop();
+      engine->Stop();
+      return s;
+    }
+    spdlog::info("retention: executions {} days, logs {} days, audit {} days (0 = forever), every {} s",
+                 config.retention.executions_ms / kRetentionDayMs,
+                 config.retention.logs_ms / kRetentionDayMs,
+                 config.retention.audit_ms / kRetentionDayMs, config.retention.interval_ms / 1000);
+  } else {
+    spdlog::info("retention: [retention] enabled = false; nothing is purged");
+  }
+
   // The REST API (I1) behind authentication (X1), unless turned off on loopback.
   std::unique_ptr<api::Authenticator> authenticator;
   if (config.http.auth) {
@@ -206,8 +227,9 @@ Status Serve(const ServerConfig& config) {
   api_options.queues = config.queues;
   api_options.metrics_open = config.http.metrics_open;
   // /metrics shows the scheduler's totals too (I5); the API does not know it.
-  api_options.extra_metrics = [&scheduler](std::string* out) {
+  api_options.extra_metrics = [&scheduler, &retention](std::string* out) {
     AppendSchedulerMetrics(scheduler.totals(), out);
+    AppendRetentionMetrics(retention ? retention->totals() : RetentionTotals{}, out);
   };
   api_options.login.threads = config.http.login_threads;
   api_options.login.max_waiting = config.http.login_queue;
@@ -244,6 +266,7 @@ Status Serve(const ServerConfig& config) {
   api::HttpServer http(ho, WithAccessLog(rest.handler()));
   Status listening = http.Start();
   if (!listening.ok()) {
+    if (retention) retention->Stop();
     scheduler.Stop();
     engine->Stop();
     return Status(listening.code(),
@@ -278,6 +301,7 @@ Status Serve(const ServerConfig& config) {
   });
   rest.StopLongPolls();
   http.Stop(std::min<Millis>(config.shutdown_grace_ms, 5'000));
+  if (retention) retention->Stop();
   scheduler.Stop();
   engine->Stop();
   engine.reset();

@@ -326,6 +326,10 @@ struct StoreStats {
   std::array<std::int64_t, kExecutionStatusCount> ended_last_24h{};
   // By tenant id (the global jobs, "", first); tenants without executions are absent.
   std::vector<TenantStats> tenants;
+  // finished_at of the quarantined execution admitted first (an index seek,
+  // so not always the earliest quarantined); 0 = none quarantined. Global
+  // scope only.
+  Millis oldest_quarantined_at = 0;
 };
 
 // Thread-safe: every method may be called from any thread.
@@ -441,6 +445,13 @@ class Store {
   // cutoff. Safe to call concurrently with every other method.
   virtual Result<PurgeReport> Purge(const RetentionCutoffs& cutoffs, int max_rows,
                                     bool dry_run) = 0;
+  // Gives space freed by deletions back to the file system, at most
+  // `max_pages` database pages per call (1..1,000,000); returns the pages
+  // given back (fewer than `max_pages`: nothing more to give). SQLite: an
+  // incremental vacuum step (databases created with auto_vacuum =
+  // INCREMENTAL; 0 for older files, which `taskengine db:vacuum` converts).
+  // PostgreSQL: 0 (autovacuum makes freed space reusable).
+  virtual Result<std::int64_t> ReclaimSpace(int max_pages) = 0;
 
   // --- effect ledger (E1-E3) ---
   // Before a side effect: reserves `name` for the current claim. Answers (see
@@ -585,7 +596,8 @@ class Store {
   // (tenant, queue, status) and per (hour, tenant, status) in the same
   // transactions as the status changes: cost independent of history (P8).
   // A scope with tenants counts only theirs (queues, totals and outcomes
-  // alike) and leaves oldest_due_at 0 (no index serves it per tenant).
+  // alike) and leaves oldest_due_at and oldest_quarantined_at 0 (no index
+  // serves them per tenant).
   virtual Result<StoreStats> GetStats(const TenantScope& scope) = 0;
   Result<StoreStats> GetStats() { return GetStats(TenantScope{}); }
   // One row per queue that has queued or running executions of the scope's

@@ -177,6 +177,13 @@ Status ValidateSweepBatch(int max_batch) {
   return Status::Ok();
 }
 
+Status ValidateReclaim(int max_pages) {
+  if (max_pages < 1 || max_pages > kMaxReclaimPages) {
+    return InvalidArgument("max_pages must be in 1.." + std::to_string(kMaxReclaimPages));
+  }
+  return Status::Ok();
+}
+
 Status ValidatePurge(const RetentionCutoffs& cutoffs, int max_rows) {
   if (max_rows < 1 || max_rows > kMaxPurgeBatch) {
     return InvalidArgument("purge batch must be between 1 and " + std::to_string(kMaxPurgeBatch));

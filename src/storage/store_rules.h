@@ -48,6 +48,9 @@ Status ValidateSweepBatch(int max_batch);
 // Purge (I7): max_rows 1..kMaxPurgeBatch, no negative cutoff.
 inline constexpr int kMaxPurgeBatch = 10'000;
 Status ValidatePurge(const RetentionCutoffs& cutoffs, int max_rows);
+// ReclaimSpace: max_pages 1..kMaxReclaimPages.
+inline constexpr int kMaxReclaimPages = 1'000'000;
+Status ValidateReclaim(int max_pages);
 Status ValidateCancel(const OperatorAction& action);
 Status ValidateReplay(const ReplayRequest& request);
 Status ValidateApproval(const OperatorAction& approver);

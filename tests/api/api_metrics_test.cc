@@ -302,6 +302,8 @@ TEST_F(ApiMetricsTest, EveryFamilyAppearsOnceWithItsType) {
       {"taskengine_queue_oldest_age_seconds", "gauge"},
       {"taskengine_executions", "gauge"},
       {"taskengine_executions_ended_24h", "gauge"},
+      {"taskengine_quarantine_oldest_age_seconds", "gauge"},
+      {"taskengine_tenant_executions_ended_24h", "gauge"},
       {"taskengine_claims_total", "counter"},
       {"taskengine_handler_successes_total", "counter"},
       {"taskengine_handler_failures_total", "counter"},
@@ -333,8 +335,19 @@ TEST_F(ApiMetricsTest, EveryFamilyAppearsOnceWithItsType) {
 TEST_F(ApiMetricsTest, APermanentFailureCountsByClass) {
   const std::string series = "taskengine_failures_total{class=\"permanent\",source=\"in_process\"}";
   const double before = Value(series);
+  EXPECT_EQ(Value("taskengine_quarantine_oldest_age_seconds"), 0);
   harness_->WaitForStatus(Dispatch("poison", "a"), "quarantined");
   EXPECT_TRUE(WaitFor(series, before + 1));
+  // The quarantine gauges: the age (real clock here, so only its presence and
+  // bound) and the tenant's outcomes of the last 24 hours.
+  Exposition e = Scrape();
+  ASSERT_EQ(e.samples.count("taskengine_quarantine_oldest_age_seconds"), 1u);
+  EXPECT_GE(e.samples["taskengine_quarantine_oldest_age_seconds"], 0);
+  EXPECT_LT(e.samples["taskengine_quarantine_oldest_age_seconds"], 60);
+  EXPECT_EQ(e.samples["taskengine_tenant_executions_ended_24h{tenant=\"a\",status=\"quarantined\"}"],
+            1);
+  EXPECT_EQ(e.samples["taskengine_tenant_executions_ended_24h{tenant=\"a\",status=\"succeeded\"}"],
+            0);
   EXPECT_EQ(Value("taskengine_failures_total{class=\"retryable\",source=\"in_process\"}"), 0);
   EXPECT_GE(Value("taskengine_handler_failures_total"), before + 1);
 }

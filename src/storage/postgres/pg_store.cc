@@ -421,6 +421,8 @@ constexpr const char* kRecentOutcomes =
 constexpr const char* kOldestDue =
     "SELECT MIN(run_at) FROM executions"
     " WHERE queue = $1 AND status = 0 AND lane_parked = 0 AND run_at <= $2";
+constexpr const char* kOldestQuarantined =
+    "SELECT finished_at FROM executions WHERE status = 4 ORDER BY id LIMIT 1";
 constexpr const char* kGetLogs =
     "SELECT execution_id, attempt, at, level, message FROM execution_logs"
     " WHERE execution_id = $1 ORDER BY id LIMIT $2";
@@ -876,6 +878,12 @@ class PostgresStore final : public ActionStore {
     });
   }
 
+  // Autovacuum makes the space of deleted rows reusable; nothing to do here.
+  Result<std::int64_t> ReclaimSpace(int max_pages) override {
+    TE_RETURN_IF_ERROR(ValidateReclaim(max_pages));
+    return std::int64_t{0};
+  }
+
   // --- effects ---
 
   // ReserveEffect, CommitEffect, ReleaseEffect: ActionStore (store_actions.h).
@@ -1283,6 +1291,8 @@ class PostgresStore final : public ActionStore {
       TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kOldestDue, Params().Add(q.queue).Add(now)));
       if (s.rows() > 0 && !s.IsNull(0, 0)) q.oldest_due_at = s.Int(0, 0);
     }
+    TE_ASSIGN_OR_RETURN(PgResult quarantined, tx.Q(kOldestQuarantined, Params()));
+    if (quarantined.rows() > 0) out.oldest_quarantined_at = quarantined.Int(0, 0);
     return out;
   }
 

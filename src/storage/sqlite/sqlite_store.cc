@@ -357,6 +357,9 @@ constexpr const char* kRecentOutcomes =
 constexpr const char* kOldestDue =
     "SELECT MIN(run_at) FROM executions INDEXED BY executions_due"
     " WHERE queue = ?1 AND status = 0 AND lane_parked = 0 AND run_at <= ?2";
+constexpr const char* kOldestQuarantined =
+    "SELECT finished_at FROM executions INDEXED BY executions_by_status"
+    " WHERE status = 4 ORDER BY id LIMIT 1";
 constexpr const char* kGetLogs =
     "SELECT execution_id, attempt, at, level, message FROM execution_logs"
     " WHERE execution_id = ?1 ORDER BY id LIMIT ?2";
@@ -409,6 +412,10 @@ class SqliteStore final : public ActionStore {
 
   Status Init() {
     TE_RETURN_IF_ERROR(writer_conn_.Open(options_.path, /*create=*/true, options_.busy_timeout_ms));
+    // A new database gives the space retention frees back to the file system
+    // (ReclaimSpace); the mode can only be chosen before the first table.
+    TE_ASSIGN_OR_RETURN(std::int64_t pages, PragmaInt(writer_conn_, "PRAGMA page_count"));
+    if (pages == 0) TE_RETURN_IF_ERROR(writer_conn_.Exec("PRAGMA auto_vacuum = INCREMENTAL"));
     TE_RETURN_IF_ERROR(writer_conn_.Exec("PRAGMA journal_mode = WAL"));
     TE_RETURN_IF_ERROR(writer_conn_.Exec(options_.sync == SyncMode::kFull
                                              ? "PRAGMA synchronous = FULL"
@@ -781,6 +788,22 @@ class SqliteStore final : public ActionStore {
             r.more = r.more || more;
           }
           return r;
+        },
+        Durability::kRelaxed);
+  }
+
+  Result<std::int64_t> ReclaimSpace(int max_pages) override {
+    TE_RETURN_IF_ERROR(ValidateReclaim(max_pages));
+    return Write<std::int64_t>(
+        [&](Connection& c) -> Result<std::int64_t> {
+          // Only a database in incremental auto-vacuum mode gives pages back.
+          TE_ASSIGN_OR_RETURN(std::int64_t mode, PragmaInt(c, "PRAGMA auto_vacuum"));
+          if (mode != 2) return std::int64_t{0};
+          TE_ASSIGN_OR_RETURN(std::int64_t before, PragmaInt(c, "PRAGMA freelist_count"));
+          TE_RETURN_IF_ERROR(
+              c.Exec("PRAGMA incremental_vacuum(" + std::to_string(max_pages) + ")"));
+          TE_ASSIGN_OR_RETURN(std::int64_t after, PragmaInt(c, "PRAGMA freelist_count"));
+          return before - after;
         },
         Durability::kRelaxed);
   }
@@ -1348,11 +1371,17 @@ class SqliteStore final : public ActionStore {
     return out;
   }
 
-  static Result<int> UserVersion(Connection& c) {
-    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare("PRAGMA user_version"));
+  // The value of a pragma that answers one integer ("PRAGMA user_version").
+  static Result<std::int64_t> PragmaInt(Connection& c, const std::string& pragma) {
+    TE_ASSIGN_OR_RETURN(Stmt s, c.PrepareText(pragma));
     TE_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) return Internal("PRAGMA user_version returned nothing");
-    return static_cast<int>(s.Int(0));
+    if (!row) return Internal(pragma + " returned nothing");
+    return s.Int(0);
+  }
+
+  static Result<int> UserVersion(Connection& c) {
+    TE_ASSIGN_OR_RETURN(std::int64_t v, PragmaInt(c, "PRAGMA user_version"));
+    return static_cast<int>(v);
   }
 
   static Result<std::optional<StateRow>> LoadState(Connection& c, ExecutionId id) {
@@ -1437,6 +1466,9 @@ class SqliteStore final : public ActionStore {
       TE_ASSIGN_OR_RETURN(bool row, s.Step());
       if (row && !s.IsNull(0)) q.oldest_due_at = s.Int(0);
     }
+    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kOldestQuarantined));
+    TE_ASSIGN_OR_RETURN(bool row, s.Step());
+    if (row) out.oldest_quarantined_at = s.Int(0);
     return out;
   }
 

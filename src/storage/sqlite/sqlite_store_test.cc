@@ -9,6 +9,7 @@
 
 #include "core/canonical_json.h"
 #include "storage/sqlite/schema.h"
+#include "storage/sqlite/sqlite_vacuum.h"
 #include "storage/store_rules.h"
 #include "testing_support/test_util.h"
 
@@ -283,6 +284,61 @@ TEST(SqliteStoreTest, I1_SearchCombinationsUseAnIndex) {
     }
   }
   sqlite3_close(db);
+}
+
+// I7: a database made before incremental auto-vacuum gives nothing back
+// until db:vacuum (sqlite::Vacuum) converts it; a new one is incremental
+// from the start.
+TEST(SqliteStoreTest, I7_VacuumConvertsAnOlderDatabaseToIncrementalAutoVacuum) {
+  TempDir dir;
+  const std::string path = dir.File("old.db");
+  auto mode = [&](const std::string& file) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open(file.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, "PRAGMA auto_vacuum", -1, &st, nullptr), SQLITE_OK);
+    EXPECT_EQ(sqlite3_step(st), SQLITE_ROW);
+    const int m = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return m;
+  };
+  {
+    // An older version's file: tables created without auto-vacuum.
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "PRAGMA journal_mode=WAL; CREATE TABLE t(x BLOB);"
+                           "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE "
+                           "i < 500) INSERT INTO t SELECT zeroblob(4000) FROM n; DELETE FROM t;",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  ASSERT_EQ(mode(path), 0);
+  SqliteStoreOptions o;
+  o.path = path;
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, OpenSqliteStore(o));
+    ASSERT_OK(store->Migrate());
+    ASSERT_OK_AND_ASSIGN(std::int64_t pages, store->ReclaimSpace(1'000));
+    EXPECT_EQ(pages, 0) << "an older file keeps its free pages";
+  }
+  ASSERT_OK_AND_ASSIGN(sqlite::VacuumReport r, sqlite::Vacuum(path, 5'000));
+  EXPECT_FALSE(r.was_incremental);
+  EXPECT_LT(r.bytes_after, r.bytes_before) << "the deleted blobs' pages are gone";
+  EXPECT_EQ(mode(path), 2);
+  ASSERT_OK_AND_ASSIGN(sqlite::VacuumReport again, sqlite::Vacuum(path, 5'000));
+  EXPECT_TRUE(again.was_incremental);
+  EXPECT_EQ(sqlite::Vacuum(dir.File("missing.db"), 5'000).status().code(), ErrorCode::kNotFound);
+
+  SqliteStoreOptions fresh;
+  fresh.path = dir.File("new.db");
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, OpenSqliteStore(fresh));
+    ASSERT_OK(store->Migrate());
+  }
+  EXPECT_EQ(mode(fresh.path), 2);
 }
 
 }  // namespace

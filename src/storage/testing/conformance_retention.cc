@@ -206,4 +206,27 @@ TEST_P(StoreConformance, I7_PurgeRefusesBadArgumentsAndChangesNothing) {
   EXPECT_EQ(CountExecutions(), 1);
 }
 
+// ReclaimSpace gives freed space back in bounded steps (0 pages: nothing to
+// give back, or a backend whose database reuses it by itself).
+TEST_P(StoreConformance, I7_ReclaimSpaceIsBoundedAndChecksItsArgument) {
+  DefineJob("a");
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_OK(store().RequestCancel(AdmitOne(MakeRequest("a", i)), By("ops")));
+  }
+  Advance(31 * kDay);
+  RetentionCutoffs cutoffs;
+  cutoffs.executions_ended_before = Now();
+  ASSERT_OK_AND_ASSIGN(PurgeReport purged, store().Purge(cutoffs, 100, false));
+  EXPECT_EQ(purged.executions, 50);
+  ASSERT_OK_AND_ASSIGN(std::int64_t first, store().ReclaimSpace(1));
+  EXPECT_GE(first, 0);
+  EXPECT_LE(first, 1);
+  ASSERT_OK_AND_ASSIGN(std::int64_t rest, store().ReclaimSpace(1'000'000));
+  EXPECT_GE(rest, 0);
+  ASSERT_OK_AND_ASSIGN(std::int64_t none, store().ReclaimSpace(1'000'000));
+  EXPECT_EQ(none, 0);
+  EXPECT_EQ(store().ReclaimSpace(0).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(store().ReclaimSpace(1'000'001).status().code(), ErrorCode::kInvalidArgument);
+}
+
 }  // namespace taskengine

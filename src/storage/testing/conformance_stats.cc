@@ -241,6 +241,31 @@ TEST_P(StoreConformance, P8_StatsCountersMatchTheExecutions) {
   EXPECT_EQ(CountByStats(later), CountByHand(All()));
 }
 
+// I5/I6: the age of the oldest quarantined execution, for an alert on
+// executions that wait for an operator.
+TEST_P(StoreConformance, P8_StatsNameWhenTheOldestQuarantinedExecutionEnded) {
+  DefineJob("a");
+  ASSERT_OK_AND_ASSIGN(StoreStats none, store().GetStats());
+  EXPECT_EQ(none.oldest_quarantined_at, 0);
+  for (int i = 0; i < 3; ++i) AdmitOne(MakeRequest("a", i));
+  std::vector<Lease> leases = ClaimN("default", 3);
+  ASSERT_EQ(leases.size(), 3u);
+  ASSERT_OK(store().Fail({leases[0].id, leases[0].version}, FailureClass::kPermanent, "bad"));
+  const Millis first = Now();
+  Advance(60'000);
+  ASSERT_OK(store().Fail({leases[1].id, leases[1].version}, FailureClass::kAmbiguous, "unknown"));
+  ASSERT_OK_AND_ASSIGN(StoreStats two, store().GetStats());
+  EXPECT_EQ(two.oldest_quarantined_at, first);
+  // A tenant scope leaves it out (no index serves it per tenant).
+  ASSERT_OK_AND_ASSIGN(StoreStats scoped,
+                       store().GetStats(TenantScope{std::vector<TenantId>{TenantId("t1")}}));
+  EXPECT_EQ(scoped.oldest_quarantined_at, 0);
+  // Replayed, the first leaves quarantine; the second is now the oldest.
+  ASSERT_OK(store().Replay(ReplayRequest{leases[0].id, OperatorAction{"ops", "fixed"}}));
+  ASSERT_OK_AND_ASSIGN(StoreStats one, store().GetStats());
+  EXPECT_EQ(one.oldest_quarantined_at, first + 60'000);
+}
+
 TEST_P(StoreConformance, P8_StatsSurviveARestart) {
   if (!GetParam().shares_data_between_opens) GTEST_SKIP() << "needs reopen";
   DefineJob("a");

@@ -84,6 +84,10 @@ class FaultInjectingStore final : public Store {
     TE_RETURN_IF_ERROR(faults_->Enter("Purge"));
     return inner_->Purge(cutoffs, max_rows, dry_run);
   }
+  Result<std::int64_t> ReclaimSpace(int max_pages) override {
+    TE_RETURN_IF_ERROR(faults_->Enter("ReclaimSpace"));
+    return inner_->ReclaimSpace(max_pages);
+  }
   Result<EffectReply> ReserveEffect(const LeaseRef& lease, std::string_view name) override {
     TE_RETURN_IF_ERROR(faults_->Enter("ReserveEffect"));
     return inner_->ReserveEffect(lease, name);
@@ -267,7 +271,7 @@ const std::vector<std::string_view>& StoreMethodNames() {
       "Migrate",        "SchemaVersion",  "SetPayloadLimit", "UpsertJob",
       "ChangeJob",      "GetJob",         "ListJobs",        "Admit",
       "AdmitBatch",     "Claim",          "MarkStarted",     "HeartbeatBatch",
-      "AppendLog",      "FinishBatch",    "SweepExpired",    "Purge",
+      "AppendLog",      "FinishBatch",    "SweepExpired",    "Purge", "ReclaimSpace",
       "ReserveEffect",  "CommitEffect",   "ReleaseEffect",   "GetEffects",
       "RequestCancel",  "Replay",         "ApproveReplay",   "AppendAudit",
       "ListAudit",      "Grant",          "Revoke",          "IsGranted",
