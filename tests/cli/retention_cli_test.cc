@@ -106,6 +106,33 @@ TEST_F(RetentionCliTest, RemovesWhatAgedOutAndKeepsQueuedBlockingAndAudit) {
   EXPECT_EQ(ShowJson(te, queued).value("status", ""), "queued");
 }
 
+// serve purges by itself: its loop runs a pass at start, here with serve's
+// clock 31 days after the work ended.
+TEST_F(RetentionCliTest, ServePurgesAtStartWhatAgedOut) {
+  TaskengineInstall te(EngineSection(2) + ShellJob("hello", "cat >/dev/null\n"));
+  ASSERT_EQ(te.Run({"migrate"}).exit_code, 0);
+  ChildProcess serve;
+  te.StartServe(&serve);
+  ASSERT_TRUE(te.WaitServing(1, milliseconds(20'000))) << ReadFile(te.serve_log());
+  const std::int64_t done = DispatchJob(te, "hello");
+  ASSERT_TRUE(WaitUntil(std::chrono::seconds(20), [&] {
+    return ShowJson(te, done).value("status", "") == "succeeded";
+  })) << ReadFile(te.serve_log());
+  StopServe(&serve);
+
+  std::vector<std::string> env = DaysAhead(31);
+  env.push_back("FAKETIME_DONT_FAKE_MONOTONIC=1");
+  ChildProcess later;
+  ASSERT_NE(te.StartServeOnEphemeralPort(&later, env), 0);
+  ASSERT_TRUE(WaitUntil(std::chrono::seconds(20), [&] {
+    return te.Run({"execution:show", std::to_string(done)}).exit_code == 2;
+  })) << ReadFile(te.serve_log());
+  EXPECT_TRUE(WaitUntil(std::chrono::seconds(10), [&] {
+    return ReadFile(te.serve_log()).find("retention: removed 1 executions") != std::string::npos;
+  })) << ReadFile(te.serve_log());
+  StopServe(&later);
+}
+
 TEST_F(RetentionCliTest, VacuumCompactsSqliteAndRefusesPostgres) {
   TaskengineInstall te(EngineSection(0));
   ASSERT_EQ(te.Run({"migrate"}).exit_code, 0);
