@@ -1,11 +1,13 @@
-// Helpers for tests: status assertions and throwaway directories.
+// Helpers for tests: status assertions, throwaway directories, bounded waits.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "taskengine/status.h"
 
@@ -34,6 +36,17 @@ namespace taskengine {
 inline const Status& StatusOf(const Status& s) { return s; }
 
 // A fresh directory under $TMPDIR, removed on destruction.
+// Polls `pred` every 2 ms until it holds or `limit` passed; its last answer.
+template <typename Pred>
+bool WaitFor(Pred pred, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return pred();
+}
+
 class TempDir {
  public:
   TempDir() {

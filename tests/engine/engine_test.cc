@@ -29,17 +29,6 @@ JobDefinition Job(const std::string& name, const std::string& handler,
   return j;
 }
 
-// Waits (bounded) until `pred` holds.
-template <typename Pred>
-bool WaitFor(Pred pred, std::chrono::milliseconds limit = 10s) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(2ms);
-  }
-  return pred();
-}
-
 class EngineTest : public ::testing::Test {
  protected:
   EngineOptions Options(int workers = 2) {

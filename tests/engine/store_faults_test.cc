@@ -17,16 +17,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-template <typename Pred>
-bool WaitFor(Pred pred, std::chrono::milliseconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(2ms);
-  }
-  return pred();
-}
-
 class StoreFaultsTest : public ::testing::Test {
  protected:
   Result<std::unique_ptr<Engine>> Open(int workers) {
