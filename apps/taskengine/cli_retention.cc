@@ -27,12 +27,7 @@ std::string Days(Millis ms) {
   return ms == 0 ? "forever" : std::to_string(ms / kRetentionDayMs) + " days";
 }
 
-struct Counts {
-  std::int64_t executions, logs, attempts, effects, audit;
-  Millis oldest, newest;
-};
-
-void PrintCounts(const char* verb, const Counts& c) {
+void PrintCounts(const char* verb, const PurgeTotals& c) {
   Table t({"KIND", verb});
   t.Add({"executions", std::to_string(c.executions)});
   t.Add({"log lines", std::to_string(c.logs)});
@@ -41,12 +36,12 @@ void PrintCounts(const char* verb, const Counts& c) {
   t.Add({"audit records", std::to_string(c.audit)});
   t.Print(std::cout);
   if (c.executions > 0) {
-    Printf("executions ended from %s to %s\n", ShortTime(c.oldest).c_str(),
-           ShortTime(c.newest).c_str());
+    Printf("executions ended from %s to %s\n", ShortTime(c.oldest_ended_at).c_str(),
+           ShortTime(c.newest_ended_at).c_str());
   }
 }
 
-nlohmann::ordered_json CountsJson(bool dry_run, const RetentionCutoffs& cut, const Counts& c) {
+nlohmann::ordered_json CountsJson(bool dry_run, const RetentionCutoffs& cut, const PurgeTotals& c) {
   return {{"dry_run", dry_run},
           {"cutoffs",
            {{"executions_ended_before", TimeOrNull(cut.executions_ended_before)},
@@ -57,8 +52,8 @@ nlohmann::ordered_json CountsJson(bool dry_run, const RetentionCutoffs& cut, con
           {"attempts", c.attempts},
           {"effects", c.effects},
           {"audit", c.audit},
-          {"oldest_ended_at", TimeOrNull(c.oldest)},
-          {"newest_ended_at", TimeOrNull(c.newest)}};
+          {"oldest_ended_at", TimeOrNull(c.oldest_ended_at)},
+          {"newest_ended_at", TimeOrNull(c.newest_ended_at)}};
 }
 
 int RunRetention(const GlobalFlags& flags, bool dry_run) {
@@ -66,7 +61,6 @@ int RunRetention(const GlobalFlags& flags, bool dry_run) {
   auto engine = OpenClient(flags, &config);
   if (!engine.ok()) return Fail(engine.status());
   const RetentionPolicy& policy = config.retention;
-  if (Status s = ValidateRetentionPolicy(policy); !s.ok()) return Fail(s);
   Retention retention(&StoreOf(**engine), (*engine)->clock(), RetentionOptions{policy, "", 0});
   const RetentionCutoffs cutoffs = CutoffsAt(policy, (*engine)->clock()->NowMillis());
   if (!flags.json) {
@@ -77,9 +71,8 @@ int RunRetention(const GlobalFlags& flags, bool dry_run) {
   if (dry_run) {
     auto due = retention.DryRun();
     if (!due.ok()) return Fail(due.status());
-    const Counts c{due->executions,     due->logs,  due->attempts,
-                   due->effects,        due->audit, due->oldest_ended_at,
-                   due->newest_ended_at};
+    PurgeTotals c;
+    c.Add(*due);
     if (flags.json) {
       PrintJson(CountsJson(true, cutoffs, c));
     } else {
@@ -105,16 +98,14 @@ int RunRetention(const GlobalFlags& flags, bool dry_run) {
   });
   if (printed && tty) std::fprintf(stderr, "\n");
   if (!result.ok()) return Fail(result.status());
-  const Counts c{result->executions,     result->logs,  result->attempts,
-                 result->effects,        result->audit, result->oldest_ended_at,
-                 result->newest_ended_at};
+  const PurgeTotals& c = *result;
   if (flags.json) {
     nlohmann::ordered_json doc = CountsJson(false, cutoffs, c);
-    doc["batches"] = result->batches;
+    doc["batches"] = c.batches;
     PrintJson(doc);
   } else {
     PrintCounts("REMOVED", c);
-    Printf("%d batches\n", result->batches);
+    Printf("%d batches\n", c.batches);
   }
   return kExitOk;
 }

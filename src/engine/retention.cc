@@ -69,17 +69,22 @@ Status ValidateRetentionPolicy(const RetentionPolicy& p) {
   return Status::Ok();
 }
 
-void PurgeTotals::Add(const PurgeReport& b) {
-  executions += b.executions;
-  logs += b.logs;
-  attempts += b.attempts;
-  effects += b.effects;
-  audit += b.audit;
-  if (b.oldest_ended_at > 0 && (oldest_ended_at == 0 || b.oldest_ended_at < oldest_ended_at)) {
-    oldest_ended_at = b.oldest_ended_at;
+void PurgeTotals::Add(const PurgeTotals& o) {
+  executions += o.executions;
+  logs += o.logs;
+  attempts += o.attempts;
+  effects += o.effects;
+  audit += o.audit;
+  if (o.oldest_ended_at > 0 && (oldest_ended_at == 0 || o.oldest_ended_at < oldest_ended_at)) {
+    oldest_ended_at = o.oldest_ended_at;
   }
-  newest_ended_at = std::max(newest_ended_at, b.newest_ended_at);
-  ++batches;
+  newest_ended_at = std::max(newest_ended_at, o.newest_ended_at);
+  batches += o.batches;
+}
+
+void PurgeTotals::Add(const PurgeReport& b) {
+  Add(PurgeTotals{b.executions, b.logs, b.attempts, b.effects, b.audit, b.oldest_ended_at,
+                  b.newest_ended_at, 1});
 }
 
 Retention::Retention(Store* store, const Clock* clock, RetentionOptions options)
@@ -95,14 +100,16 @@ Result<PurgeReport> Retention::DryRun() {
 
 Result<PurgeTotals> Retention::RunPass(const Progress& progress) {
   bool lost_lock = false;
-  return Pass(progress, /*locked=*/false, &lost_lock);
+  PurgeTotals totals;
+  TE_RETURN_IF_ERROR(Pass(progress, /*locked=*/false, &lost_lock, &totals));
+  return totals;
 }
 
-Result<PurgeTotals> Retention::Pass(const Progress& progress, bool locked, bool* lost_lock) {
+Status Retention::Pass(const Progress& progress, bool locked, bool* lost_lock, PurgeTotals* out) {
   const RetentionPolicy& policy = options_.policy;
   TE_RETURN_IF_ERROR(ValidateRetentionPolicy(policy));
   const RetentionCutoffs cutoffs = CutoffsAt(policy, clock_->NowMillis());
-  PurgeTotals totals;
+  PurgeTotals& totals = *out;
   auto failed = [&](const Status& s) {
     return Status(s.code(), "retention stopped after removing " + std::to_string(totals.rows()) +
                                 " rows (" + std::to_string(totals.executions) +
@@ -149,7 +156,7 @@ Result<PurgeTotals> Retention::Pass(const Progress& progress, bool locked, bool*
       if (*pages < kReclaimPagesPerStep || !Pause(1)) break;
     }
   }
-  return totals;
+  return Status::Ok();
 }
 
 bool Retention::Pause(Millis ms) {
@@ -195,34 +202,28 @@ void Retention::Loop() {
       spdlog::warn("retention: taking the lock failed: {}", held.status().ToString());
     } else if (*held) {
       bool lost_lock = false;
-      Result<PurgeTotals> pass = Pass({}, /*locked=*/true, &lost_lock);
+      PurgeTotals pass;
+      const Status status = Pass({}, /*locked=*/true, &lost_lock, &pass);
       const Millis took =
           std::chrono::duration_cast<std::chrono::milliseconds>(clock_->Steady() - started).count();
       {
         MutexLock lock(mu_);
         ++totals_.passes;
-        if (pass.ok()) {
-          const PurgeTotals& p = *pass;
-          PurgeTotals& t = totals_.purged;
-          t.executions += p.executions;
-          t.logs += p.logs;
-          t.attempts += p.attempts;
-          t.effects += p.effects;
-          t.audit += p.audit;
-          t.batches += p.batches;
+        totals_.purged.Add(pass);  // also what a failed pass removed before its error
+        if (status.ok()) {
           totals_.last_pass_finished_at = clock_->NowMillis();
           totals_.last_pass_duration_ms = took;
         } else {
           ++totals_.passes_failed;
         }
       }
-      if (!pass.ok()) {
-        spdlog::warn("retention: {}", pass.status().ToString());
-      } else if (pass->rows() > 0) {
+      if (!status.ok()) {
+        spdlog::warn("retention: {}", status.ToString());
+      } else if (pass.rows() > 0) {
         spdlog::info(
             "retention: removed {} executions, {} log lines, {} attempts, {} effects, {} audit "
             "records in {} batches ({} ms)",
-            pass->executions, pass->logs, pass->attempts, pass->effects, pass->audit, pass->batches,
+            pass.executions, pass.logs, pass.attempts, pass.effects, pass.audit, pass.batches,
             took);
       }
       if (lost_lock) spdlog::info("retention {}: another node took the lock", options_.node_id);

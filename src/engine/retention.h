@@ -51,7 +51,8 @@ struct PurgeTotals {
   Millis newest_ended_at = 0;
   int batches = 0;
 
-  void Add(const PurgeReport& batch);
+  void Add(const PurgeReport& batch);  // one more batch
+  void Add(const PurgeTotals& other);  // the batches of another pass
   std::int64_t rows() const { return executions + logs + attempts + effects + audit; }
 };
 
@@ -103,9 +104,11 @@ class Retention {
   RetentionTotals totals() const EXCLUDES(mu_);
 
  private:
-  // RunPass, renewing the lock between batches when `locked`. Sets
-  // *lost_lock when a renewal found another holder (the pass then ends).
-  Result<PurgeTotals> Pass(const Progress& progress, bool locked, bool* lost_lock) EXCLUDES(mu_);
+  // RunPass into `*totals`, which holds what was removed also when a store
+  // error ended the pass; renews the lock between batches when `locked`.
+  // Sets *lost_lock when a renewal found another holder (the pass then ends).
+  Status Pass(const Progress& progress, bool locked, bool* lost_lock, PurgeTotals* totals)
+      EXCLUDES(mu_);
   void Loop() EXCLUDES(mu_);
   // Waits up to `ms` of real time or until Stop(). Returns false when stopping.
   bool Pause(Millis ms) EXCLUDES(mu_);

@@ -291,5 +291,26 @@ TEST_F(RetentionTest, TheLoopCountsAFailedPassAndGoesOn) {
   EXPECT_EQ(t.purged.executions, 10);
 }
 
+// What a pass removed before a store error ended it counts in the loop's
+// totals (and so in /metrics) like any other removal.
+TEST_F(RetentionTest, RowsAFailedPassRemovedStillCount) {
+  ASSERT_OK(engine_->Start());
+  RunOk(10);
+  clock_.Advance(std::chrono::milliseconds(31 * kRetentionDayMs));
+  ASSERT_OK(faults_->Fail("Purge", Unavailable("restarting"), {.skip = 1, .times = 1}));
+  RetentionOptions o;
+  o.node_id = "node-a";
+  o.policy.interval_ms = 1'000;
+  o.policy.batch = 4;
+  o.policy.max_transaction_ms = 0;
+  Retention r(&store(), &clock_, o);
+  ASSERT_OK(r.Start());
+  ASSERT_TRUE(WaitFor([&] { return r.totals().passes >= 2; }, 5s));
+  const RetentionTotals t = r.totals();
+  EXPECT_EQ(t.passes_failed, 1);
+  EXPECT_EQ(t.purged.executions, 10);
+  EXPECT_EQ(Total(ExecutionStatus::kSucceeded), 0);
+}
+
 }  // namespace
 }  // namespace taskengine
