@@ -49,6 +49,12 @@ long ReadStatusKb(const char* field) {
   return -1;
 }
 
+// The p-quantile (0..1) of a non-empty sample, by nearest rank.
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * v.size()))];
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
@@ -214,10 +220,6 @@ class Bench {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     engine->Stop();
-    auto pct = [](std::vector<double> v, double p) {
-      std::sort(v.begin(), v.end());
-      return v[std::min(v.size() - 1, static_cast<std::size_t>(p * v.size()))];
-    };
     std::printf(
         "P2 SQLite pickup latency: idle in-process worker (1 thread); single dispatch;\n"
         "   %d samples. dispatch acknowledged (committed) -> handler start:\n"
@@ -225,8 +227,8 @@ class Bench {
         "   in %d samples the handler had started before the caller heard the ack (counted 0)\n"
         "   dispatch call (incl. its durable commit) -> handler start: p50 %.3f ms, p99 %.3f "
         "ms\n\n",
-        samples, pct(from_ack, 0.5), pct(from_ack, 0.99), before_ack, pct(from_call, 0.5),
-        pct(from_call, 0.99));
+        samples, Percentile(from_ack, 0.5), Percentile(from_ack, 0.99), before_ack,
+        Percentile(from_call, 0.5), Percentile(from_call, 0.99));
   }
 
   void P6() {
@@ -303,10 +305,6 @@ class Bench {
     purger.join();
     for (int i = 0; i < 2000; ++i) sample(&after);
     e->Stop();
-    auto pct = [](std::vector<double> v, double p) {
-      std::sort(v.begin(), v.end());
-      return v[std::min(v.size() - 1, static_cast<std::size_t>(p * v.size()))];
-    };
     std::printf(
         "I7 dispatch latency during a purge: %ld ended executions (+ their attempts, logs),\n"
         "   at most %d rows per transaction, sized to take half of %lld ms (0: fixed);\n"
@@ -320,8 +318,9 @@ class Bench {
         args_.jobs, ro.policy.batch, static_cast<long long>(ro.policy.max_transaction_ms),
         static_cast<long long>(totals.executions), static_cast<long long>(totals.attempts),
         totals.batches, purge_s, totals.executions / std::max(purge_s, 1e-9), before.size(),
-        pct(before, 0.5), pct(before, 0.99), during.size(), pct(during, 0.5), pct(during, 0.99),
-        after.size(), pct(after, 0.5), pct(after, 0.99), pct(during, 0.99) / pct(before, 0.99));
+        Percentile(before, 0.5), Percentile(before, 0.99), during.size(), Percentile(during, 0.5),
+        Percentile(during, 0.99), after.size(), Percentile(after, 0.5), Percentile(after, 0.99),
+        Percentile(during, 0.99) / Percentile(before, 0.99));
   }
 
  private:

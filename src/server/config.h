@@ -69,7 +69,8 @@
 //                                    # lane-blocking one; 0 = keep forever
 //   logs_days = 7                    # log lines of any execution; 0 = keep forever
 //   audit_days = 365                 # audit records; 0 = keep forever
-//   batch = 500                      # rows of each kind per transaction (1..10000)
+//   batch = 500                      # most rows of each kind per transaction (1..10000);
+//                                    # fewer when one would hold the writer over ~1 ms
 //   interval_seconds = 60            # between two purge passes (1..86400)
 //
 //   [[queue]]                        # none = one queue named "default"
