@@ -115,8 +115,8 @@ std::string Where(std::string_view file, const toml::source_region& region) {
 
 // The keys of every table ParseConfig reads: the tables below refuse any
 // other key, and ConfigKeys() lists them for the documentation.
-constexpr std::string_view kRootKeys[] = {"database",  "engine", "http",            "redaction",
-                                          "retention", "log",    "queue",           "command_profile",
+constexpr std::string_view kRootKeys[] = {"database",    "engine", "http",  "redaction",
+                                          "retention",   "log",    "queue", "command_profile",
                                           "http_target", "job"};
 constexpr std::string_view kDatabaseKeys[] = {"path", "url", "schema", "sync"};
 constexpr std::string_view kEngineKeys[] = {"worker_threads",           "poll_interval_ms",

@@ -193,10 +193,11 @@ Status Serve(const ServerConfig& config) {
       engine->Stop();
       return s;
     }
-    spdlog::info("retention: executions {} days, logs {} days, audit {} days (0 = forever), every {} s",
-                 config.retention.executions_ms / kRetentionDayMs,
-                 config.retention.logs_ms / kRetentionDayMs,
-                 config.retention.audit_ms / kRetentionDayMs, config.retention.interval_ms / 1000);
+    spdlog::info(
+        "retention: executions {} days, logs {} days, audit {} days (0 = forever), every {} s",
+        config.retention.executions_ms / kRetentionDayMs,
+        config.retention.logs_ms / kRetentionDayMs, config.retention.audit_ms / kRetentionDayMs,
+        config.retention.interval_ms / 1000);
   } else {
     spdlog::info("retention: [retention] enabled = false; nothing is purged");
   }

@@ -344,8 +344,8 @@ TEST_F(ApiMetricsTest, APermanentFailureCountsByClass) {
   ASSERT_EQ(e.samples.count("taskengine_quarantine_oldest_age_seconds"), 1u);
   EXPECT_GE(e.samples["taskengine_quarantine_oldest_age_seconds"], 0);
   EXPECT_LT(e.samples["taskengine_quarantine_oldest_age_seconds"], 60);
-  EXPECT_EQ(e.samples["taskengine_tenant_executions_ended_24h{tenant=\"a\",status=\"quarantined\"}"],
-            1);
+  EXPECT_EQ(
+      e.samples["taskengine_tenant_executions_ended_24h{tenant=\"a\",status=\"quarantined\"}"], 1);
   EXPECT_EQ(e.samples["taskengine_tenant_executions_ended_24h{tenant=\"a\",status=\"succeeded\"}"],
             0);
   EXPECT_EQ(Value("taskengine_failures_total{class=\"retryable\",source=\"in_process\"}"), 0);
