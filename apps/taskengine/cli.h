@@ -116,6 +116,8 @@ void AddSchedulerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb
 void AddWorkerVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
 // retention:run, db:vacuum
 void AddRetentionVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
+// notify:test
+void AddNotifyVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
 // user:add, user:list, token:create, token:list, token:revoke
 void AddSecurityVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>* verbs);
 

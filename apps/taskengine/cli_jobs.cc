@@ -29,6 +29,8 @@ int RunJobList(const GlobalFlags& flags, bool show_secrets) {
   if (!engine.ok()) return Fail(engine.status());
   auto jobs = StoreOf(**engine).ListJobs();
   if (!jobs.ok()) return Fail(jobs.status());
+  // The server's own jobs (taskengine.*) are not listed; their executions are.
+  std::erase_if(*jobs, [](const JobDefinition& j) { return IsReservedJobName(j.name.value); });
   auto schedules = JobSchedules(StoreOf(**engine), *jobs, (*engine)->clock()->NowMillis());
   if (!schedules.ok()) return Fail(schedules.status());
   if (flags.json) {
@@ -78,6 +80,11 @@ int RunJobDispatch(const GlobalFlags& flags, DispatchFlags& d) {
   }
   auto request = BuildCliDispatch(d.in);
   if (!request.ok()) return Fail(request.status());
+  if (IsReservedJobName(request->job.value)) {
+    return Fail(InvalidArgument("job '" + request->job.value +
+                                "' is internal to the server (names under taskengine. are "
+                                "reserved) and cannot be dispatched"));
+  }
   auto engine = OpenClient(flags);
   if (!engine.ok()) return Fail(engine.status());
   auto result = (*engine)->Dispatch(*request);

@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   AddSchedulerVerbs(app, flags, &verbs);
   AddSecurityVerbs(app, flags, &verbs);
   AddRetentionVerbs(app, flags, &verbs);
+  AddNotifyVerbs(app, flags, &verbs);
   AddWorkerVerbs(app, flags, &verbs);
 
   try {

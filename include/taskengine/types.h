@@ -89,7 +89,13 @@ std::optional<JobScope> ParseJobScope(std::string_view s);
 bool IsTerminal(ExecutionStatus s);
 
 // Name rules of product.md §1.
-bool IsValidJobName(std::string_view name);     // [a-z0-9][a-z0-9._-]{0,99}
+bool IsValidJobName(std::string_view name);  // [a-z0-9][a-z0-9._-]{0,99}
+// Names under "taskengine." belong to the server (its internal jobs): no
+// definition of the file or the API may take one, and nobody dispatches one.
+bool IsReservedJobName(std::string_view name);
+// The queue "taskengine" (and names under "taskengine.") is the server's:
+// no [[queue]] declares it and no remote worker leases from it.
+bool IsReservedQueueName(std::string_view name);
 bool IsValidTenantId(std::string_view tenant);  // [a-z0-9][a-z0-9_-]{0,49}
 bool IsValidQueueName(std::string_view queue);  // same rule as job names
 // Idempotency keys: 1..200 visible ASCII characters (0x21-0x7E; no spaces).
@@ -134,6 +140,12 @@ struct JobDefinition {
   // execution per (tenant, window start), keyed "<job>:<tenant>:<window start>".
   Millis window_ms = 0;
   bool enabled = true;
+  // I6: when an execution ends failed, quarantined or partially_canceled,
+  // notify_targets are told (src/core/notify_target.h: "ops@example.com",
+  // "webhook:NAME", "slack:NAME"); with none, the server's
+  // [notifications] targets. false: no notification.
+  bool notify_on_failure = true;
+  std::vector<std::string> notify_targets;
   Millis created_at = 0;
   // Every write of the row makes it larger than before (a version for
   // compare-and-set edits: an edit names the updated_at it read).

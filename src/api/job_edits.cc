@@ -8,6 +8,7 @@
 #include "api/redaction.h"
 #include "core/canonical_json.h"
 #include "core/job_fields.h"
+#include "core/notify_target.h"
 
 namespace taskengine::api {
 namespace {
@@ -140,6 +141,23 @@ void ReadCommonFields(FieldReader& r, JobDefinition* job) {
   r.Int("catch_up_window_ms", &job->catch_up_window_ms);
   r.Int("window_ms", &job->window_ms);
   r.Bool("enabled", &job->enabled);
+  r.Bool("notify_on_failure", &job->notify_on_failure);
+  if (const nlohmann::json* v = r.Find("notify_targets")) {
+    if (!v->is_array() || v->size() > kMaxNotifyTargets) {
+      r.Fail("notify_targets", "must be an array of at most " + std::to_string(kMaxNotifyTargets) +
+                                   " strings, e.g. [\"ops@example.com\", \"webhook:NAME\"]");
+    } else {
+      std::vector<std::string> targets;
+      for (const auto& item : *v) {
+        if (!item.is_string()) {
+          r.Fail("notify_targets", "must hold only strings");
+          break;
+        }
+        targets.push_back(item.get<std::string>());
+      }
+      job->notify_targets = std::move(targets);
+    }
+  }
 }
 
 // kInvalidArgument naming the first field of `body` no request has.
@@ -242,6 +260,12 @@ Json JobFields(const JobDefinition& job) {
 
 std::string JobDefinitionDigest(const JobDefinition& job) {
   Json fields = JobFields(job);
+  // Fields added after the digest was first stored count only when they are
+  // not at their defaults, so that a definition seeded by an older binary
+  // still reads as unedited.
+  const JobDefinition defaults;
+  if (job.notify_on_failure == defaults.notify_on_failure) fields.erase("notify_on_failure");
+  if (job.notify_targets.empty()) fields.erase("notify_targets");
   // nlohmann::json (not ordered) sorts the keys of the config.
   fields["config"] = nlohmann::json::parse(fields["config"].dump()).dump();
   return Sha256Hex(fields.dump());

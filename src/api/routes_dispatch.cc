@@ -7,6 +7,13 @@
 namespace taskengine::api {
 namespace {
 
+// The server's own jobs (taskengine.*) are admitted by the server alone.
+Status ReservedJob(const JobName& job) {
+  return InvalidArgument("job '" + job.value +
+                         "' is internal to the server (names under taskengine. are reserved) and "
+                         "cannot be dispatched");
+}
+
 constexpr std::size_t kMaxTenant = 50;
 constexpr std::size_t kMaxKey = 200;
 constexpr std::size_t kMaxLane = 200;
@@ -94,6 +101,7 @@ HttpResponse Dispatch(ApiContext& ctx, const RouteRequest& req) {
   if (!key.ok()) return StatusResponse(key.status());
   DispatchRequest request;
   request.job = JobName(req.Param("name"));
+  if (IsReservedJobName(request.job.value)) return StatusResponse(ReservedJob(request.job));
   request.idempotency_key = *key;
   StrictObject in(*body, "request body");
   std::optional<HttpResponse> forbidden;
@@ -152,6 +160,9 @@ HttpResponse DispatchBulk(ApiContext& ctx, const RouteRequest& req) {
     }
     if (forbidden) return std::move(*forbidden);
     request.job = JobName(job.value_or(""));
+    if (IsReservedJobName(request.job.value)) {
+      return StatusResponse(ReservedJob(request.job), {{"index", i}});
+    }
     request.idempotency_key = key.value_or("");
     requests.push_back(std::move(request));
   }

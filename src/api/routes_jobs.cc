@@ -91,6 +91,9 @@ HttpResponse ListJobs(ApiContext& ctx, const RouteRequest& req) {
   if (!jobs.ok()) return StatusResponse(jobs.status());
   std::vector<JobDefinition> visible;
   for (JobDefinition& job : *jobs) {
+    // The server's own jobs (taskengine.*) are not the operators' to edit or
+    // run; their executions stay visible in the execution search.
+    if (IsReservedJobName(job.name.value)) continue;
     if (MaySeeJob(PrincipalOf(req), job)) visible.push_back(std::move(job));
   }
   auto schedules = JobSchedules(*ctx.store, visible, ctx.clock->NowMillis());

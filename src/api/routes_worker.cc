@@ -323,6 +323,11 @@ void LeaseRoute(const ProtocolPtr& wp, const RouteRequest& req, const Responder&
           break;
         }
         const std::string& name = q.get_ref<const std::string&>();
+        if (IsReservedQueueName(name)) {
+          in.Fail("queues", "names queue '" + name +
+                                "', which is the server's own (its notification deliveries)");
+          break;
+        }
         if (std::find(reg.queues.begin(), reg.queues.end(), name) != reg.queues.end()) {
           in.Fail("queues", "names queue '" + name + "' twice");
           break;

@@ -31,6 +31,8 @@ inline constexpr std::string_view kJobDefinitionFields[] = {
     "window_ms",
     "config",
     "enabled",
+    "notify_on_failure",
+    "notify_targets",
 };
 
 }  // namespace taskengine

@@ -90,6 +90,10 @@ bool IsTerminal(ExecutionStatus s) {
 }
 
 bool IsValidJobName(std::string_view name) { return MatchesNameRule(name, 100, "._-"); }
+bool IsReservedJobName(std::string_view name) { return name.starts_with("taskengine."); }
+bool IsReservedQueueName(std::string_view name) {
+  return name == "taskengine" || name.starts_with("taskengine.");
+}
 bool IsValidTenantId(std::string_view tenant) { return MatchesNameRule(tenant, 50, "_-"); }
 bool IsValidQueueName(std::string_view queue) { return MatchesNameRule(queue, 100, "._-"); }
 

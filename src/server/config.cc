@@ -18,6 +18,7 @@
 #include "api/request_checks.h"
 #include "core/cron.h"
 #include "core/job_fields.h"
+#include "core/notify_target.h"
 #include "engine/scheduler.h"
 #include "storage/open_store.h"
 
@@ -115,9 +116,9 @@ std::string Where(std::string_view file, const toml::source_region& region) {
 
 // The keys of every table ParseConfig reads: the tables below refuse any
 // other key, and ConfigKeys() lists them for the documentation.
-constexpr std::string_view kRootKeys[] = {"database",    "engine", "http",  "redaction",
-                                          "retention",   "log",    "queue", "command_profile",
-                                          "http_target", "job"};
+constexpr std::string_view kRootKeys[] = {"database",        "engine",        "http", "redaction",
+                                          "retention",       "notifications", "log",  "queue",
+                                          "command_profile", "http_target",   "job"};
 constexpr std::string_view kDatabaseKeys[] = {"path", "url", "schema", "sync"};
 constexpr std::string_view kEngineKeys[] = {"worker_threads",           "poll_interval_ms",
                                             "sweep_interval_ms",        "shutdown_grace_ms",
@@ -143,6 +144,10 @@ constexpr std::string_view kHttpKeys[] = {"host",
 constexpr std::string_view kRedactionKeys[] = {"keys"};
 constexpr std::string_view kRetentionKeys[] = {"enabled",    "executions_days", "logs_days",
                                                "audit_days", "batch",           "interval_seconds"};
+constexpr std::string_view kNotificationKeys[] = {
+    "enabled", "per_job_per_hour", "orphan_threshold", "targets",       "dashboard_url",
+    "from",    "smtp_url",         "smtp_tls",         "smtp_username", "smtp_password_env",
+    "sendmail"};
 constexpr std::string_view kLogKeys[] = {"format", "lifecycle"};
 constexpr std::string_view kQueueKeys[] = {"name", "priority", "concurrency", "pool"};
 constexpr std::string_view kCommandProfileKeys[] = {"name", "argv", "cwd", "env"};
@@ -160,6 +165,7 @@ constexpr TableKeys kTables[] = {
     {"http", false, kHttpKeys},
     {"redaction", false, kRedactionKeys},
     {"retention", false, kRetentionKeys},
+    {"notifications", false, kNotificationKeys},
     {"log", false, kLogKeys},
     {"queue", true, kQueueKeys},
     {"command_profile", true, kCommandProfileKeys},
@@ -249,6 +255,31 @@ class TableReader {
     const auto* v = n->as_boolean();
     if (v == nullptr) return Error(*n, key, "must be true or false");
     *out = v->get();
+    return Status::Ok();
+  }
+
+  // An array of strings, each 1..max_bytes bytes, at most max_items;
+  // `*out` is set only when the key is present.
+  Status StringList(std::string_view key, std::size_t max_items, std::size_t max_bytes,
+                    std::vector<std::string>* out) {
+    const toml::node* n = Get(key);
+    if (n == nullptr) return Status::Ok();
+    const auto* arr = n->as_array();
+    if (arr == nullptr || arr->size() > max_items) {
+      return Error(*n, key,
+                   "must be an array of at most " + std::to_string(max_items) + " strings");
+    }
+    std::vector<std::string> items;
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      const auto* v = arr->get(i)->as_string();
+      if (v == nullptr || v->get().empty() || v->get().size() > max_bytes) {
+        return Error(
+            *arr->get(i), key,
+            "must hold non-empty strings of at most " + std::to_string(max_bytes) + " bytes");
+      }
+      items.push_back(v->get());
+    }
+    *out = std::move(items);
     return Status::Ok();
   }
 
@@ -460,6 +491,11 @@ Status ReadJob(TableReader& r, const toml::table& table, std::string_view file,
     }
   }
   TE_RETURN_IF_ERROR(r.Bool("enabled", &job->enabled));
+  TE_RETURN_IF_ERROR(r.Bool("notify_on_failure", &job->notify_on_failure));
+  TE_RETURN_IF_ERROR(r.StringList("notify_targets", kMaxNotifyTargets, 320, &job->notify_targets));
+  if (auto targets = ParseNotifyTargets(job->notify_targets); !targets.ok()) {
+    return r.Error(*r.Get("notify_targets"), "notify_targets", targets.status().message());
+  }
   if (const toml::node* n = r.Get("config")) {
     if (!n->is_table())
       return r.Error(*n, "config", "must be a table, e.g. config = { argv = [...] }");
@@ -680,6 +716,33 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
         r.interval_ms = interval_s * 1000;
         return Status::Ok();
       }));
+  TE_RETURN_IF_ERROR(
+      WithTable(root, "notifications", file, &c.locations, [&](TableReader& t) -> Status {
+        NotifySettings& n = c.notifications;
+        TE_RETURN_IF_ERROR(t.Bool("enabled", &n.enabled));
+        TE_RETURN_IF_ERROR(t.Int("per_job_per_hour", 1, 10'000, &n.per_job_per_hour));
+        TE_RETURN_IF_ERROR(t.Int("orphan_threshold", 1, 100'000, &n.orphan_threshold));
+        TE_RETURN_IF_ERROR(t.StringList("targets", kMaxNotifyTargets, 320, &n.targets));
+        TE_RETURN_IF_ERROR(t.String("dashboard_url", 500, &n.dashboard_url));
+        TE_RETURN_IF_ERROR(t.String("from", 254, &n.from));
+        TE_RETURN_IF_ERROR(t.String("smtp_url", 500, &n.smtp_url));
+        std::string tls = "required";
+        TE_RETURN_IF_ERROR(t.String("smtp_tls", 16, &tls));
+        if (tls == "required") {
+          n.smtp_tls = SmtpTls::kRequired;
+        } else if (tls == "off") {
+          n.smtp_tls = SmtpTls::kOff;
+        } else {
+          return t.Error(*t.Get("smtp_tls"), "smtp_tls", "must be \"required\" or \"off\"");
+        }
+        TE_RETURN_IF_ERROR(t.String("smtp_username", 200, &n.smtp_username));
+        TE_RETURN_IF_ERROR(t.String("smtp_password_env", 100, &n.smtp_password_env));
+        TE_RETURN_IF_ERROR(t.StringList("sendmail", 32, 1000, &n.sendmail));
+        if (Status s = ValidateNotifySettings(n); !s.ok()) {
+          return InvalidArgument(std::string(file) + ": " + s.message());
+        }
+        return Status::Ok();
+      }));
   TE_RETURN_IF_ERROR(WithTable(root, "log", file, &c.locations, [&](TableReader& t) -> Status {
     std::string format = "text";
     TE_RETURN_IF_ERROR(t.String("format", 16, &format));
@@ -705,6 +768,10 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
         }
         if (!IsValidQueueName(q.name)) {
           return t.Error(*t.Get("name"), "name", "'" + q.name + "' is not a valid queue name");
+        }
+        if (IsReservedQueueName(q.name)) {
+          return t.Error(*t.Get("name"), "name",
+                         "'" + q.name + "' is reserved for the server's own work");
         }
         if (!queue_names.insert(q.name).second) {
           return t.Error(*t.Get("name"), "name", "'" + q.name + "' is declared twice");

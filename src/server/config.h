@@ -73,6 +73,21 @@
 //                                    # fewer when one would hold the writer over ~1 ms
 //   interval_seconds = 60            # between two purge passes (1..86400)
 //
+//   [notifications]                  # I6: failures are told (docs/operations.md)
+//   enabled = true                   # serve runs the notifier (one node works the outbox)
+//   per_job_per_hour = 10            # per job in any hour; the rest are counted and told
+//                                    # in the job's next notification
+//   orphan_threshold = 5             # one sweep recovering more expired leases alerts targets
+//   targets = ["ops@example.com", "webhook:hook", "slack:team"]   # global: orphan alerts,
+//                                    # and jobs without notify_targets of their own
+//   dashboard_url = "https://jobs.example.com"   # links to the execution's page
+//   from = "taskengine@example.com"  # e-mail sender
+//   smtp_url = "smtp://mail.example.com:587"     # or smtps://...:465
+//   smtp_tls = "required"            # smtp:// needs STARTTLS; "off" for a local relay only
+//   smtp_username = "taskengine"     # optional; the password is read from the environment
+//   smtp_password_env = "SMTP_PASSWORD"
+//   sendmail = ["/usr/sbin/sendmail", "-t", "-i"]  # instead of SMTP: the message on stdin
+//
 //   [[queue]]                        # none = one queue named "default"
 //   name = "default"
 //   priority = 0                     # higher is claimed first
@@ -104,7 +119,8 @@
 //   # max_ambiguous_attempts, max_consecutive_lease_expiries, lane_template,
 //   # accepted_schema_versions (array of integers; empty = any), enabled,
 //   # catch_up (coalesce|all|none), catch_up_window_ms (0..7 days), window_ms (whole
-//   # minutes, 0..366 days); schedule and timezone are checked as the scheduler parses them
+//   # minutes, 0..366 days); schedule and timezone are checked as the scheduler parses them;
+//   # notify_on_failure (default true), notify_targets (as [notifications] targets)
 //
 // Relative database paths are relative to the working directory of the
 // process, not to the file. ConfigKeys() lists every key above, from the same
@@ -119,6 +135,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/notify_settings.h"
 #include "engine/retention_policy.h"
 #include "taskengine/engine.h"
 #include "taskengine/status.h"
@@ -170,6 +187,8 @@ struct ServerConfig : EngineOptions {
   HttpConfig http;
   // [retention] (I7): the purge loop of `serve` and `retention:run`.
   RetentionPolicy retention;
+  // [notifications] (I6): the notifier of `serve` and `notify:test`.
+  NotifySettings notifications;
   // [redaction] keys: config keys masked on top of the built-in ones
   // (api::RedactJobConfig). Default: none.
   std::vector<std::string> redact_keys;

@@ -140,6 +140,73 @@ TEST(ConfigTest, RetentionDefaultsAndBounds) {
   ExpectInvalid(ParseConfig("[retention]\nkeep = 3\n", "t.toml", NoEnv()), {"keep"});
 }
 
+TEST(ConfigTest, NotificationsDefaultsKeysAndChecks) {
+  ASSERT_OK_AND_ASSIGN(ServerConfig d, ParseConfig("", "t.toml", NoEnv()));
+  EXPECT_TRUE(d.notifications.enabled);
+  EXPECT_EQ(d.notifications.per_job_per_hour, 10);
+  EXPECT_EQ(d.notifications.orphan_threshold, 5);
+  EXPECT_TRUE(d.notifications.targets.empty());
+  EXPECT_EQ(d.notifications.smtp_tls, SmtpTls::kRequired);
+  const std::string file =
+      "[notifications]\nenabled = false\nper_job_per_hour = 3\norphan_threshold = 20\n"
+      "targets = [\"ops@example.com\", \"slack:team\"]\n"
+      "dashboard_url = \"https://jobs.example.com\"\nfrom = \"te@example.com\"\n"
+      "smtp_url = \"smtp://mail.example.com:587\"\nsmtp_tls = \"off\"\n"
+      "smtp_username = \"te\"\nsmtp_password_env = \"TE_SMTP\"\n"
+      "sendmail = [\"/usr/sbin/sendmail\", \"-t\"]\n"
+      "[[http_target]]\nname = \"team\"\nurl = \"https://hooks.example.com/x\"\n"
+      "allow_hosts = [\"hooks.example.com\"]\n"
+      "[[job]]\nname = \"a\"\nhandler = \"command\"\nconfig = { argv = [\"/bin/true\"] }\n"
+      "notify_on_failure = false\nnotify_targets = [\"webhook:team\"]\n";
+  ASSERT_OK_AND_ASSIGN(ServerConfig c, ParseConfig(file, "t.toml", NoEnv()));
+  EXPECT_FALSE(c.notifications.enabled);
+  EXPECT_EQ(c.notifications.per_job_per_hour, 3);
+  EXPECT_EQ(c.notifications.orphan_threshold, 20);
+  EXPECT_EQ(c.notifications.targets, (std::vector<std::string>{"ops@example.com", "slack:team"}));
+  EXPECT_EQ(c.notifications.smtp_tls, SmtpTls::kOff);
+  EXPECT_EQ(c.notifications.smtp_password_env, "TE_SMTP");
+  EXPECT_EQ(c.notifications.sendmail, (std::vector<std::string>{"/usr/sbin/sendmail", "-t"}));
+  ASSERT_EQ(c.jobs.size(), 1u);
+  EXPECT_FALSE(c.jobs[0].notify_on_failure);
+  EXPECT_EQ(c.jobs[0].notify_targets, (std::vector<std::string>{"webhook:team"}));
+  EXPECT_OK(CheckJobsAgainstHandlers(c));
+
+  ExpectInvalid(ParseConfig("[notifications]\nper_job_per_hour = 0\n", "t.toml", NoEnv()),
+                {"t.toml:2:", "notifications.per_job_per_hour"});
+  ExpectInvalid(ParseConfig("[notifications]\ntargets = [\"not an address\"]\n", "t.toml", NoEnv()),
+                {"notify target", "not an address"});
+  ExpectInvalid(ParseConfig("[notifications]\nsmtp_url = \"http://x\"\n", "t.toml", NoEnv()),
+                {"smtp_url"});
+  ExpectInvalid(ParseConfig("[notifications]\nsmtp_tls = \"maybe\"\n", "t.toml", NoEnv()),
+                {"smtp_tls"});
+  ExpectInvalid(ParseConfig("[notifications]\nsendmail = [\"sendmail\"]\n", "t.toml", NoEnv()),
+                {"sendmail[0] must be an absolute path"});
+  ExpectInvalid(ParseConfig("[notifications]\nsmtp_password = \"x\"\n", "t.toml", NoEnv()),
+                {"smtp_password"});
+  ExpectInvalid(ParseConfig("[[job]]\nname = \"a\"\nhandler = \"command\"\n"
+                            "notify_targets = [\"a@b.example\", \"a@b.example\"]\n",
+                            "t.toml", NoEnv()),
+                {"job[0].notify_targets", "twice"});
+  ExpectInvalid(ParseConfig("[[queue]]\nname = \"taskengine\"\n", "t.toml", NoEnv()), {"reserved"});
+  // Webhook and Slack targets must name an [[http_target]]; the server's
+  // own job names are reserved.
+  ASSERT_OK_AND_ASSIGN(
+      ServerConfig unknown,
+      ParseConfig("[notifications]\ntargets = [\"webhook:nope\"]\n", "t.toml", NoEnv()));
+  EXPECT_THAT(CheckJobsAgainstHandlers(unknown).message(), HasSubstr("webhook:nope"));
+  ASSERT_OK_AND_ASSIGN(ServerConfig job_unknown,
+                       ParseConfig("[[job]]\nname = \"a\"\nhandler = \"command\"\n"
+                                   "config = { argv = [\"/bin/true\"] }\n"
+                                   "notify_targets = [\"slack:nope\"]\n",
+                                   "t.toml", NoEnv()));
+  EXPECT_THAT(CheckJobsAgainstHandlers(job_unknown).message(), HasSubstr("slack:nope"));
+  ASSERT_OK_AND_ASSIGN(ServerConfig reserved,
+                       ParseConfig("[[job]]\nname = \"taskengine.x\"\nhandler = \"command\"\n"
+                                   "config = { argv = [\"/bin/true\"] }\n",
+                                   "t.toml", NoEnv()));
+  EXPECT_THAT(CheckJobsAgainstHandlers(reserved).message(), HasSubstr("reserved"));
+}
+
 TEST(ConfigTest, MaxPayloadBytesIsBounded) {
   ASSERT_OK_AND_ASSIGN(ServerConfig d, ParseConfig("", "t.toml", NoEnv()));
   EXPECT_EQ(d.max_payload_bytes, 256u * 1024);

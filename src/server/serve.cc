@@ -21,8 +21,10 @@
 #include "api/rate_limit.h"
 #include "api/store_authenticator.h"
 #include "engine/engine_internal.h"
+#include "engine/notifier.h"
 #include "engine/retention.h"
 #include "engine/scheduler.h"
+#include "handlers/notify_handler.h"
 #include "server/logging.h"
 #include "server/server.h"
 
@@ -202,6 +204,27 @@ Status Serve(const ServerConfig& config) {
     spdlog::info("retention: [retention] enabled = false; nothing is purged");
   }
 
+  // Failure notifications (I6): the outbox is worked by one node at a time;
+  // every node watches its own sweeper for orphan storms.
+  std::unique_ptr<Notifier> notifier;
+  if (config.notifications.enabled) {
+    NotifierOptions notifier_options;
+    notifier_options.settings = config.notifications;
+    notifier_options.node_id = scheduler_options.node_id;
+    notifier = std::make_unique<Notifier>(engine.get(), &StoreOf(*engine), engine->clock(),
+                                          notifier_options);
+    if (Status s = notifier->Start(); !s.ok()) {
+      scheduler.Stop();
+      if (retention) retention->Stop();
+      engine->Stop();
+      return s;
+    }
+    spdlog::info("notifier: at most {} notifications per job per hour; {} global targets",
+                 config.notifications.per_job_per_hour, config.notifications.targets.size());
+  } else {
+    spdlog::info("notifier: [notifications] enabled = false; failures are not notified");
+  }
+
   // The REST API (I1) behind authentication (X1), unless turned off on loopback.
   std::unique_ptr<api::Authenticator> authenticator;
   if (config.http.auth) {
@@ -228,9 +251,11 @@ Status Serve(const ServerConfig& config) {
   api_options.queues = config.queues;
   api_options.metrics_open = config.http.metrics_open;
   // /metrics shows the scheduler's totals too (I5); the API does not know it.
-  api_options.extra_metrics = [&scheduler, &retention](std::string* out) {
+  api_options.extra_metrics = [&scheduler, &retention, &notifier](std::string* out) {
     AppendSchedulerMetrics(scheduler.totals(), out);
     AppendRetentionMetrics(retention ? retention->totals() : RetentionTotals{}, out);
+    AppendNotifierMetrics(notifier ? notifier->totals() : NotifierTotals{}, out);
+    AppendDeliveryMetrics(NotifyDeliveryCountersOfProcess(), out);
   };
   api_options.login.threads = config.http.login_threads;
   api_options.login.max_waiting = config.http.login_queue;
@@ -268,6 +293,7 @@ Status Serve(const ServerConfig& config) {
   Status listening = http.Start();
   if (!listening.ok()) {
     if (retention) retention->Stop();
+    if (notifier) notifier->Stop();
     scheduler.Stop();
     engine->Stop();
     return Status(listening.code(),
@@ -303,6 +329,7 @@ Status Serve(const ServerConfig& config) {
   rest.StopLongPolls();
   http.Stop(std::min<Millis>(config.shutdown_grace_ms, 5'000));
   if (retention) retention->Stop();
+  if (notifier) notifier->Stop();
   scheduler.Stop();
   engine->Stop();
   engine.reset();

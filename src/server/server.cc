@@ -6,11 +6,14 @@
 #include <set>
 
 #include "core/cron.h"
+#include "core/notify_target.h"
 #include "engine/engine_internal.h"
+#include "engine/notifier.h"
 #include "engine/scheduler.h"
 #include "handlers/command_handler.h"
 #include "handlers/http_handler.h"
 #include "handlers/named_config.h"
+#include "handlers/notify_handler.h"
 #include "server/job_seeding.h"
 #include "server/logging.h"
 
@@ -99,12 +102,48 @@ Status CheckNamedSettings(const ServerConfig& config) {
   return Status::Ok();
 }
 
+// Webhook and Slack targets must name an [[http_target]] of the file.
+template <typename Fail>
+Status CheckWebhookTargets(const std::vector<NotifyTarget>& targets, const ServerConfig& config,
+                           Fail fail) {
+  for (const NotifyTarget& t : targets) {
+    if (t.channel != NotifyChannel::kEmail && config.http_targets.count(t.address) == 0) {
+      return fail("'" + t.ToString() + "' names no [[http_target]] of the server's configuration");
+    }
+  }
+  return Status::Ok();
+}
+
+NotifyDeliveryCounters& DeliveryCounters() {
+  static NotifyDeliveryCounters counters;
+  return counters;
+}
+
 }  // namespace
+
+const NotifyDeliveryCounters& NotifyDeliveryCountersOfProcess() { return DeliveryCounters(); }
+
+Status CheckNotifySettings(const ServerConfig& config) {
+  TE_RETURN_IF_ERROR(ValidateNotifySettings(config.notifications));
+  TE_ASSIGN_OR_RETURN(std::vector<NotifyTarget> targets,
+                      ParseNotifyTargets(config.notifications.targets));
+  return CheckWebhookTargets(targets, config, [](const std::string& why) {
+    return InvalidArgument("[notifications] targets: " + why);
+  });
+}
 
 EngineOptions ToEngineOptions(const ServerConfig& config, EngineMode mode) {
   EngineOptions o = config;  // the engine's part of the configuration
   o.migrate = mode != EngineMode::kClient;
   if (mode != EngineMode::kServe) o.worker_threads = 0;
+  // The internal queue of notification deliveries (I6), worked by serve's
+  // pool ahead of everything else, two at a time.
+  if (mode == EngineMode::kServe && config.notifications.enabled &&
+      std::none_of(o.queues.begin(), o.queues.end(),
+                   [](const QueueConfig& q) { return q.name == kNotifyQueueName; })) {
+    if (o.queues.empty()) o.queues.push_back(QueueConfig{});
+    o.queues.push_back(QueueConfig{std::string(kNotifyQueueName), 1'000, 2, true});
+  }
   o.run_sweeper = mode == EngineMode::kServe;
   // Lifecycle lines belong to the node that runs the work; the CLI's own
   // changes are in its output and the audit log.
@@ -138,6 +177,9 @@ Status CheckJobDefinition(const JobDefinition& job, const ServerConfig& config,
                           std::string* field) {
   if (!IsValidJobName(job.name.value)) {
     return Bad(job, "name", "must match [a-z0-9][a-z0-9._-]{0,99}", field);
+  }
+  if (IsReservedJobName(job.name.value)) {
+    return Bad(job, "name", "is reserved: names under taskengine. belong to the server", field);
   }
   if (job.display_name.size() > kMaxText) {
     return Bad(job, "display_name", "is longer than 200 bytes", field);
@@ -225,6 +267,13 @@ Status CheckJobDefinition(const JobDefinition& job, const ServerConfig& config,
       return Bad(job, "accepted_schema_versions", "lists " + std::to_string(v) + " twice", field);
     }
   }
+  if (auto targets = ParseNotifyTargets(job.notify_targets); !targets.ok()) {
+    return Bad(job, "notify_targets", targets.status().message(), field);
+  } else {
+    TE_RETURN_IF_ERROR(CheckWebhookTargets(*targets, config, [&](const std::string& why) {
+      return Bad(job, "notify_targets", why, field);
+    }));
+  }
   if (job.handler == kCommandHandler) {
     TE_RETURN_IF_ERROR(CheckCommandConfig(job, config, field));
   }
@@ -261,6 +310,7 @@ std::vector<std::string> ServerOwnedConfigKeys(std::string_view handler) {
 
 Status CheckJobsAgainstHandlers(const ServerConfig& config) {
   TE_RETURN_IF_ERROR(CheckNamedSettings(config));
+  TE_RETURN_IF_ERROR(CheckNotifySettings(config));
   for (const JobDefinition& job : config.jobs) {
     std::string field;
     if (Status s = CheckJobDefinition(job, config, &field); !s.ok()) {
@@ -298,8 +348,24 @@ Result<std::unique_ptr<Engine>> OpenEngine(const ServerConfig& config, EngineMod
   HttpHandlerOptions http_options;
   http_options.targets = config.http_targets;
   TE_RETURN_IF_ERROR(engine->RegisterHandler(kHttpHandler, MakeHttpHandler(http_options)));
+  NotifyHandlerOptions notify_options;
+  notify_options.settings = config.notifications;
+  notify_options.http = http_options;
+  if (!config.notifications.smtp_password_env.empty()) {
+    if (const char* p = std::getenv(config.notifications.smtp_password_env.c_str())) {
+      notify_options.smtp_password = p;
+    }
+  }
+  notify_options.counters = &DeliveryCounters();
+  TE_RETURN_IF_ERROR(engine->RegisterHandler(std::string(kNotifyHandlerName),
+                                             MakeNotifyHandler(std::move(notify_options))));
   if (seed && !options.skip_seeding) {
     TE_RETURN_IF_ERROR(SeedJobs(StoreOf(*engine), config.jobs, engine->clock()->NowMillis()));
+  }
+  if (mode == EngineMode::kServe) {
+    // The server's own job (I6), defined by the node that runs its deliveries,
+    // always as this binary defines it.
+    TE_RETURN_IF_ERROR(StoreOf(*engine).UpsertJob(NotifyJobDefinition()));
   }
   if (mode == EngineMode::kServe) {
     Status s = engine->Start();

@@ -77,6 +77,14 @@ std::vector<std::string> ServerOwnedConfigKeys(std::string_view handler);
 // (or the table) when config.locations knows where the file defines it.
 Status CheckJobsAgainstHandlers(const ServerConfig& config);
 
+// [notifications] (I6): its ranges and shapes (ValidateNotifySettings), and
+// every webhook or slack target naming an [[http_target]] of the file.
+Status CheckNotifySettings(const ServerConfig& config);
+
+struct NotifyDeliveryCounters;  // handlers/notify_handler.h
+// The delivery counters of this process's notification handler (/metrics).
+const NotifyDeliveryCounters& NotifyDeliveryCountersOfProcess();
+
 struct OpenOptions {
   // kServe, kMigrate: do not seed config.jobs (`migrate --sync-jobs` applies
   // them itself). Default: false.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 
 #include "taskengine/types.h"
 
@@ -31,15 +32,43 @@ std::string FormatIdList(const std::vector<ExecutionId>& ids, std::size_t max) {
   return out;
 }
 
+namespace {
+
+// A non-negative decimal of at most 18 digits, or nullopt.
+std::optional<std::int64_t> ParseNonNegative(std::string_view item) {
+  if (item.empty() || item.size() > 18) return std::nullopt;
+  std::int64_t value = 0;
+  for (char c : item) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  return value;
+}
+
+}  // namespace
+
 std::vector<ExecutionId> ParseIdList(std::string_view text) {
   std::vector<ExecutionId> out;
   for (const std::string& item : SplitList(text)) {
-    std::int64_t value = 0;
-    bool ok = item.size() <= 18;
-    for (char c : item) ok = ok && c >= '0' && c <= '9';
-    if (!ok) continue;
-    for (char c : item) value = value * 10 + (c - '0');
-    if (value > 0) out.push_back(ExecutionId(value));
+    if (auto value = ParseNonNegative(item); value && *value > 0)
+      out.push_back(ExecutionId(*value));
+  }
+  return out;
+}
+
+std::string FormatMillisList(const std::vector<Millis>& values) {
+  std::string out;
+  for (Millis v : values) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(v);
+  }
+  return out;
+}
+
+std::vector<Millis> ParseMillisList(std::string_view text) {
+  std::vector<Millis> out;
+  for (const std::string& item : SplitList(text)) {
+    if (auto value = ParseNonNegative(item)) out.push_back(*value);
   }
   return out;
 }

@@ -14,6 +14,10 @@ namespace taskengine::storage_internal {
 // "3,1,2" <-> {3, 1, 2}; non-digits other than commas are ignored.
 std::vector<int> ParseIntList(std::string_view text);
 std::string FormatIntList(const std::vector<int>& values);
+// "1700000000000,1700000001000" <-> {1700000000000, 1700000001000}; items
+// that are not integers are dropped.
+std::string FormatMillisList(const std::vector<Millis>& values);
+std::vector<Millis> ParseMillisList(std::string_view text);
 // "42,7" <-> {42, 7}, at most `max` ids written; items that are not
 // positive integers are dropped.
 std::string FormatIdList(const std::vector<ExecutionId>& ids, std::size_t max);

@@ -166,6 +166,37 @@ struct PurgeReport {
   bool more = false;  // a kind had more than the batch: call again
 };
 
+// I6: an execution that ended failed, quarantined or partially_canceled
+// (EndsWithFailureNotice) and whose notification is not decided yet. The
+// store writes one in the transaction of the ending, so none is ever lost.
+struct NotifyPending {
+  ExecutionId execution;
+  JobName job;
+  Millis ended_at = 0;  // the store's time of the ending
+};
+
+// I6: what the notifier remembers of one job: when its notifications went
+// out (the rate limit's window) and the failures it suppressed since the last
+// one that went out.
+struct NotifyJobState {
+  JobName job;
+  std::vector<Millis> sent_at;  // ascending
+  std::int64_t suppressed = 0;
+  Millis suppressed_since = 0;  // ended_at of the oldest suppressed failure; 0 = none
+};
+
+struct NotifyOutbox {
+  std::vector<NotifyPending> pending;  // oldest first (by execution id)
+  std::vector<NotifyJobState> jobs;    // by job name
+};
+
+// One step of the notifier, written in one transaction.
+struct NotifyOutboxUpdate {
+  std::vector<NotifyPending> done;   // decided: removed from the outbox
+  std::vector<NotifyJobState> jobs;  // replaced; a state with no sent_at and nothing
+                                     // suppressed is deleted
+};
+
 // Which tenants a read covers (X2).
 struct TenantScope {
   // nullopt: every tenant and the global jobs. Otherwise only these tenants
@@ -452,6 +483,15 @@ class Store {
   // INCREMENTAL; 0 for older files, which `taskengine db:vacuum` converts).
   // PostgreSQL: 0 (autovacuum makes freed space reusable).
   virtual Result<std::int64_t> ReclaimSpace(int max_pages) = 0;
+
+  // --- failure notifications (I6) ---
+  // The outbox: at most `max_pending` pending failures (1..10000, oldest
+  // first) and every job's notifier state. kInvalidArgument for a bad limit.
+  virtual Result<NotifyOutbox> ReadNotifyOutbox(int max_pending) = 0;
+  // Removes the decided failures (those still there; one that ended again
+  // since — a replay failing anew — stays) and writes the job states, in one
+  // transaction.
+  virtual Status UpdateNotifyOutbox(const NotifyOutboxUpdate& update) = 0;
 
   // --- effect ledger (E1-E3) ---
   // Before a side effect: reserves `name` for the current claim. Answers (see

@@ -116,6 +116,8 @@ JobDefinition ReadJobRow(const Row& s) {
   j.catch_up_window_ms = s.Int(23);
   j.window_ms = s.Int(24);
   j.seed_digest = s.Text(25);
+  j.notify_on_failure = s.Int(26) != 0;
+  j.notify_targets = SplitList(s.TextView(27));
   return j;
 }
 
@@ -182,6 +184,23 @@ Tenant ReadTenantRow(const Row& s) {
   t.active = s.Int(2) != 0;
   t.created_at = s.Int(3);
   return t;
+}
+
+NotifyPending ReadNotifyPendingRow(const Row& r) {
+  NotifyPending p;
+  p.execution = ExecutionId(r.Int(0));
+  p.job = JobName(r.Text(1));
+  p.ended_at = r.Int(2);
+  return p;
+}
+
+NotifyJobState ReadNotifyStateRow(const Row& r) {
+  NotifyJobState j;
+  j.job = JobName(r.Text(0));
+  j.sent_at = ParseMillisList(r.TextView(1));
+  j.suppressed = r.Int(2);
+  j.suppressed_since = r.Int(3);
+  return j;
 }
 
 WorkerInfo ReadWorkerRow(const Row& s) {

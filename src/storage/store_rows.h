@@ -54,7 +54,8 @@ Execution ReadExecutionRow(const Row& r);
 // max_permanent_attempts, max_ambiguous_attempts,
 // max_consecutive_lease_expiries, lane_template, config_json, enabled,
 // created_at, updated_at, accepted_schema_versions,
-// max_unsupported_schema_attempts, catch_up, catch_up_window_ms, window_ms.
+// max_unsupported_schema_attempts, catch_up, catch_up_window_ms, window_ms,
+// seed_digest, notify_on_failure, notify_targets.
 JobDefinition ReadJobRow(const Row& r);
 
 // queue, max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts,
@@ -74,6 +75,10 @@ ApiToken ReadTokenRow(const Row& r);
 Session ReadSessionRow(const Row& r);
 // id, name, active, created_at.
 Tenant ReadTenantRow(const Row& r);
+// execution_id, job, ended_at.
+NotifyPending ReadNotifyPendingRow(const Row& r);
+// job, sent_at, suppressed, suppressed_since.
+NotifyJobState ReadNotifyStateRow(const Row& r);
 // The columns ReadWorkerRow reads (the same names on both backends).
 #define TE_WORKER_COLUMNS                                                       \
   "id, hostname, pid, state, current_execution, processed, failed, started_at," \

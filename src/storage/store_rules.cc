@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/canonical_json.h"
+#include "core/notify_target.h"
 #include "storage/execution_detail.h"
 #include "storage/list_codec.h"
 
@@ -51,6 +52,9 @@ Status ValidateJob(const JobDefinition& j) {
   }
   if (j.lane_template.size() > 200) {
     return InvalidArgument("job " + j.name.value + ": lane template longer than 200 bytes");
+  }
+  if (auto targets = ParseNotifyTargets(j.notify_targets); !targets.ok()) {
+    return InvalidArgument("job " + j.name.value + ": " + targets.status().message());
   }
   auto config = CanonicalizeJson(j.config_json);
   if (!config.ok()) {
@@ -255,6 +259,25 @@ HeartbeatReply HeartbeatReplyFor(const StateRow& row, Millis now) {
 bool EndsFailedAttempt(ExecutionStatus from, ExecutionStatus to) {
   return from == ExecutionStatus::kRunning && to != ExecutionStatus::kRunning &&
          to != ExecutionStatus::kSucceeded;
+}
+
+bool EndsWithFailureNotice(ExecutionStatus from, ExecutionStatus to) {
+  const bool failure = to == ExecutionStatus::kFailed || to == ExecutionStatus::kQuarantined ||
+                       to == ExecutionStatus::kPartiallyCanceled;
+  const bool told = from == ExecutionStatus::kFailed || from == ExecutionStatus::kQuarantined;
+  return failure && !told;
+}
+
+Status ValidateNotifyLimit(int max_pending) {
+  if (max_pending < 1 || max_pending > 10'000) {
+    return InvalidArgument("the outbox limit must be 1..10000 (got " + std::to_string(max_pending) +
+                           ")");
+  }
+  return Status::Ok();
+}
+
+bool IsEmptyNotifyState(const NotifyJobState& state) {
+  return state.sent_at.empty() && state.suppressed == 0;
 }
 
 bool HoldsLane(ExecutionStatus s) {

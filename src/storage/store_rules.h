@@ -95,6 +95,16 @@ HeartbeatReply HeartbeatReplyFor(const StateRow& row, Millis now);
 // A transition from `row`'s status to `to` ends a running attempt without
 // success: the attempt's history is written.
 bool EndsFailedAttempt(ExecutionStatus from, ExecutionStatus to);
+// I6: a transition from `from` to `to` ends an execution in a way its job's
+// notify targets are told about (failed, quarantined, partially_canceled),
+// unless it only closes out a failure that was already told (an operator
+// canceling a failed or quarantined execution).
+bool EndsWithFailureNotice(ExecutionStatus from, ExecutionStatus to);
+// ReadNotifyOutbox's limit: 1..10000.
+Status ValidateNotifyLimit(int max_pending);
+// A notifier state that says nothing (no notification in its window, nothing
+// suppressed): its row is deleted.
+bool IsEmptyNotifyState(const NotifyJobState& state);
 // O1: statuses that hold their lane (a failed or quarantined head blocks it).
 bool HoldsLane(ExecutionStatus status);
 // A lane whose head has this status is blocked.

@@ -60,6 +60,8 @@ Json JobToJson(const JobDefinition& job, const JobScheduleInfo& schedule) {
       {"window_ms", job.window_ms},
       {"config", job.config_json.empty() ? Json::object() : JsonText(job.config_json)},
       {"enabled", job.enabled},
+      {"notify_on_failure", job.notify_on_failure},
+      {"notify_targets", job.notify_targets},
       {"created_at", TimeOrNull(job.created_at)},
       {"updated_at", TimeOrNull(job.updated_at)},
       {"next_fire", schedule.next_fire ? TimeOrNull(*schedule.next_fire) : Json(nullptr)},

@@ -434,6 +434,19 @@ TEST_F(ApiEndpointsTest, BulkDispatchOneTransactionWithPerItemResults) {
   EXPECT_EQ(big.json()["items"].size(), 1000u);
 }
 
+TEST_F(ApiEndpointsTest, TheServersOwnJobsCannotBeDispatched) {
+  ClientResponse one = client_->Request(
+      "POST", "/api/v1/jobs/taskengine.notify/dispatch", kDispatcher,
+      R"({"payload": {"target": "email:x@example.com", "subject": "s", "text": "t"}})");
+  EXPECT_EQ(one.status, 400) << one.body;
+  EXPECT_NE(one.body.find("reserved"), std::string::npos) << one.body;
+  ClientResponse bulk = client_->Request(
+      "POST", "/api/v1/dispatch/bulk", kDispatcher,
+      R"({"items": [{"job": "echo"}, {"job": "taskengine.notify", "payload": {}}]})");
+  EXPECT_EQ(bulk.status, 400) << bulk.body;
+  EXPECT_NE(bulk.body.find("reserved"), std::string::npos) << bulk.body;
+}
+
 TEST_F(ApiEndpointsTest, DispatchInputErrors) {
   auto post = [&](const std::string& body) {
     return client_->Request("POST", "/api/v1/jobs/echo/dispatch", kDispatcher, body);

@@ -253,6 +253,8 @@ TEST_F(ApiWorkerTest, BadLeaseRequestsAre400AndClaimNothing) {
   bad.push_back(with("queues", many));
   bad.push_back(with("queues", {"Bad Queue"}));
   bad.push_back(with("queues", {"remote", "remote"}));
+  bad.push_back(with("queues", {"taskengine"}));  // the server's own deliveries
+  bad.push_back(with("queues", {"remote", "taskengine.x"}));
   bad.push_back(with("queues", "remote"));
   bad.push_back(with("max", 0));
   bad.push_back(with("max", 101));

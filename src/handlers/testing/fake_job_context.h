@@ -105,6 +105,12 @@ class FakeJobContext : public JobContext {
     MutexLock lock(mu_);
     effects_[name].earlier_claim = true;
   }
+  // Whether `name` is reserved and not committed (a retry would meet `ambiguous`).
+  bool HasOpenReservation(const std::string& name) const {
+    MutexLock lock(mu_);
+    auto it = effects_.find(name);
+    return it != effects_.end() && !it->second.committed;
+  }
   // name -> detail of committed effects.
   std::map<std::string, std::string> committed_effects() const {
     MutexLock lock(mu_);

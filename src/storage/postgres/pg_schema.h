@@ -753,6 +753,22 @@ END
 $$;
 
 )sql",
+    // Version 12: failure notifications (I6), as SQLite's version 13.
+    R"sql(
+ALTER TABLE job_definitions ADD COLUMN notify_on_failure INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE job_definitions ADD COLUMN notify_targets TEXT NOT NULL DEFAULT '';
+CREATE TABLE notify_outbox (
+  execution_id BIGINT PRIMARY KEY,
+  job TEXT NOT NULL,
+  ended_at BIGINT NOT NULL
+);
+CREATE TABLE notify_state (
+  job TEXT PRIMARY KEY,
+  sent_at TEXT NOT NULL,
+  suppressed BIGINT NOT NULL,
+  suppressed_since BIGINT NOT NULL
+);
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

@@ -73,6 +73,24 @@ constexpr const char* kSetPayloadLimit =
     " ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value"
     " WHERE settings.value <> EXCLUDED.value";
 
+// I6: the ending of execution $1 at $2 waits in the outbox for its
+// notification (a newer ending of the same execution replaces an older one).
+constexpr const char* kInsertNotifyPending =
+    "INSERT INTO notify_outbox (execution_id, job, ended_at) SELECT id, job, $2 FROM executions"
+    " WHERE id = $1 ON CONFLICT (execution_id) DO UPDATE SET job = excluded.job,"
+    " ended_at = excluded.ended_at";
+constexpr const char* kListNotifyPending =
+    "SELECT execution_id, job, ended_at FROM notify_outbox ORDER BY execution_id LIMIT $1";
+constexpr const char* kListNotifyState =
+    "SELECT job, sent_at, suppressed, suppressed_since FROM notify_state ORDER BY job";
+constexpr const char* kDeleteNotifyPending =
+    "DELETE FROM notify_outbox WHERE execution_id = $1 AND ended_at = $2";
+constexpr const char* kUpsertNotifyState =
+    "INSERT INTO notify_state (job, sent_at, suppressed, suppressed_since) VALUES ($1, $2, $3, $4)"
+    " ON CONFLICT (job) DO UPDATE SET sent_at = excluded.sent_at, suppressed = excluded.suppressed,"
+    " suppressed_since = excluded.suppressed_since";
+constexpr const char* kDeleteNotifyState = "DELETE FROM notify_state WHERE job = $1";
+
 constexpr const char* kApplyTransition =
     "UPDATE executions SET status = $2, run_at = $3, attempt = $4, consecutive_lease_expiries = $5,"
     " permanent_failures = $6, ambiguous_failures = $7, failure_class = $8, cancel_requested = $9,"
@@ -301,18 +319,20 @@ constexpr const char* kIsGranted =
   "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                       \
   "max_ambiguous_attempts, max_consecutive_lease_expiries, lane_template, config_json, enabled, " \
   "created_at, updated_at, accepted_schema_versions, max_unsupported_schema_attempts, catch_up, " \
-  "catch_up_window_ms, window_ms, seed_digest"
+  "catch_up_window_ms, window_ms, seed_digest, notify_on_failure, notify_targets"
 constexpr const char* kUpsertJob =
     "INSERT INTO job_definitions (" TE_PG_JOB_COLUMNS
     ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,"
-    " $19, $19, $20, $21, $22, $23, $24, $25) ON CONFLICT (name) DO UPDATE SET display_name = $2,"
+    " $19, $19, $20, $21, $22, $23, $24, $25, $26, $27) ON CONFLICT (name) DO UPDATE SET "
+    "display_name = $2,"
     " handler = $3, queue = $4, scope = $5, schedule = $6, timezone = $7, timeout_ms = $8,"
     " lease_ms = $9, max_attempts = $10, backoff_base_ms = $11, backoff_cap_ms = $12,"
     " max_permanent_attempts = $13, max_ambiguous_attempts = $14,"
     " max_consecutive_lease_expiries = $15, lane_template = $16, config_json = $17, enabled = $18,"
     " updated_at = GREATEST($19, job_definitions.updated_at + 1),"
     " accepted_schema_versions = $20, max_unsupported_schema_attempts = $21,"
-    " catch_up = $22, catch_up_window_ms = $23, window_ms = $24, seed_digest = $25";
+    " catch_up = $22, catch_up_window_ms = $23, window_ms = $24, seed_digest = $25,"
+    " notify_on_failure = $26, notify_targets = $27";
 constexpr const char* kJobVersion =
     "SELECT updated_at FROM job_definitions WHERE name = $1 FOR UPDATE";
 constexpr const char* kCountOpenOfJob =
@@ -628,6 +648,7 @@ class PostgresStore final : public ActionStore {
     p.Add(job.retry.max_unsupported_schema_attempts);
     p.Add(static_cast<int>(job.catch_up)).Add(job.catch_up_window_ms);
     p.Add(job.window_ms).Add(job.seed_digest);
+    p.Add(job.notify_on_failure ? 1 : 0).Add(JoinList(job.notify_targets));
     return tx.Q(kUpsertJob, p).status();
   }
 
@@ -964,6 +985,42 @@ class PostgresStore final : public ActionStore {
       SortBlockedFirst(out);
       return out;
     });
+  }
+
+  // --- failure notifications (I6) ---
+
+  Result<NotifyOutbox> ReadNotifyOutbox(int max_pending) override {
+    TE_RETURN_IF_ERROR(ValidateNotifyLimit(max_pending));
+    return ReadTx<NotifyOutbox>([&](Tx& tx) -> Result<NotifyOutbox> {
+      NotifyOutbox out;
+      TE_ASSIGN_OR_RETURN(PgResult p, tx.Q(kListNotifyPending, Params().Add(max_pending)));
+      for (int i = 0; i < p.rows(); ++i) out.pending.push_back(ReadNotifyPendingRow(PgRow(p, i)));
+      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListNotifyState, Params()));
+      for (int i = 0; i < s.rows(); ++i) out.jobs.push_back(ReadNotifyStateRow(PgRow(s, i)));
+      return out;
+    });
+  }
+
+  Status UpdateNotifyOutbox(const NotifyOutboxUpdate& update) override {
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+             for (const NotifyPending& p : update.done) {
+               TE_RETURN_IF_ERROR(
+                   tx.Q(kDeleteNotifyPending, Params().Add(p.execution.value).Add(p.ended_at))
+                       .status());
+             }
+             for (const NotifyJobState& j : update.jobs) {
+               if (IsEmptyNotifyState(j)) {
+                 TE_RETURN_IF_ERROR(tx.Q(kDeleteNotifyState, Params().Add(j.job.value)).status());
+                 continue;
+               }
+               Params p;
+               p.Add(j.job.value).Add(FormatMillisList(j.sent_at)).Add(j.suppressed);
+               p.Add(j.suppressed_since);
+               TE_RETURN_IF_ERROR(tx.Q(kUpsertNotifyState, p).status());
+             }
+             return true;
+           })
+        .status();
   }
 
   // --- tenants ---
@@ -1628,6 +1685,9 @@ class PostgresStore final : public ActionStore {
       a.Add(t.attempt < row.state.attempt ? 1 : 0);  // a release gives the attempt back
       a.Add(error ? *error : std::string_view());
       TE_RETURN_IF_ERROR(tx.Q(kInsertAttempt, a).status());
+    }
+    if (EndsWithFailureNotice(row.state.status, t.to)) {
+      TE_RETURN_IF_ERROR(tx.Q(kInsertNotifyPending, Params().Add(row.id.value).Add(now)).status());
     }
     if (LeavesLane(row, t.to)) {
       TE_RETURN_IF_ERROR(UnparkLane(tx, row.tenant, row.lane_key, now));

@@ -555,6 +555,8 @@ TEST(PgStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
                  "ALTER TABLE job_definitions DROP COLUMN seed_digest;"
                  "ALTER TABLE workers DROP COLUMN kind, DROP COLUMN threads, DROP COLUMN busy,"
                  " DROP COLUMN current_executions; DROP TABLE settings;"
+                 " ALTER TABLE job_definitions DROP COLUMN notify_on_failure,"
+                 " DROP COLUMN notify_targets; DROP TABLE notify_outbox; DROP TABLE notify_state;"
                  " DROP INDEX executions_lane_open; CREATE INDEX executions_lane_open ON executions"
                  " (lane_key, id) WHERE lane_key <> '' AND status IN (0, 1, 3, 4);"
                  " UPDATE executions SET lane_parked = 1 WHERE id = " +

@@ -335,6 +335,25 @@ CREATE INDEX executions_by_status ON executions(status, id);
 CREATE INDEX executions_by_queued_at ON executions(queued_at);
 CREATE INDEX executions_by_finished_at ON executions(finished_at) WHERE finished_at > 0;
 )sql",
+    // Version 13: failure notifications (I6). A job's notify targets; the
+    // outbox of endings still to be told (written in the transaction of the
+    // ending) and each job's notifier state (rate-limit window, suppressed
+    // failures).
+    R"sql(
+ALTER TABLE job_definitions ADD COLUMN notify_on_failure INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE job_definitions ADD COLUMN notify_targets TEXT NOT NULL DEFAULT '';
+CREATE TABLE notify_outbox (
+  execution_id INTEGER PRIMARY KEY,
+  job TEXT NOT NULL,
+  ended_at INTEGER NOT NULL
+) STRICT;
+CREATE TABLE notify_state (
+  job TEXT PRIMARY KEY,
+  sent_at TEXT NOT NULL,
+  suppressed INTEGER NOT NULL,
+  suppressed_since INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

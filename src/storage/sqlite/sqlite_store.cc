@@ -79,6 +79,24 @@ constexpr const char* kSelectState = "SELECT " TE_STATE_COLUMNS " FROM execution
 constexpr const char* kSelectExecution =
     "SELECT " TE_EXECUTION_COLUMNS " FROM executions WHERE id = ?1";
 
+// I6: the ending of execution ?1 at ?2 waits in the outbox for its
+// notification (a newer ending of the same execution replaces an older one).
+constexpr const char* kInsertNotifyPending =
+    "INSERT INTO notify_outbox (execution_id, job, ended_at) SELECT id, job, ?2 FROM executions"
+    " WHERE id = ?1 ON CONFLICT (execution_id) DO UPDATE SET job = excluded.job,"
+    " ended_at = excluded.ended_at";
+constexpr const char* kListNotifyPending =
+    "SELECT execution_id, job, ended_at FROM notify_outbox ORDER BY execution_id LIMIT ?1";
+constexpr const char* kListNotifyState =
+    "SELECT job, sent_at, suppressed, suppressed_since FROM notify_state ORDER BY job";
+constexpr const char* kDeleteNotifyPending =
+    "DELETE FROM notify_outbox WHERE execution_id = ?1 AND ended_at = ?2";
+constexpr const char* kUpsertNotifyState =
+    "INSERT INTO notify_state (job, sent_at, suppressed, suppressed_since) VALUES (?1, ?2, ?3, ?4)"
+    " ON CONFLICT (job) DO UPDATE SET sent_at = excluded.sent_at, suppressed = excluded.suppressed,"
+    " suppressed_since = excluded.suppressed_since";
+constexpr const char* kDeleteNotifyState = "DELETE FROM notify_state WHERE job = ?1";
+
 constexpr const char* kApplyTransition =
     "UPDATE executions SET status = ?2, run_at = ?3, attempt = ?4, consecutive_lease_expiries = ?5,"
     " permanent_failures = ?6, ambiguous_failures = ?7, failure_class = ?8, cancel_requested = ?9,"
@@ -250,18 +268,20 @@ constexpr const char* kIsGranted =
   "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                       \
   "max_ambiguous_attempts, max_consecutive_lease_expiries, lane_template, config_json, enabled, " \
   "created_at, updated_at, accepted_schema_versions, max_unsupported_schema_attempts, catch_up, " \
-  "catch_up_window_ms, window_ms, seed_digest"
+  "catch_up_window_ms, window_ms, seed_digest, notify_on_failure, notify_targets"
 constexpr const char* kUpsertJob =
     "INSERT INTO job_definitions (" TE_JOB_COLUMNS
     ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-    " ?19, ?19, ?20, ?21, ?22, ?23, ?24, ?25) ON CONFLICT(name) DO UPDATE SET display_name = ?2, "
+    " ?19, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27) ON CONFLICT(name) DO UPDATE SET "
+    "display_name = ?2, "
     "handler = ?3, queue = ?4,"
     " scope = ?5, schedule = ?6, timezone = ?7, timeout_ms = ?8, lease_ms = ?9, max_attempts = ?10,"
     " backoff_base_ms = ?11, backoff_cap_ms = ?12, max_permanent_attempts = ?13,"
     " max_ambiguous_attempts = ?14, max_consecutive_lease_expiries = ?15, lane_template = ?16,"
     " config_json = ?17, enabled = ?18, updated_at = MAX(?19, updated_at + 1),"
     " accepted_schema_versions = ?20, max_unsupported_schema_attempts = ?21, catch_up = ?22,"
-    " catch_up_window_ms = ?23, window_ms = ?24, seed_digest = ?25";
+    " catch_up_window_ms = ?23, window_ms = ?24, seed_digest = ?25,"
+    " notify_on_failure = ?26, notify_targets = ?27";
 constexpr const char* kJobVersion = "SELECT updated_at FROM job_definitions WHERE name = ?1";
 constexpr const char* kCountOpenOfJob =
     "SELECT COUNT(*) FROM executions WHERE job = ?1 AND status IN (0, 1)";
@@ -525,6 +545,7 @@ class SqliteStore final : public ActionStore {
     s.Bind(21, job.retry.max_unsupported_schema_attempts);
     s.Bind(22, static_cast<int>(job.catch_up)).Bind(23, job.catch_up_window_ms);
     s.Bind(24, job.window_ms).Bind(25, job.seed_digest);
+    s.Bind(26, job.notify_on_failure ? 1 : 0).Bind(27, JoinList(job.notify_targets));
     return s.Run();
   }
 
@@ -906,6 +927,55 @@ class SqliteStore final : public ActionStore {
       SortBlockedFirst(out);
       return out;
     });
+  }
+
+  // --- failure notifications (I6) ---
+
+  Result<NotifyOutbox> ReadNotifyOutbox(int max_pending) override {
+    TE_RETURN_IF_ERROR(ValidateNotifyLimit(max_pending));
+    return Read<NotifyOutbox>([&](Connection& c) -> Result<NotifyOutbox> {
+      NotifyOutbox out;
+      {
+        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListNotifyPending));
+        s.Bind(1, max_pending);
+        while (true) {
+          TE_ASSIGN_OR_RETURN(bool row, s.Step());
+          if (!row) break;
+          out.pending.push_back(ReadNotifyPendingRow(StmtRow(s)));
+        }
+      }
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListNotifyState));
+      while (true) {
+        TE_ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row) break;
+        out.jobs.push_back(ReadNotifyStateRow(StmtRow(s)));
+      }
+      return out;
+    });
+  }
+
+  Status UpdateNotifyOutbox(const NotifyOutboxUpdate& update) override {
+    return Write<bool>([&](Connection& c) -> Result<bool> {
+             for (const NotifyPending& p : update.done) {
+               TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kDeleteNotifyPending));
+               s.Bind(1, p.execution.value).Bind(2, p.ended_at);
+               TE_RETURN_IF_ERROR(s.Run());
+             }
+             for (const NotifyJobState& j : update.jobs) {
+               if (IsEmptyNotifyState(j)) {
+                 TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kDeleteNotifyState));
+                 s.Bind(1, j.job.value);
+                 TE_RETURN_IF_ERROR(s.Run());
+                 continue;
+               }
+               TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpsertNotifyState));
+               s.Bind(1, j.job.value).Bind(2, FormatMillisList(j.sent_at));
+               s.Bind(3, j.suppressed).Bind(4, j.suppressed_since);
+               TE_RETURN_IF_ERROR(s.Run());
+             }
+             return true;
+           })
+        .status();
   }
 
   // --- tenants ---
@@ -1431,6 +1501,11 @@ class SqliteStore final : public ActionStore {
       a.Bind(9, t.attempt < row.state.attempt ? 1 : 0);  // a release gives the attempt back
       a.Bind(10, error ? *error : std::string_view());
       TE_RETURN_IF_ERROR(a.Run());
+    }
+    if (EndsWithFailureNotice(row.state.status, t.to)) {
+      TE_ASSIGN_OR_RETURN(Stmt n, c.Prepare(kInsertNotifyPending));
+      n.Bind(1, row.id.value).Bind(2, now);
+      TE_RETURN_IF_ERROR(n.Run());
     }
     if (LeavesLane(row, t.to)) {
       TE_RETURN_IF_ERROR(UnparkLane(c, row.tenant, row.lane_key, now));

@@ -88,6 +88,14 @@ class FaultInjectingStore final : public Store {
     TE_RETURN_IF_ERROR(faults_->Enter("ReclaimSpace"));
     return inner_->ReclaimSpace(max_pages);
   }
+  Result<NotifyOutbox> ReadNotifyOutbox(int max_pending) override {
+    TE_RETURN_IF_ERROR(faults_->Enter("ReadNotifyOutbox"));
+    return inner_->ReadNotifyOutbox(max_pending);
+  }
+  Status UpdateNotifyOutbox(const NotifyOutboxUpdate& update) override {
+    TE_RETURN_IF_ERROR(faults_->Enter("UpdateNotifyOutbox"));
+    return inner_->UpdateNotifyOutbox(update);
+  }
   Result<EffectReply> ReserveEffect(const LeaseRef& lease, std::string_view name) override {
     TE_RETURN_IF_ERROR(faults_->Enter("ReserveEffect"));
     return inner_->ReserveEffect(lease, name);
@@ -284,6 +292,8 @@ const std::vector<std::string_view>& StoreMethodNames() {
                                                       "SweepExpired",
                                                       "Purge",
                                                       "ReclaimSpace",
+                                                      "ReadNotifyOutbox",
+                                                      "UpdateNotifyOutbox",
                                                       "ReserveEffect",
                                                       "CommitEffect",
                                                       "ReleaseEffect",
