@@ -32,6 +32,7 @@ describe('dashboard', () => {
   test('every page and asset without a session answers 401 with the login form', T, async () => {
     for (const target of ['/admin/tasks/', '/admin/tasks/executions', '/admin/tasks/executions/1',
                           '/admin/tasks/jobs', '/admin/tasks/quarantine', '/admin/a/tasks/',
+                          '/admin/tasks/lanes', '/admin/tasks/workers', '/admin/assets/lanes.js',
                           '/admin/assets/app.js', '/admin/assets/app.css', '/admin/assets/api.js']) {
       const r = await fetch(server.url + target, {redirect: 'manual'});
       assert.equal(r.status, 401, target);
@@ -221,6 +222,196 @@ describe('dashboard', () => {
       await page.waitForLoadState('networkidle');
       assert.deepEqual(await axeViolations(page), [], target);
     }
+    assert.deepEqual(page.pageErrors, []);
+    await page.context().close();
+  });
+});
+
+// --- Lanes and Workers ----------------------------------------------------------
+
+// Retries `check` (which throws on a mismatch) for up to `ms`: the page reads
+// the API again every 5 s, so a comparison may catch it between two reads.
+async function eventually(check, ms = 15000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      return await check();
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+      await new Promise((res) => setTimeout(res, 250));
+    }
+  }
+}
+
+// The cells of every row of the page's table, as text.
+async function rows(page) {
+  return page.locator('main table tbody tr').evaluateAll((trs) =>
+    trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent.trim())));
+}
+
+// The API as the page's user (session cookie; CSRF token on mutations).
+async function asUser(page, method, apiPath, body) {
+  return page.evaluate(async ({method, apiPath, body}) => {
+    const headers = {'Content-Type': 'application/json'};
+    if (method !== 'GET') {
+      headers['X-CSRF-Token'] = (await (await fetch('/api/v1/auth/session')).json()).csrf_token;
+    }
+    const r = await fetch('/api/v1' + apiPath, {method, headers,
+                                               body: body === undefined ? undefined : JSON.stringify(body)});
+    return {status: r.status, body: await r.json()};
+  }, {method, apiPath, body});
+}
+
+async function navPages(page) {
+  await page.locator('#nav a').first().waitFor();
+  return page.locator('#nav a').evaluateAll((as) => as.map((a) => a.dataset.page));
+}
+
+function laneCells(lane, global) {
+  const cells = [lane.lane, lane.blocked ? 'blocked' : 'flowing',
+                 lane.head === null ? '—' : '#' + lane.head, String(lane.queued), String(lane.running)];
+  return global ? [lane.tenant === null ? '(global jobs)' : lane.tenant, ...cells] : cells;
+}
+
+// The page's lane rows as the fields laneCells compares.
+function pageLaneCells(row, global) {
+  const at = global ? 1 : 0;
+  return [...(global ? [row[0]] : []), row[at], row[at + 1], row[at + 2].split(' ')[0],
+          row[at + 4], row[at + 5]];
+}
+
+describe('dashboard: lanes and workers', () => {
+  const blocked = {};  // lane key -> the id of its blocking head
+
+  before(async () => {
+    // A global lane whose key is hostile text, blocked by a quarantined head
+    // with a member waiting behind it; one blocked lane in each of tenants a and b.
+    blocked.hostile = await server.dispatch('hostile', {lane: XSS});
+    await server.waitFor(blocked.hostile, ['quarantined', 'failed']);
+    blocked.waiting = await server.dispatch('hostile', {lane: XSS});
+    blocked.a = await server.dispatch('store-fail', {tenant: 'a', lane: 'orders-a'});
+    blocked.b = await server.dispatch('store-fail', {tenant: 'b', lane: 'orders-b'});
+    await server.waitFor(blocked.a, ['failed', 'quarantined']);
+    await server.waitFor(blocked.b, ['failed', 'quarantined']);
+  });
+
+  test('lanes: blocked lanes first with the blocking execution linked, exactly the API\'s lanes', T, async () => {
+    const flowing = await server.dispatch('sleepy', {lane: 'slow-lane'});
+    await server.waitFor(flowing, ['running']);
+    const page = await newPage(browser, server);
+    try {
+      await logIn(page, 'admin');
+      await page.click('nav a[data-page=lanes]');
+      await page.locator('h1', {hasText: 'Lanes'}).waitFor();
+      const lanes = await eventually(async () => {
+        const api = (await server.api('GET', '/lanes?limit=200')).body.items;
+        assert.ok(api.some((l) => l.lane === 'slow-lane'), 'the flowing lane is listed');
+        assert.deepEqual((await rows(page)).map((r) => pageLaneCells(r, true)), api.map((l) => laneCells(l, true)));
+        return api;
+      });
+      // Blocked first: every blocked lane comes before every flowing one.
+      assert.equal(lanes[0].blocked, true);
+      const firstFlowing = lanes.findIndex((l) => !l.blocked);
+      assert.ok(firstFlowing > 0 && lanes.slice(firstFlowing).every((l) => !l.blocked), JSON.stringify(lanes));
+      const first = (await rows(page))[0];
+      assert.equal(first[2], 'blocked');
+      // The hostile lane: shown as text, its head linked, why it blocks, its error.
+      const row = page.locator('main tbody tr', {has: page.locator('code.lane-key', {hasText: XSS})});
+      assert.equal(await row.count(), 1);
+      assert.equal(await row.locator('code.lane-key').textContent(), XSS);
+      const head = row.locator(`a[href="/admin/tasks/executions/${blocked.hostile}"]`);
+      assert.equal(await head.textContent(), '#' + blocked.hostile);
+      const why = await row.locator('td').nth(4).textContent();
+      assert.match(why, /its head (is quarantined|failed): the later members wait until an operator replays or cancels it/);
+      const lane = lanes.find((l) => l.lane === XSS);
+      assert.equal(lane.head, Number(blocked.hostile));
+      assert.equal(lane.queued, 1, 'one member waits behind the head');
+      await head.click();
+      await page.locator('h1', {hasText: 'Execution #' + blocked.hostile}).waitFor();
+      await page.goBack();
+      await page.locator('#lanes-summary').waitFor();
+      assert.equal(await page.locator('main img').count(), 0);
+      assert.deepEqual(page.dialogs, []);
+      assert.deepEqual(await axeViolations(page), []);
+      // A tenant's view lists that tenant's lanes only.
+      await page.goto('/admin/a/tasks/lanes');
+      await eventually(async () => {
+        const api = (await server.api('GET', '/lanes?tenant=a&limit=200')).body.items;
+        assert.deepEqual(api.map((l) => l.lane), ['orders-a']);
+        assert.deepEqual((await rows(page)).map((r) => pageLaneCells(r, false)), api.map((l) => laneCells(l, false)));
+      });
+      assert.equal(await page.locator(`a[href="/admin/a/tasks/executions/${blocked.a}"]`).count(), 1);
+      assert.deepEqual(page.pageErrors, []);
+    } finally {
+      await page.context().close();
+      await server.api('POST', '/executions/' + flowing + '/cancel', {reason: 'lanes test done'});
+      await server.waitFor(flowing, ['canceled']);
+    }
+  });
+
+  test('workers: the serve pool and a remote worker with their state, exactly the API\'s workers', T, async () => {
+    const name = server.startRemoteWorker('browser-remote');
+    const remote = await eventually(async () => {
+      const w = (await server.api('GET', '/workers')).body.items.find((i) => i.name === name);
+      assert.ok(w && w.state === 'idle', JSON.stringify(w));
+      return w;
+    }, 20000);
+    const page = await newPage(browser, server);
+    await logIn(page, 'admin');
+    await page.click('nav a[data-page=workers]');
+    await page.locator('#workers-summary').waitFor();
+    const cellsOf = (w) => [w.kind, w.state, w.host ?? '—', w.pid === null ? '—' : String(w.pid),
+                            w.concurrency === null ? '—' : String(w.concurrency), String(w.busy),
+                            String(w.processed), String(w.failed)];
+    await eventually(async () => {
+      const api = (await server.api('GET', '/workers')).body.items;
+      const shown = await rows(page);
+      assert.equal(shown.length, api.length);
+      for (const w of api) {
+        const row = shown.find((r) => r[0] === w.id + (w.name ? w.name : ''));
+        assert.ok(row, 'a row for ' + w.id);
+        assert.deepEqual(row.slice(1, 9), cellsOf(w), w.id);
+      }
+    });
+    const pool = (await server.api('GET', '/workers')).body.items.find((w) => w.kind === 'pool' &&
+                                                                            w.state !== 'stopped');
+    assert.ok(pool && ['idle', 'busy'].includes(pool.state), JSON.stringify(pool));
+    assert.equal(pool.concurrency, 3);
+    const remoteRow = page.locator('main tbody tr', {has: page.locator('code', {hasText: remote.id})});
+    assert.equal(await remoteRow.locator('td').nth(1).textContent(), 'remote');
+    assert.equal(await remoteRow.locator('td').nth(2).textContent(), 'idle');
+    assert.equal(await remoteRow.locator('td').nth(5).textContent(), '2');
+    assert.deepEqual(await axeViolations(page), []);
+    assert.deepEqual(page.pageErrors, []);
+    await page.context().close();
+  });
+
+  test('a tenant user sees only its tenant\'s lanes and workers without other tenants\' figures', T, async () => {
+    const page = await newPage(browser, server);
+    await logIn(page, 'alice');
+    assert.deepEqual(await navPages(page), ['', 'executions', 'jobs', 'quarantine', 'lanes', 'workers']);
+    await page.click('nav a[data-page=lanes]');
+    await page.locator('#lanes-summary').waitFor();
+    await eventually(async () => {
+      const mine = (await asUser(page, 'GET', '/lanes')).body.items;
+      assert.deepEqual(mine.map((l) => [l.tenant, l.lane]), [['a', 'orders-a']]);
+      assert.deepEqual((await rows(page)).map((r) => pageLaneCells(r, false)), mine.map((l) => laneCells(l, false)));
+    });
+    assert.equal(await page.locator('text=orders-b').count(), 0);
+    assert.equal(await page.locator('code.lane-key', {hasText: XSS}).count(), 0);
+    assert.equal((await asUser(page, 'GET', '/lanes?tenant=b')).status, 403);
+    assert.deepEqual(await axeViolations(page), []);
+    // Workers: every worker, without the figures about other tenants' work.
+    await page.goto('/admin/a/tasks/workers');
+    await page.locator('#workers-summary').waitFor();
+    await eventually(async () => {
+      const api = (await asUser(page, 'GET', '/workers')).body.items;
+      const shown = await rows(page);
+      assert.equal(shown.length, api.length);
+      assert.ok(api.every((w) => w.processed === null && w.failed === null));
+      assert.ok(shown.every((r) => r[7] === '—' && r[8] === '—'), JSON.stringify(shown));
+    });
+    assert.deepEqual(await axeViolations(page), []);
     assert.deepEqual(page.pageErrors, []);
     await page.context().close();
   });
