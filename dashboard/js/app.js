@@ -4,11 +4,13 @@
 import * as api from './api.js';
 import {fill, h} from './dom.js';
 import * as live from './live.js';
+import {audit} from './audit.js';
 import {executionDetail, executionList} from './executions.js';
 import {jobs} from './jobs.js';
 import {lanes} from './lanes.js';
 import {overview} from './overview.js';
 import {quarantine} from './quarantine.js';
+import {tenants} from './tenants.js';
 import {workers} from './workers.js';
 
 // Every page; `may(ctx)` says whether the user may use it, exactly as the API
@@ -22,6 +24,10 @@ const PAGES = [
   {path: 'quarantine', title: 'Quarantine', render: quarantine, may: everyone},
   {path: 'lanes', title: 'Lanes', render: lanes, may: everyone},
   {path: 'workers', title: 'Workers', render: workers, may: everyone},
+  // GET /api/v1/audit needs admin scope and every tenant: the global view only.
+  {path: 'audit', title: 'Audit log', render: audit,
+   may: (ctx) => ctx.can('admin') && ctx.allTenants && ctx.tenant === null},
+  {path: 'tenants', title: 'Tenants', render: tenants, may: everyone},
 ];
 
 function scopeOf(pathname) {

@@ -29,7 +29,7 @@ export function requirements() {
   }
 }
 
-export const PASSWORDS = {admin: 'pw-admin-1', alice: 'pw-alice-1'};
+export const PASSWORDS = {admin: 'pw-admin-1', alice: 'pw-alice-1', victor: 'pw-victor-1'};
 export const XSS = '<img src=x onerror=alert(1)>';
 
 const CONFIG = `
@@ -90,6 +90,11 @@ handler = "command"
 scope = "per_tenant"
 max_attempts = 1
 config = { argv = ["/bin/sh", "-c", "echo 'store sync refused' >&2; exit 1"] }
+
+[[job]]
+name = "audited"
+handler = "command"
+config = { argv = ["/bin/true"] }
 `;
 
 export class Server {
@@ -119,6 +124,7 @@ export class Server {
     this.te(['user:add', 'admin', '--role=admin', '--password-stdin'], PASSWORDS.admin + '\n');
     this.te(['user:add', 'alice', '--role=operator', '--tenant=a', '--password-stdin'],
             PASSWORDS.alice + '\n');
+    this.te(['user:add', 'victor', '--role=viewer', '--password-stdin'], PASSWORDS.victor + '\n');
     this.token = JSON.parse(this.te(['token:create', '--name', 'tests', '--scopes=admin', '--json'])).secret;
     this.child = spawn(process.env.TASKENGINE_BIN, ['--config', this.config, '--db', this.db, 'serve'],
                        {cwd: this.dir, env: {...process.env, TASKENGINE_HTTP_PORT: '0'},
