@@ -4,16 +4,30 @@
 import * as api from './api.js';
 import {fill, h} from './dom.js';
 import * as live from './live.js';
+import {audit} from './audit.js';
 import {executionDetail, executionList} from './executions.js';
 import {jobs} from './jobs.js';
+import {lanes} from './lanes.js';
 import {overview} from './overview.js';
 import {quarantine} from './quarantine.js';
+import {tenants} from './tenants.js';
+import {workers} from './workers.js';
 
+// Every page; `may(ctx)` says whether the user may use it, exactly as the API
+// decides (a page the user may not use is neither in the navigation nor
+// reachable: its address shows the not-found page).
+const everyone = () => true;
 const PAGES = [
-  {path: '', title: 'Overview', render: overview},
-  {path: 'executions', title: 'Executions', render: executionList},
-  {path: 'jobs', title: 'Jobs', render: jobs},
-  {path: 'quarantine', title: 'Quarantine', render: quarantine},
+  {path: '', title: 'Overview', render: overview, may: everyone},
+  {path: 'executions', title: 'Executions', render: executionList, may: everyone},
+  {path: 'jobs', title: 'Jobs', render: jobs, may: everyone},
+  {path: 'quarantine', title: 'Quarantine', render: quarantine, may: everyone},
+  {path: 'lanes', title: 'Lanes', render: lanes, may: everyone},
+  {path: 'workers', title: 'Workers', render: workers, may: everyone},
+  // GET /api/v1/audit needs admin scope and every tenant: the global view only.
+  {path: 'audit', title: 'Audit log', render: audit,
+   may: (ctx) => ctx.can('admin') && ctx.allTenants && ctx.tenant === null},
+  {path: 'tenants', title: 'Tenants', render: tenants, may: everyone},
 ];
 
 function scopeOf(pathname) {
@@ -34,6 +48,7 @@ function makeContext(session) {
     tenant,
     base,
     session,
+    allTenants: Boolean(session.all_tenants),
     main: document.getElementById('main'),
     can: (scope) => held.has(scope),
     link: (path) => base + '/' + path,
@@ -66,7 +81,7 @@ function route() {
     page = {path: 'executions', title: 'Execution ' + path[1], render: executionDetail};
     params = {id: path[1]};
   } else if (path.length === 1) {
-    page = PAGES.find((p) => p.path === path[0]) || null;
+    page = PAGES.find((p) => p.path === path[0] && p.may(ctx)) || null;
   }
   for (const a of document.querySelectorAll('#nav a')) {
     const current = page && a.dataset.page === page.path;
@@ -94,7 +109,7 @@ async function start() {
   }
   ctx = makeContext(session);
   fill(document.getElementById('nav'),
-       h('ul', {}, PAGES.map((p) =>
+       h('ul', {}, PAGES.filter((p) => p.may(ctx)).map((p) =>
          h('li', {}, h('a', {href: ctx.link(p.path), 'data-nav': '', 'data-page': p.path}, p.title)))));
   fill(document.getElementById('who'), session.name,
        ' · ', ctx.tenant ? 'tenant ' + ctx.tenant : 'all tenants');

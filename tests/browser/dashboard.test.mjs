@@ -1,7 +1,8 @@
 // The dashboard in a real browser (Debian chromium via playwright-core)
 // against a real `taskengine serve`: login, the overview's figures against
 // GET /api/v1/stats, run now from the Jobs page, cancel, replay from the
-// quarantine, hostile text shown as text, CSRF, tenant isolation, 401
+// quarantine, the Lanes, Workers, Audit log and Tenants pages against their
+// API routes, hostile text shown as text, CSRF, tenant isolation, 401
 // without a session, and axe-core on every page. Run by ctest (label
 // browser); see docs/dashboard.md.
 import assert from 'node:assert/strict';
@@ -32,7 +33,8 @@ describe('dashboard', () => {
   test('every page and asset without a session answers 401 with the login form', T, async () => {
     for (const target of ['/admin/tasks/', '/admin/tasks/executions', '/admin/tasks/executions/1',
                           '/admin/tasks/jobs', '/admin/tasks/quarantine', '/admin/a/tasks/',
-                          '/admin/assets/app.js', '/admin/assets/app.css', '/admin/assets/api.js']) {
+                          '/admin/tasks/lanes', '/admin/tasks/workers', '/admin/tasks/audit',
+                          '/admin/tasks/tenants', '/admin/assets/lanes.js', '/admin/assets/app.js', '/admin/assets/app.css', '/admin/assets/api.js']) {
       const r = await fetch(server.url + target, {redirect: 'manual'});
       assert.equal(r.status, 401, target);
       assert.match(await r.text(), /<form method="post" action="\/login">/, target);
@@ -221,6 +223,355 @@ describe('dashboard', () => {
       await page.waitForLoadState('networkidle');
       assert.deepEqual(await axeViolations(page), [], target);
     }
+    assert.deepEqual(page.pageErrors, []);
+    await page.context().close();
+  });
+});
+
+// --- Lanes, Workers, Audit log, Tenants ----------------------------------------------------------
+
+// Retries `check` (which throws on a mismatch) for up to `ms`: the page reads
+// the API again every 5 s, so a comparison may catch it between two reads.
+async function eventually(check, ms = 15000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      return await check();
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+      await new Promise((res) => setTimeout(res, 250));
+    }
+  }
+}
+
+// The cells of every row of the page's table, as text.
+async function rows(page) {
+  return page.locator('main table tbody tr').evaluateAll((trs) =>
+    trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent.trim())));
+}
+
+// The API as the page's user (session cookie; CSRF token on mutations).
+async function asUser(page, method, apiPath, body) {
+  return page.evaluate(async ({method, apiPath, body}) => {
+    const headers = {'Content-Type': 'application/json'};
+    if (method !== 'GET') {
+      headers['X-CSRF-Token'] = (await (await fetch('/api/v1/auth/session')).json()).csrf_token;
+    }
+    const r = await fetch('/api/v1' + apiPath, {method, headers,
+                                               body: body === undefined ? undefined : JSON.stringify(body)});
+    return {status: r.status, body: await r.json()};
+  }, {method, apiPath, body});
+}
+
+async function navPages(page) {
+  await page.locator('#nav a').first().waitFor();
+  return page.locator('#nav a').evaluateAll((as) => as.map((a) => a.dataset.page));
+}
+
+// Records the states the page's action status goes through.
+async function watchActionStates(page) {
+  await page.evaluate(() => {
+    const el = document.querySelector('.action-status');
+    window.actionStates = [];
+    new MutationObserver(() => {
+      const states = window.actionStates;
+      if (states[states.length - 1] !== el.dataset.state) states.push(el.dataset.state);
+    }).observe(el, {attributes: true, attributeFilter: ['data-state']});
+  });
+}
+
+async function confirmedStates(page) {
+  await page.waitForFunction(() => document.querySelector('.action-status').dataset.state === 'confirmed',
+                             null, {timeout: 30000});
+  return page.evaluate(() => window.actionStates);
+}
+
+function laneCells(lane, global) {
+  const cells = [lane.lane, lane.blocked ? 'blocked' : 'flowing',
+                 lane.head === null ? '—' : '#' + lane.head, String(lane.queued), String(lane.running)];
+  return global ? [lane.tenant === null ? '(global jobs)' : lane.tenant, ...cells] : cells;
+}
+
+// The page's lane rows as the fields laneCells compares.
+function pageLaneCells(row, global) {
+  const at = global ? 1 : 0;
+  return [...(global ? [row[0]] : []), row[at], row[at + 1], row[at + 2].split(' ')[0],
+          row[at + 4], row[at + 5]];
+}
+
+describe('dashboard: lanes, workers, audit log, tenants', () => {
+  const blocked = {};  // lane key -> the id of its blocking head
+
+  before(async () => {
+    // A global lane whose key is hostile text, blocked by a quarantined head
+    // with a member waiting behind it; one blocked lane in each of tenants a and b.
+    blocked.hostile = await server.dispatch('hostile', {lane: XSS});
+    await server.waitFor(blocked.hostile, ['quarantined', 'failed']);
+    blocked.waiting = await server.dispatch('hostile', {lane: XSS});
+    blocked.a = await server.dispatch('store-fail', {tenant: 'a', lane: 'orders-a'});
+    blocked.b = await server.dispatch('store-fail', {tenant: 'b', lane: 'orders-b'});
+    await server.waitFor(blocked.a, ['failed', 'quarantined']);
+    await server.waitFor(blocked.b, ['failed', 'quarantined']);
+  });
+
+  test('lanes: blocked lanes first with the blocking execution linked, exactly the API\'s lanes', T, async () => {
+    const flowing = await server.dispatch('sleepy', {lane: 'slow-lane'});
+    await server.waitFor(flowing, ['running']);
+    const page = await newPage(browser, server);
+    try {
+      await logIn(page, 'admin');
+      await page.click('nav a[data-page=lanes]');
+      await page.locator('h1', {hasText: 'Lanes'}).waitFor();
+      const lanes = await eventually(async () => {
+        const api = (await server.api('GET', '/lanes?limit=200')).body.items;
+        assert.ok(api.some((l) => l.lane === 'slow-lane'), 'the flowing lane is listed');
+        assert.deepEqual((await rows(page)).map((r) => pageLaneCells(r, true)), api.map((l) => laneCells(l, true)));
+        return api;
+      });
+      // Blocked first: every blocked lane comes before every flowing one.
+      assert.equal(lanes[0].blocked, true);
+      const firstFlowing = lanes.findIndex((l) => !l.blocked);
+      assert.ok(firstFlowing > 0 && lanes.slice(firstFlowing).every((l) => !l.blocked), JSON.stringify(lanes));
+      const first = (await rows(page))[0];
+      assert.equal(first[2], 'blocked');
+      // The hostile lane: shown as text, its head linked, why it blocks, its error.
+      const row = page.locator('main tbody tr', {has: page.locator('code.lane-key', {hasText: XSS})});
+      assert.equal(await row.count(), 1);
+      assert.equal(await row.locator('code.lane-key').textContent(), XSS);
+      const head = row.locator(`a[href="/admin/tasks/executions/${blocked.hostile}"]`);
+      assert.equal(await head.textContent(), '#' + blocked.hostile);
+      const why = await row.locator('td').nth(4).textContent();
+      assert.match(why, /its head (is quarantined|failed): the later members wait until an operator replays or cancels it/);
+      const lane = lanes.find((l) => l.lane === XSS);
+      assert.equal(lane.head, Number(blocked.hostile));
+      assert.equal(lane.queued, 1, 'one member waits behind the head');
+      await head.click();
+      await page.locator('h1', {hasText: 'Execution #' + blocked.hostile}).waitFor();
+      await page.goBack();
+      await page.locator('#lanes-summary').waitFor();
+      assert.equal(await page.locator('main img').count(), 0);
+      assert.deepEqual(page.dialogs, []);
+      assert.deepEqual(await axeViolations(page), []);
+      // A tenant's view lists that tenant's lanes only.
+      await page.goto('/admin/a/tasks/lanes');
+      await eventually(async () => {
+        const api = (await server.api('GET', '/lanes?tenant=a&limit=200')).body.items;
+        assert.deepEqual(api.map((l) => l.lane), ['orders-a']);
+        assert.deepEqual((await rows(page)).map((r) => pageLaneCells(r, false)), api.map((l) => laneCells(l, false)));
+      });
+      assert.equal(await page.locator(`a[href="/admin/a/tasks/executions/${blocked.a}"]`).count(), 1);
+      assert.deepEqual(page.pageErrors, []);
+    } finally {
+      await page.context().close();
+      await server.api('POST', '/executions/' + flowing + '/cancel', {reason: 'lanes test done'});
+      await server.waitFor(flowing, ['canceled']);
+    }
+  });
+
+  test('workers: the serve pool and a remote worker with their state, exactly the API\'s workers', T, async () => {
+    const name = server.startRemoteWorker('browser-remote');
+    const remote = await eventually(async () => {
+      const w = (await server.api('GET', '/workers')).body.items.find((i) => i.name === name);
+      assert.ok(w && w.state === 'idle', JSON.stringify(w));
+      return w;
+    }, 20000);
+    const page = await newPage(browser, server);
+    await logIn(page, 'admin');
+    await page.click('nav a[data-page=workers]');
+    await page.locator('#workers-summary').waitFor();
+    const cellsOf = (w) => [w.kind, w.state, w.host ?? '—', w.pid === null ? '—' : String(w.pid),
+                            w.concurrency === null ? '—' : String(w.concurrency), String(w.busy),
+                            String(w.processed), String(w.failed)];
+    await eventually(async () => {
+      const api = (await server.api('GET', '/workers')).body.items;
+      const shown = await rows(page);
+      assert.equal(shown.length, api.length);
+      for (const w of api) {
+        const row = shown.find((r) => r[0] === w.id + (w.name ? w.name : ''));
+        assert.ok(row, 'a row for ' + w.id);
+        assert.deepEqual(row.slice(1, 9), cellsOf(w), w.id);
+      }
+    });
+    const pool = (await server.api('GET', '/workers')).body.items.find((w) => w.kind === 'pool' &&
+                                                                            w.state !== 'stopped');
+    assert.ok(pool && ['idle', 'busy'].includes(pool.state), JSON.stringify(pool));
+    assert.equal(pool.concurrency, 3);
+    const remoteRow = page.locator('main tbody tr', {has: page.locator('code', {hasText: remote.id})});
+    assert.equal(await remoteRow.locator('td').nth(1).textContent(), 'remote');
+    assert.equal(await remoteRow.locator('td').nth(2).textContent(), 'idle');
+    assert.equal(await remoteRow.locator('td').nth(5).textContent(), '2');
+    assert.deepEqual(await axeViolations(page), []);
+    assert.deepEqual(page.pageErrors, []);
+    await page.context().close();
+  });
+
+  test('audit log: newest first, before/after as text, the target filter narrows, pages', T, async () => {
+    // More than a page of records, then the action of this test on top.
+    for (let i = 0; i < 55; ++i) {
+      assert.equal((await server.api('POST', '/tenants', {id: 'b', reason: 'audit page ' + i})).status, 200);
+    }
+    const disabled = await server.api('POST', '/jobs/audited/disable', {reason: XSS});
+    assert.equal(disabled.status, 200);
+    const page = await newPage(browser, server);
+    try {
+      await logIn(page, 'admin');
+      await page.click('nav a[data-page=audit]');
+      await page.locator('h1', {hasText: 'Audit log'}).waitFor();
+      const cellsOf = (a) => [a.actor, a.tenant ?? '—', a.action, a.reason ?? '',
+                              a.before === null ? '—' : JSON.stringify(a.before),
+                              a.after === null ? '—' : JSON.stringify(a.after)];
+      const pageCells = (r) => [r[1], r[2], r[3], r[5], r[6], r[7]];
+      const all = await eventually(async () => {
+        const api = (await server.api('GET', '/audit?limit=50')).body;
+        assert.deepEqual((await rows(page)).map(pageCells), api.items.map(cellsOf));
+        return api;
+      });
+      const top = (await rows(page))[0];
+      assert.deepEqual([top[3], top[4], top[5], top[6], top[7]],
+                       ['job.disable', 'job:audited', XSS, '{"enabled":true}', '{"enabled":false}']);
+      assert.equal(await page.locator('main tbody tr').first().locator('.audit-reason').textContent(), XSS);
+      assert.equal(await page.locator('main img').count(), 0);
+      // Older: the next page is the API's next page.
+      assert.ok(all.next_cursor, 'more than one page');
+      await page.click('a:has-text("Older →")');
+      await page.waitForURL(/cursor=/);
+      await eventually(async () => {
+        const next = (await server.api('GET', '/audit?limit=50&cursor=' + all.next_cursor)).body;
+        assert.deepEqual((await rows(page)).map(pageCells), next.items.map(cellsOf));
+      });
+      await page.click('a:has-text("← Newest")');
+      await page.waitForURL((u) => !u.search.includes('cursor'));
+      // The target filter narrows to that target's records.
+      await page.fill('#f-target', 'job:audited');
+      await page.click('form[role=search] button[type=submit]');
+      await page.waitForURL(/target=job%3Aaudited/);
+      await eventually(async () => {
+        const api = (await server.api('GET', '/audit?target=job%3Aaudited&limit=50')).body.items;
+        assert.ok(api.length >= 1);
+        const shown = await rows(page);
+        assert.deepEqual(shown.map(pageCells), api.map(cellsOf));
+        assert.ok(shown.every((r) => r[4] === 'job:audited'), JSON.stringify(shown));
+      });
+      // A new action shows up at the top without a reload.
+      assert.equal((await server.api('POST', '/jobs/audited/enable', {reason: 'back on'})).status, 200);
+      await page.locator('main tbody tr').first().locator('td', {hasText: 'job.enable'}).waitFor({timeout: 15000});
+      assert.deepEqual(page.dialogs, []);
+      assert.deepEqual(await axeViolations(page), []);
+      assert.deepEqual(page.pageErrors, []);
+    } finally {
+      await page.context().close();
+      await server.api('POST', '/jobs/audited/enable', {reason: 'audit test done'});
+    }
+  });
+
+  test('tenants: an admin adds a tenant and disables it, accepted then confirmed', T, async () => {
+    const page = await newPage(browser, server);
+    await logIn(page, 'admin');
+    await page.click('nav a[data-page=tenants]');
+    await page.locator('#tenants-h').waitFor();
+    const cellsOf = (t) => [t.id, t.name || '—', t.active ? 'yes' : 'disabled'];
+    await eventually(async () => {
+      const api = (await server.api('GET', '/tenants')).body.items;
+      assert.deepEqual((await rows(page)).map((r) => r.slice(0, 3)), api.map(cellsOf));
+    });
+    // Bad input: a clear message, nothing sent.
+    await page.fill('#tenant-id', 'Not A Tenant!');
+    await page.click('button:has-text("Add tenant")');
+    assert.match(await page.locator('.action-status').textContent(), /must match/);
+    await page.fill('#tenant-id', 'b');
+    await page.click('button:has-text("Add tenant")');
+    await page.locator('.action-status', {hasText: 'Tenant b already exists.'}).waitFor();
+    // Add.
+    await watchActionStates(page);
+    await page.fill('#tenant-id', 'c-shop');
+    await page.fill('#tenant-name', 'C Shop');
+    await page.fill('#tenant-add-reason', 'new customer');
+    await page.click('button:has-text("Add tenant")');
+    assert.deepEqual(await confirmedStates(page), ['sending', 'accepted', 'confirmed']);
+    assert.match(await page.locator('.action-status').textContent(), /tenant c-shop exists and is active/);
+    const added = (await server.api('GET', '/tenants/c-shop')).body;
+    assert.deepEqual([added.name, added.active], ['C Shop', true]);
+    const row = page.locator('main tbody tr', {has: page.locator('a[href="/admin/c-shop/tasks/"]')});
+    await row.waitFor();
+    // Disable, with a reason for the audit log.
+    await watchActionStates(page);
+    await page.fill('#tenant-reason', 'shop closed');
+    await row.locator('button[aria-label="Disable tenant c-shop"]').click();
+    assert.deepEqual(await confirmedStates(page), ['sending', 'accepted', 'confirmed']);
+    assert.equal((await server.api('GET', '/tenants/c-shop')).body.active, false);
+    await row.locator('td', {hasText: 'disabled'}).waitFor();
+    const audit = (await server.api('GET', '/audit?target=tenant%3Ac-shop')).body.items;
+    assert.deepEqual(audit.map((a) => [a.actor, a.action, a.reason]),
+                     [['admin', 'tenant.update', 'shop closed'], ['admin', 'tenant.create', 'new customer']]);
+    assert.deepEqual([audit[0].before.active, audit[0].after.active], [true, false]);
+    assert.deepEqual(await axeViolations(page), []);
+    assert.deepEqual(page.pageErrors, []);
+    await page.context().close();
+  });
+
+  test('a non-admin sees no tenant controls and no audit log, and the API refuses them', T, async () => {
+    const page = await newPage(browser, server);
+    await logIn(page, 'victor');
+    assert.match(page.url(), /\/admin\/tasks\/$/);
+    assert.deepEqual(await navPages(page), ['', 'executions', 'jobs', 'quarantine', 'lanes', 'workers', 'tenants']);
+    await page.click('nav a[data-page=tenants]');
+    await page.locator('#tenants-h').waitFor();
+    await page.locator('main tbody tr').first().waitFor();
+    assert.equal(await page.locator('#tenant-id').count(), 0);
+    assert.equal(await page.locator('main button').count(), 0);
+    const refused = await asUser(page, 'POST', '/tenants', {id: 'victor-shop'});
+    assert.equal(refused.status, 403);
+    assert.equal((await server.api('GET', '/tenants/victor-shop')).status, 404, 'nothing changed');
+    assert.equal((await asUser(page, 'POST', '/tenants', {id: 'b', active: false})).status, 403);
+    assert.equal((await server.api('GET', '/tenants/b')).body.active, true);
+    await page.goto('/admin/tasks/audit');
+    await page.locator('h1', {hasText: 'Not found'}).waitFor();
+    assert.equal((await asUser(page, 'GET', '/audit')).status, 403);
+    await page.context().close();
+  });
+
+  test('a tenant user sees only its tenant\'s lanes, no audit log and no tenant controls', T, async () => {
+    const page = await newPage(browser, server);
+    await logIn(page, 'alice');
+    assert.deepEqual(await navPages(page), ['', 'executions', 'jobs', 'quarantine', 'lanes', 'workers', 'tenants']);
+    await page.click('nav a[data-page=lanes]');
+    await page.locator('#lanes-summary').waitFor();
+    await eventually(async () => {
+      const mine = (await asUser(page, 'GET', '/lanes')).body.items;
+      assert.deepEqual(mine.map((l) => [l.tenant, l.lane]), [['a', 'orders-a']]);
+      assert.deepEqual((await rows(page)).map((r) => pageLaneCells(r, false)), mine.map((l) => laneCells(l, false)));
+    });
+    assert.equal(await page.locator('text=orders-b').count(), 0);
+    assert.equal(await page.locator('code.lane-key', {hasText: XSS}).count(), 0);
+    assert.equal((await asUser(page, 'GET', '/lanes?tenant=b')).status, 403);
+    assert.deepEqual(await axeViolations(page), []);
+    // The audit log needs every tenant: not offered, not reachable, refused by the API.
+    await page.goto('/admin/a/tasks/audit');
+    await page.locator('h1', {hasText: 'Not found'}).waitFor();
+    assert.equal((await asUser(page, 'GET', '/audit')).status, 403);
+    // Tenants: its own, no controls; the API refuses a change.
+    await page.goto('/admin/a/tasks/tenants');
+    await page.locator('#tenants-h').waitFor();
+    await eventually(async () => {
+      const mine = (await asUser(page, 'GET', '/tenants')).body.items;
+      assert.deepEqual(mine.map((t) => t.id), ['a']);
+      assert.deepEqual((await rows(page)).map((r) => r[0]), ['a']);
+    });
+    assert.equal(await page.locator('#tenant-id').count(), 0);
+    assert.equal(await page.locator('main button').count(), 0);
+    assert.equal((await asUser(page, 'POST', '/tenants', {id: 'a', active: false})).status, 403);
+    assert.deepEqual(await axeViolations(page), []);
+    // Workers: every worker, without the figures about other tenants' work.
+    await page.goto('/admin/a/tasks/workers');
+    await page.locator('#workers-summary').waitFor();
+    await eventually(async () => {
+      const api = (await asUser(page, 'GET', '/workers')).body.items;
+      const shown = await rows(page);
+      assert.equal(shown.length, api.length);
+      assert.ok(api.every((w) => w.processed === null && w.failed === null));
+      assert.ok(shown.every((r) => r[7] === '—' && r[8] === '—'), JSON.stringify(shown));
+    });
+    assert.deepEqual(await axeViolations(page), []);
     assert.deepEqual(page.pageErrors, []);
     await page.context().close();
   });

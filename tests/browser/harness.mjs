@@ -29,7 +29,7 @@ export function requirements() {
   }
 }
 
-export const PASSWORDS = {admin: 'pw-admin-1', alice: 'pw-alice-1'};
+export const PASSWORDS = {admin: 'pw-admin-1', alice: 'pw-alice-1', victor: 'pw-victor-1'};
 export const XSS = '<img src=x onerror=alert(1)>';
 
 const CONFIG = `
@@ -41,6 +41,10 @@ shutdown_grace_ms = 2000
 
 [[queue]]
 name = "default"
+
+# Only the remote worker of the tests leases from it; no job uses it.
+[[queue]]
+name = "remote"
 
 [[job]]
 name = "hello"
@@ -79,6 +83,18 @@ handler = "command"
 scope = "per_tenant"
 max_attempts = 1
 config = { argv = ["/bin/sh", "-c", "echo '{\\"result\\": \\"done\\"}'"] }
+
+[[job]]
+name = "store-fail"
+handler = "command"
+scope = "per_tenant"
+max_attempts = 1
+config = { argv = ["/bin/sh", "-c", "echo 'store sync refused' >&2; exit 1"] }
+
+[[job]]
+name = "audited"
+handler = "command"
+config = { argv = ["/bin/true"] }
 `;
 
 export class Server {
@@ -88,6 +104,7 @@ export class Server {
     this.db = path.join(this.dir, 'te.db');
     writeFileSync(this.config, CONFIG);
     this.child = null;
+    this.workers = [];
     this.url = null;
     this.token = null;
   }
@@ -107,6 +124,7 @@ export class Server {
     this.te(['user:add', 'admin', '--role=admin', '--password-stdin'], PASSWORDS.admin + '\n');
     this.te(['user:add', 'alice', '--role=operator', '--tenant=a', '--password-stdin'],
             PASSWORDS.alice + '\n');
+    this.te(['user:add', 'victor', '--role=viewer', '--password-stdin'], PASSWORDS.victor + '\n');
     this.token = JSON.parse(this.te(['token:create', '--name', 'tests', '--scopes=admin', '--json'])).secret;
     this.child = spawn(process.env.TASKENGINE_BIN, ['--config', this.config, '--db', this.db, 'serve'],
                        {cwd: this.dir, env: {...process.env, TASKENGINE_HTTP_PORT: '0'},
@@ -156,7 +174,27 @@ export class Server {
     }
   }
 
+  // Starts a remote worker (`taskengine worker:start`) on the queue "remote",
+  // which no job uses: it stays idle. Returns its name.
+  startRemoteWorker(name) {
+    const token = JSON.parse(this.te(['token:create', '--name', name, '--scopes=worker', '--json'])).secret;
+    const child = spawn(process.env.TASKENGINE_BIN,
+                        ['worker:start', '--server', this.url, '--token', token, '--queues', 'remote',
+                         '--concurrency', '2', '--name', name, '--poll-ms', '1000'],
+                        {cwd: this.dir, stdio: ['ignore', 'ignore', 'pipe']});
+    child.stderr.on('data', () => {});
+    this.workers.push(child);
+    return name;
+  }
+
   async stop() {
+    for (const child of this.workers) {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((res) => child.once('exit', res));
+        child.kill('SIGTERM');
+        await exited;
+      }
+    }
     if (this.child && this.child.exitCode === null) {
       const exited = new Promise((res) => this.child.once('exit', res));
       this.child.kill('SIGTERM');
