@@ -113,7 +113,7 @@ step "[tsan] configure + build"
 build_preset tsan --target "${tsan_tests[@]}"
 step "[tsan] ctest"
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-  ctest --test-dir build/tsan --output-on-failure \
+  ctest --test-dir build/tsan --output-on-failure -j "$jobs" \
   -R "^($(IFS='|'; echo "${tsan_tests[*]}"))\$"
 
 step "[asan] fuzz targets, short runs"
