@@ -1,9 +1,11 @@
-// Jobs: every definition with its schedule, next and last fire, skipped fires
-// and enabled flag; enable/disable; "run now" with a JSON payload checked
-// before it is sent.
+// Jobs: every definition with its schedule, next and last fire, skipped fires,
+// failure notification targets and enabled flag; enable/disable with a
+// reason; edit (job_form.js); "run now" with a JSON payload checked before it
+// is sent.
 import * as api from './api.js';
 import {fill, h, table} from './dom.js';
 import {count, statusLabel, TERMINAL, time} from './format.js';
+import {jobEditor} from './job_form.js';
 import {actionStatus, runAction} from './live.js';
 
 // The payload as an object, or an error message.
@@ -69,15 +71,31 @@ export function jobs(ctx) {
 
   const error = h('p', {role: 'alert', class: 'error'});
   const list = h('section', {'aria-labelledby': 'jobs-h'});
-  fill(ctx.main, h('h1', {}, 'Jobs'), error, list,
+  // Definitions change only for admins with every tenant (as the API says).
+  const admin = ctx.can('admin') && ctx.allTenants;
+  const editor = admin ? jobEditor(status) : null;
+  const reason = h('input', {id: 'jobs-reason', name: 'reason', size: 40, maxlength: 1000});
+  const reasonHint = h('p', {class: 'hint', 'aria-live': 'polite'});
+  const reasonField = admin ? h('p', {},
+    h('label', {for: 'jobs-reason'}, 'Reason for enable/disable (kept in the audit log; required to disable) '),
+    reason, reasonHint) : null;
+  fill(ctx.main, h('h1', {}, 'Jobs'), error, reasonField, list, editor ? editor.form : null,
        ctx.can('dispatch') ? [form, status] : status);
   let names = '';
 
   function toggle(job) {
     const enable = !job.enabled;
     const verb = enable ? 'enable' : 'disable';
+    const why = reason.value.trim();
+    if (!enable && why === '') {
+      fill(reasonHint, 'Give a reason to disable ' + job.name + '.');
+      reason.focus();
+      return;
+    }
+    fill(reasonHint);
     runAction(status, (enable ? 'Enabling ' : 'Disabling ') + job.name,
-      () => api.mutate('POST', '/jobs/' + encodeURIComponent(job.name) + '/' + verb, {}),
+      () => api.mutate('POST', '/jobs/' + encodeURIComponent(job.name) + '/' + verb,
+                       why ? {reason: why} : {}),
       async () => {
         const now = await api.get('/jobs/' + encodeURIComponent(job.name));
         return now.enabled === enable ? {done: true, text: job.name + ' is ' + (enable ? 'enabled' : 'disabled')} : null;
@@ -111,10 +129,14 @@ export function jobs(ctx) {
           : j.next_fire ? [time(j.next_fire), h('div', {class: 'hint'}, new Date(j.next_fire).toLocaleString(undefined, {timeZone: j.timezone, timeZoneName: 'short'}))] : '—'},
         {label: 'Last fire', cell: (j) => time(j.last_fire)},
         {label: 'Skipped', cell: (j) => count(j.skipped_fires), class: 'num'},
+        {label: 'Notify on failure', cell: (j) => j.notify_on_failure === false ? 'no'
+          : (j.notify_targets || []).length ? (j.notify_targets || []).join(', ') : 'server targets'},
         {label: 'Enabled', cell: (j) => [j.enabled ? 'yes' : 'no',
-          ctx.can('admin') ? [' ', h('button', {type: 'button', class: 'small', on: {click: () => toggle(j)},
+          admin ? [' ', h('button', {type: 'button', class: 'small', on: {click: () => toggle(j)},
                                                  'aria-label': (j.enabled ? 'Disable ' : 'Enable ') + j.name},
-                                   j.enabled ? 'Disable' : 'Enable')] : null]},
+                                   j.enabled ? 'Disable' : 'Enable'),
+                     ' ', h('button', {type: 'button', class: 'small', on: {click: () => editor.open(j)},
+                                       'aria-label': 'Edit ' + j.name}, 'Edit…')] : null]},
         {label: 'Run', cell: (j) => ctx.can('dispatch') && j.enabled ? h('button', {type: 'button', class: 'small',
           'aria-label': 'Run now… ' + j.name, on: {click: () => {
             jobSelect.value = j.name;

@@ -4,7 +4,9 @@
 #include "api/job_edits.h"
 #include "api/redaction.h"
 #include "api/routes.h"
+#include "core/time_text.h"
 #include "engine/scheduler.h"
+#include "views/schedule_preview.h"
 
 namespace taskengine::api {
 namespace {
@@ -200,7 +202,48 @@ HttpResponse DeleteJobRoute(ApiContext& ctx, const RouteRequest& req) {
 
 }  // namespace
 
+// GET /api/v1/schedule/preview?schedule=EXPR&timezone=ZONE&count=N&from=TIME
+// -> {"expression", "normalized", "timezone", "from", "can_ever_fire",
+//     "fires": [{"utc", "local", "offset", "abbrev", "shifted"}]}: the next
+// `count` (1..50, default 5) fire times strictly after `from` (default now),
+// as the scheduler computes them (T1, T2); what `schedule:preview` prints.
+// 400 naming the position for a bad expression, or an unknown zone.
+HttpResponse PreviewScheduleRoute(ApiContext& ctx, const RouteRequest& req) {
+  auto query = QueryParams::Parse(req.http.query);
+  if (!query.ok()) return StatusResponse(query.status());
+  if (Status s = query->RejectUnknown({"schedule", "timezone", "count", "from"}); !s.ok()) {
+    return StatusResponse(s);
+  }
+  const std::string* schedule = query->Get("schedule");
+  if (schedule == nullptr || schedule->empty() || schedule->size() > 200) {
+    return StatusResponse(
+        InvalidArgument("schedule: a cron expression of 1..200 bytes is required"));
+  }
+  std::string zone = "UTC";
+  if (const std::string* z = query->Get("timezone")) zone = *z;
+  if (zone.empty() || zone.size() > 64) {
+    return StatusResponse(InvalidArgument("timezone: an IANA time zone name, e.g. Europe/Paris"));
+  }
+  int count = 5;
+  if (const std::string* c = query->Get("count")) {
+    auto n = ParseInteger(*c, 1, 50, "count");
+    if (!n.ok()) return StatusResponse(n.status());
+    count = static_cast<int>(*n);
+  }
+  Millis from = ctx.clock->NowMillis();
+  if (const std::string* f = query->Get("from")) {
+    auto t = ParseTime(*f, "from");
+    if (!t.ok()) return StatusResponse(t.status());
+    from = *t;
+  }
+  auto preview = PreviewSchedule(*schedule, zone, from, count);
+  if (!preview.ok()) return StatusResponse(preview.status());
+  return JsonResponse(200, SchedulePreviewToJson(*preview));
+}
+
 void RegisterJobRoutes(ApiContext& ctx, Router& router) {
+  router.Add(HttpMethod::kGet, "/api/v1/schedule/preview", RouteAccess::Requires(Scope::kRead),
+             [&ctx](const RouteRequest& r) { return PreviewScheduleRoute(ctx, r); });
   router.Add(HttpMethod::kGet, "/api/v1/jobs", RouteAccess::Requires(Scope::kRead),
              [&ctx](const RouteRequest& r) { return ListJobs(ctx, r); });
   router.Add(HttpMethod::kGet, "/api/v1/jobs/{name}", RouteAccess::Requires(Scope::kRead),

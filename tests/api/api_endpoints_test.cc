@@ -434,6 +434,47 @@ TEST_F(ApiEndpointsTest, BulkDispatchOneTransactionWithPerItemResults) {
   EXPECT_EQ(big.json()["items"].size(), 1000u);
 }
 
+TEST_F(ApiEndpointsTest, SchedulePreviewIsTheSchedulersFireTimes) {
+  // 2026-03-08 in New York: 02:30 does not exist (spring forward), so that
+  // day's fire is shifted to 03:30 EDT.
+  ClientResponse r = client_->Get(
+      "/api/v1/schedule/preview?schedule=30%202%20*%20*%20*&timezone=America/New_York&count=3"
+      "&from=2026-03-07T00:00:00Z",
+      kReader);
+  ASSERT_EQ(r.status, 200) << r.body;
+  json p = r.json();
+  EXPECT_EQ(p["normalized"], "30 2 * * *");
+  EXPECT_EQ(p["timezone"], "America/New_York");
+  ASSERT_EQ(p["fires"].size(), 3u) << r.body;
+  EXPECT_EQ(p["fires"][0]["local"], "2026-03-07 02:30");
+  EXPECT_EQ(p["fires"][0]["abbrev"], "EST");
+  EXPECT_EQ(p["fires"][0]["utc"], "2026-03-07T07:30:00.000Z");
+  EXPECT_EQ(p["fires"][1]["local"], "2026-03-08 03:30");
+  EXPECT_EQ(p["fires"][1]["shifted"], true);
+  EXPECT_EQ(p["fires"][2]["abbrev"], "EDT");
+  EXPECT_EQ(
+      client_->Get("/api/v1/schedule/preview?schedule=%40daily", kReader).json()["fires"].size(),
+      5u);
+  struct Case {
+    const char* query;
+    const char* says;
+  } bad[] = {
+      {"", "schedule"},
+      {"?schedule=61%20*%20*%20*%20*", "cron"},
+      {"?schedule=%40daily&timezone=Mars/Olympus", "time zone"},
+      {"?schedule=%40daily&count=0", "count"},
+      {"?schedule=%40daily&count=51", "count"},
+      {"?schedule=%40daily&from=yesterday", "from"},
+      {"?schedule=%40daily&zone=UTC", "zone"},
+  };
+  for (const Case& c : bad) {
+    ClientResponse b = client_->Get(std::string("/api/v1/schedule/preview") + c.query, kReader);
+    EXPECT_EQ(b.status, 400) << c.query << ": " << b.body;
+    EXPECT_NE(b.body.find(c.says), std::string::npos) << c.query << ": " << b.body;
+  }
+  EXPECT_EQ(client_->Get("/api/v1/schedule/preview?schedule=%40daily", "").status, 401);
+}
+
 TEST_F(ApiEndpointsTest, TheServersOwnJobsCannotBeDispatched) {
   ClientResponse one = client_->Request(
       "POST", "/api/v1/jobs/taskengine.notify/dispatch", kDispatcher,

@@ -104,6 +104,65 @@ describe('dashboard', () => {
     await page.context().close();
   });
 
+  test('edit a job: live fire preview, a refused zone changes nothing, then saved and confirmed', T, async () => {
+    const page = await newPage(browser, server);
+    await logIn(page, 'admin');
+    await page.click('nav a[data-page=jobs]');
+    await page.locator('h1', {hasText: 'Jobs'}).waitFor();
+    // Disabling needs a reason: without one nothing is sent.
+    await page.click('button[aria-label="Disable editable"]');
+    await page.locator('p.hint', {hasText: 'Give a reason to disable editable'}).waitFor();
+    assert.equal((await server.api('GET', '/jobs/editable')).body.enabled, true);
+    await page.click('button[aria-label="Edit editable"]');
+    const form = page.locator('#job-edit');
+    await form.waitFor();
+    // The preview is what the API computes for the job's schedule and zone.
+    const expected = (await server.api('GET', '/schedule/preview?schedule=' +
+      encodeURIComponent('30 2 * * *') + '&timezone=America/New_York&count=5')).body;
+    assert.equal(expected.fires.length, 5);
+    await eventually(async () => {
+      const items = await page.locator('#edit-preview li').allTextContents();
+      assert.equal(items.length, 5);
+      items.forEach((text, i) => assert.ok(text.startsWith(expected.fires[i].local + ' ' + expected.fires[i].abbrev), text));
+    });
+    // An unknown zone: the preview says so, and the save is refused; nothing changes.
+    await page.fill('#edit-timezone', 'Mars/Olympus');
+    await page.locator('#edit-preview .error-text').waitFor();
+    assert.match(await page.locator('#edit-preview').textContent(), /Mars\/Olympus/);
+    await page.fill('#edit-reason', 'try a bad zone');
+    await page.click('#job-edit button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('.action-status').dataset.state === 'refused');
+    assert.match(await page.locator('.action-status').textContent(), /time zone/);
+    const before = (await server.api('GET', '/jobs/editable')).body;
+    assert.equal(before.timezone, 'America/New_York');
+    // A good edit: schedule, zone and notify targets, accepted then confirmed.
+    await page.fill('#edit-schedule', '*/15 * * * *');
+    await page.fill('#edit-timezone', 'Europe/Berlin');
+    await eventually(async () => {
+      assert.equal(await page.locator('#edit-preview li').count(), 5);
+      assert.match(await page.locator('#edit-preview li').first().textContent(), /CES?T/);
+    });
+    await page.fill('#edit-targets', 'ops@example.com\n\nwebhook:nope-not-configured');
+    await page.fill('#edit-reason', 'move to Berlin');
+    await page.click('#job-edit button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('.action-status').dataset.state === 'refused');
+    assert.match(await page.locator('.action-status').textContent(), /notify_targets/);
+    await page.fill('#edit-targets', 'ops@example.com');
+    await page.click('#job-edit button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('.action-status').dataset.state === 'confirmed',
+                               null, {timeout: 30000});
+    const after = (await server.api('GET', '/jobs/editable')).body;
+    assert.equal(after.schedule, '*/15 * * * *');
+    assert.equal(after.timezone, 'Europe/Berlin');
+    assert.deepEqual(after.notify_targets, ['ops@example.com']);
+    assert.equal(after.notify_on_failure, true);
+    const audit = (await server.api('GET', '/audit?target=job:editable')).body.items;
+    assert.equal(audit[0].action, 'job.update');
+    assert.equal(audit[0].reason, 'move to Berlin');
+    assert.deepEqual(await axeViolations(page), []);
+    await page.context().close();
+  });
+
   test('cancel a running execution from its page', T, async () => {
     const id = await server.dispatch('sleepy');
     await server.waitFor(id, ['running']);

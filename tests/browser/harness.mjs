@@ -95,6 +95,13 @@ config = { argv = ["/bin/sh", "-c", "echo 'store sync refused' >&2; exit 1"] }
 name = "audited"
 handler = "command"
 config = { argv = ["/bin/true"] }
+
+[[job]]
+name = "editable"
+handler = "command"
+schedule = "30 2 * * *"
+timezone = "America/New_York"
+config = { argv = ["/bin/true"] }
 `;
 
 export class Server {
