@@ -52,13 +52,6 @@ bool IsHostName(std::string_view s) {
   return true;
 }
 
-bool IsEmailAddress(std::string_view s) {
-  if (s.size() > kMaxAddressBytes) return false;
-  const std::size_t at = s.rfind('@');
-  if (at == std::string_view::npos || at == 0 || at > 64) return false;
-  return IsDotAtom(s.substr(0, at)) && IsHostName(s.substr(at + 1));
-}
-
 std::string Quote(std::string_view text) {
   std::string out = "'";
   for (char c : text.substr(0, 100)) {
@@ -68,6 +61,13 @@ std::string Quote(std::string_view text) {
 }
 
 }  // namespace
+
+bool IsEmailAddress(std::string_view s) {
+  if (s.size() > kMaxAddressBytes) return false;
+  const std::size_t at = s.rfind('@');
+  if (at == std::string_view::npos || at == 0 || at > 64) return false;
+  return IsDotAtom(s.substr(0, at)) && IsHostName(s.substr(at + 1));
+}
 
 std::string NotifyTarget::ToString() const {
   switch (channel) {

@@ -31,6 +31,10 @@ struct NotifyTarget {
 // The most targets one job (or [notifications] targets) may name.
 inline constexpr std::size_t kMaxNotifyTargets = 20;
 
+// `local@domain` with a dot-atom local part (no quotes, spaces or control
+// characters) and a host name domain, at most 254 bytes.
+bool IsEmailAddress(std::string_view text);
+
 // Parses one target. kInvalidArgument (the message quotes the entry) for an
 // unknown channel, an e-mail address that is not `local@domain` with a plain
 // dot-atom local part (no quotes, no spaces, no control characters, so it can

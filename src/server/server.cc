@@ -102,13 +102,14 @@ Status CheckNamedSettings(const ServerConfig& config) {
   return Status::Ok();
 }
 
-// Webhook and Slack targets must name an [[http_target]] of the file.
-template <typename Fail>
-Status CheckWebhookTargets(const std::vector<NotifyTarget>& targets, const ServerConfig& config,
-                           Fail fail) {
+// Notify targets as ParseNotifyTargets reads them, webhook and Slack ones
+// naming an [[http_target]] of the file.
+Status CheckNotifyTargets(const std::vector<std::string>& texts, const ServerConfig& config) {
+  TE_ASSIGN_OR_RETURN(std::vector<NotifyTarget> targets, ParseNotifyTargets(texts));
   for (const NotifyTarget& t : targets) {
     if (t.channel != NotifyChannel::kEmail && config.http_targets.count(t.address) == 0) {
-      return fail("'" + t.ToString() + "' names no [[http_target]] of the server's configuration");
+      return InvalidArgument("'" + t.ToString() +
+                             "' names no [[http_target]] of the server's configuration");
     }
   }
   return Status::Ok();
@@ -125,11 +126,10 @@ const NotifyDeliveryCounters& NotifyDeliveryCountersOfProcess() { return Deliver
 
 Status CheckNotifySettings(const ServerConfig& config) {
   TE_RETURN_IF_ERROR(ValidateNotifySettings(config.notifications));
-  TE_ASSIGN_OR_RETURN(std::vector<NotifyTarget> targets,
-                      ParseNotifyTargets(config.notifications.targets));
-  return CheckWebhookTargets(targets, config, [](const std::string& why) {
-    return InvalidArgument("[notifications] targets: " + why);
-  });
+  if (Status s = CheckNotifyTargets(config.notifications.targets, config); !s.ok()) {
+    return InvalidArgument("[notifications] targets: " + s.message());
+  }
+  return Status::Ok();
 }
 
 EngineOptions ToEngineOptions(const ServerConfig& config, EngineMode mode) {
@@ -267,12 +267,8 @@ Status CheckJobDefinition(const JobDefinition& job, const ServerConfig& config,
       return Bad(job, "accepted_schema_versions", "lists " + std::to_string(v) + " twice", field);
     }
   }
-  if (auto targets = ParseNotifyTargets(job.notify_targets); !targets.ok()) {
-    return Bad(job, "notify_targets", targets.status().message(), field);
-  } else {
-    TE_RETURN_IF_ERROR(CheckWebhookTargets(*targets, config, [&](const std::string& why) {
-      return Bad(job, "notify_targets", why, field);
-    }));
+  if (Status s = CheckNotifyTargets(job.notify_targets, config); !s.ok()) {
+    return Bad(job, "notify_targets", s.message(), field);
   }
   if (job.handler == kCommandHandler) {
     TE_RETURN_IF_ERROR(CheckCommandConfig(job, config, field));
