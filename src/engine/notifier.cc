@@ -95,11 +95,9 @@ Status ValidateNotifySettings(const NotifySettings& s) {
   if (!s.dashboard_url.empty() && !IsHttpUrl(s.dashboard_url)) {
     return InvalidArgument("[notifications] dashboard_url must start with https:// or http://");
   }
-  if (auto from = ParseNotifyTarget(s.from); !from.ok() || from->channel != NotifyChannel::kEmail ||
-                                             s.from.find(':') != std::string::npos) {
+  if (!IsEmailAddress(s.from)) {
     return InvalidArgument(
-        "[notifications] from must be an e-mail address, e.g. "
-        "taskengine@example.com");
+        "[notifications] from must be an e-mail address, e.g. taskengine@example.com");
   }
   if (!s.smtp_url.empty() && !s.smtp_url.starts_with("smtp://") &&
       !s.smtp_url.starts_with("smtps://")) {
@@ -291,27 +289,39 @@ Notifier::Notifier(Engine* engine, Store* store, const Clock* clock, NotifierOpt
 
 Notifier::~Notifier() { Stop(); }
 
-std::vector<NotifyTarget> Notifier::TargetsOf(const JobDefinition& job) const {
-  if (!job.notify_on_failure || IsReservedJobName(job.name.value)) return {};
+Result<std::vector<NotifyTarget>> Notifier::ConfiguredTargets(const JobDefinition& job) const {
   if (job.notify_targets.empty()) return global_targets_;
-  auto t = ParseNotifyTargets(job.notify_targets);
-  if (!t.ok()) {
-    spdlog::warn("notifier: job {}: {}", job.name.value, t.status().ToString());
-    return {};
+  return ParseNotifyTargets(job.notify_targets);
+}
+
+Result<std::vector<NotifyTarget>> Notifier::FailureTargets(const JobName& name) const {
+  Result<JobDefinition> job = store_->GetJob(name);
+  if (!job.ok() && job.status().code() == ErrorCode::kNotFound) {
+    return std::vector<NotifyTarget>{};  // the job is gone
   }
-  return std::move(t).value();
+  if (!job.ok()) return job.status();
+  if (!job->notify_on_failure || IsReservedJobName(name.value)) return std::vector<NotifyTarget>{};
+  auto targets = ConfiguredTargets(*job);
+  if (!targets.ok()) {
+    spdlog::warn("notifier: job {}: {}", name.value, targets.status().ToString());
+    return std::vector<NotifyTarget>{};
+  }
+  return targets;
+}
+
+DispatchRequest Notifier::DeliveryRequest(const Notice& notice, const NotifyTarget& target) const {
+  DispatchRequest r;
+  r.job = JobName(std::string(kNotifyJobName));
+  r.payload_json = DeliveryPayload(notice, target, options_.settings.dashboard_url);
+  r.idempotency_key = DeliveryKey(notice, target);
+  r.requester = std::string(kNotifierRequester);
+  return r;
 }
 
 Result<int> Notifier::Admit(const Notice& notice, const std::vector<NotifyTarget>& targets) {
   int admitted = 0;
   for (const NotifyTarget& target : targets) {
-    DispatchRequest r;
-    r.job = JobName(std::string(kNotifyJobName));
-    r.payload_json = DeliveryPayload(notice, target, options_.settings.dashboard_url);
-    r.idempotency_key = DeliveryKey(notice, target);
-    r.requester = std::string(kNotifierRequester);
-    r.trigger = Trigger::kApi;
-    Result<DispatchResult> d = engine_->Dispatch(r);
+    Result<DispatchResult> d = engine_->Dispatch(DeliveryRequest(notice, target));
     // A conflict is an earlier pass's admission of this same delivery whose
     // text differed (e.g. a later suppressed count): it stands.
     if (!d.ok() && d.status().code() != ErrorCode::kConflict) return d.status();
@@ -331,33 +341,29 @@ Status Notifier::WorkOutbox(NotifyPassReport* report) {
   for (const auto& [name, unused] : states) by_job.try_emplace(name);
 
   for (auto& [name, pending] : by_job) {
-    NotifyOutboxUpdate update;
-    NotifyJobState state;
-    if (auto s = states.find(name); s != states.end()) {
-      state = s->second;
-    } else {
-      state.job = JobName(name);
-    }
-    std::vector<NotifyTarget> targets;
-    Result<JobDefinition> job = store_->GetJob(JobName(name));
-    if (job.ok()) {
-      targets = TargetsOf(*job);
-    } else if (job.status().code() != ErrorCode::kNotFound) {
-      return job.status();
-    }
-    if (targets.empty()) {
-      // Nobody to tell (or the job is gone): the endings are decided, the state forgotten.
-      update.done = pending;
-      report->skipped += static_cast<int>(pending.size());
-      update.jobs.push_back(NotifyJobState{JobName(name), {}, 0, 0});
-      TE_RETURN_IF_ERROR(store_->UpdateNotifyOutbox(update));
-      report->endings += static_cast<int>(pending.size());
+    const JobName job(name);
+    NotifyJobState state{job, {}, 0, 0};
+    if (auto s = states.find(name); s != states.end()) state = s->second;
+    JobPlan plan = PlanNotices(state, pending, options_.settings.per_job_per_hour, now);
+    report->endings += static_cast<int>(pending.size());
+    if (pending.empty() && plan.notices.empty()) {
+      // An idle job: its window only ages. No definition to read; a write
+      // only when a send left the window.
+      if (plan.state.sent_at != state.sent_at) {
+        TE_RETURN_IF_ERROR(store_->UpdateNotifyOutbox({{}, {plan.state}}));
+      }
       continue;
     }
-    JobPlan plan = PlanNotices(state, pending, options_.settings.per_job_per_hour, now);
+    TE_ASSIGN_OR_RETURN(std::vector<NotifyTarget> targets, FailureTargets(job));
+    if (targets.empty()) {
+      // Nobody to tell (or the job is gone): the endings are decided, the state forgotten.
+      report->skipped += static_cast<int>(pending.size());
+      TE_RETURN_IF_ERROR(store_->UpdateNotifyOutbox({pending, {NotifyJobState{job, {}, 0, 0}}}));
+      continue;
+    }
     for (const PlannedNotice& planned : plan.notices) {
       Notice notice;
-      notice.job = JobName(name);
+      notice.job = job;
       notice.suppressed = planned.suppressed;
       notice.suppressed_since = planned.suppressed_since;
       if (planned.failure) {
@@ -373,15 +379,8 @@ Status Notifier::WorkOutbox(NotifyPassReport* report) {
       TE_ASSIGN_OR_RETURN(int admitted, Admit(notice, targets));
       report->deliveries += admitted;
     }
-    report->endings += static_cast<int>(pending.size());
     report->suppressed += plan.suppressed_now;
-    const bool unchanged = pending.empty() && plan.notices.empty() &&
-                           plan.state.sent_at == state.sent_at &&
-                           plan.state.suppressed == state.suppressed;
-    if (unchanged) continue;  // nothing to write: no transaction every pass for idle jobs
-    update.done = pending;
-    update.jobs.push_back(plan.state);
-    TE_RETURN_IF_ERROR(store_->UpdateNotifyOutbox(update));
+    TE_RETURN_IF_ERROR(store_->UpdateNotifyOutbox({pending, {plan.state}}));
   }
   return Status::Ok();
 }
@@ -414,33 +413,43 @@ Status Notifier::CheckOrphans(NotifyPassReport* report) {
   return Status::Ok();
 }
 
-Result<NotifyPassReport> Notifier::RunPass(bool as_leader) {
-  NotifyPassReport report;
-  TE_RETURN_IF_ERROR(CheckOrphans(&report));
+Status Notifier::Pass(bool as_leader, NotifyPassReport* report) {
+  TE_RETURN_IF_ERROR(CheckOrphans(report));
   bool leader = as_leader;
   if (!leader) {
     TE_ASSIGN_OR_RETURN(
         leader, store_->AcquireLock(kNotifierLockName, options_.node_id, options_.lock_ttl_ms));
   }
-  report.leader = leader;
+  report->leader = leader;
   // A full read means more is waiting (a failure storm): more rounds, bounded
   // so that a pass ends and the lock is renewed.
   for (int round = 0; leader && round < kMaxRoundsPerPass; ++round) {
-    const int before = report.endings;
-    TE_RETURN_IF_ERROR(WorkOutbox(&report));
-    if (report.endings - before < options_.max_pending_per_pass) break;
+    const int before = report->endings;
+    TE_RETURN_IF_ERROR(WorkOutbox(report));
+    if (report->endings - before < options_.max_pending_per_pass) break;
   }
+  return Status::Ok();
+}
+
+Result<NotifyPassReport> Notifier::RunPass(bool as_leader) {
+  NotifyPassReport report;
+  const Status status = Pass(as_leader, &report);
+  {
+    // Also what a failed pass did before its error.
+    MutexLock lock(mu_);
+    totals_.deliveries += report.deliveries;
+    totals_.suppressed += report.suppressed;
+    totals_.skipped += report.skipped;
+    totals_.orphan_alerts += report.orphan_alert ? 1 : 0;
+    if (!status.ok()) ++totals_.passes_failed;
+  }
+  if (!status.ok()) return status;
   return report;
 }
 
 Result<std::vector<std::pair<std::string, ExecutionId>>> Notifier::SendTest(const JobName& name) {
   TE_ASSIGN_OR_RETURN(JobDefinition job, store_->GetJob(name));
-  std::vector<NotifyTarget> targets;
-  if (job.notify_targets.empty()) {
-    targets = global_targets_;
-  } else {
-    TE_ASSIGN_OR_RETURN(targets, ParseNotifyTargets(job.notify_targets));
-  }
+  TE_ASSIGN_OR_RETURN(std::vector<NotifyTarget> targets, ConfiguredTargets(job));
   if (targets.empty()) {
     return InvalidArgument("job " + name.value +
                            " has no notify_targets and [notifications] targets is empty");
@@ -451,12 +460,7 @@ Result<std::vector<std::pair<std::string, ExecutionId>>> Notifier::SendTest(cons
   notice.at = clock_->NowMillis();
   std::vector<std::pair<std::string, ExecutionId>> out;
   for (const NotifyTarget& target : targets) {
-    DispatchRequest r;
-    r.job = JobName(std::string(kNotifyJobName));
-    r.payload_json = DeliveryPayload(notice, target, options_.settings.dashboard_url);
-    r.idempotency_key = DeliveryKey(notice, target);
-    r.requester = std::string(kNotifierRequester);
-    Result<DispatchResult> d = engine_->Dispatch(r);
+    Result<DispatchResult> d = engine_->Dispatch(DeliveryRequest(notice, target));
     if (!d.ok() && d.status().code() == ErrorCode::kNotFound) {
       return Unavailable("the job " + std::string(kNotifyJobName) +
                          " is not defined yet: `taskengine serve` defines it when it starts");
@@ -504,17 +508,6 @@ void Notifier::Stop() {
 void Notifier::Loop() {
   while (true) {
     Result<NotifyPassReport> pass = RunPass();
-    {
-      MutexLock lock(mu_);
-      if (!pass.ok()) {
-        ++totals_.passes_failed;
-      } else {
-        totals_.deliveries += pass->deliveries;
-        totals_.suppressed += pass->suppressed;
-        totals_.skipped += pass->skipped;
-        totals_.orphan_alerts += pass->orphan_alert ? 1 : 0;
-      }
-    }
     if (!pass.ok()) {
       spdlog::warn("notifier: {}", pass.status().ToString());
     } else if (pass->deliveries > 0 || pass->suppressed > 0) {

@@ -136,7 +136,7 @@ struct NotifyPassReport {
   bool orphan_alert = false;
 };
 
-// Counters since Start (for /metrics).
+// Counters of this notifier's passes (for /metrics).
 struct NotifierTotals {
   std::int64_t deliveries = 0;
   std::int64_t suppressed = 0;
@@ -155,7 +155,8 @@ class Notifier {
   Notifier& operator=(const Notifier&) = delete;
 
   // One pass: orphan check, then (when `as_leader` or holding the lock) the
-  // outbox. Also what the loop runs.
+  // outbox; added to totals() (also what a failed pass did). Also what the
+  // loop runs.
   Result<NotifyPassReport> RunPass(bool as_leader = false) EXCLUDES(mu_);
 
   // Admits a test notification of `job` to each of its targets (or the
@@ -169,10 +170,18 @@ class Notifier {
   NotifierTotals totals() const EXCLUDES(mu_);
 
  private:
-  // The targets of `job` (its own, else the global ones); empty: nobody.
-  std::vector<NotifyTarget> TargetsOf(const JobDefinition& job) const;
+  // The targets of `job`: its own, else the global ones (empty: nobody).
+  Result<std::vector<NotifyTarget>> ConfiguredTargets(const JobDefinition& job) const;
+  // Whom a failure of job `name` is told: ConfiguredTargets when it has
+  // notify_on_failure; empty for a job that is gone, notifies nobody, is the
+  // server's own, or whose targets no longer parse (logged).
+  Result<std::vector<NotifyTarget>> FailureTargets(const JobName& name) const;
+  // The delivery execution of `notice` to `target`.
+  DispatchRequest DeliveryRequest(const Notice& notice, const NotifyTarget& target) const;
   // Admits `notice` to each target; the deliveries admitted (new or found).
   Result<int> Admit(const Notice& notice, const std::vector<NotifyTarget>& targets);
+  // RunPass without the totals: what it did so far stays in *report on error.
+  Status Pass(bool as_leader, NotifyPassReport* report) EXCLUDES(mu_);
   Status WorkOutbox(NotifyPassReport* report);
   Status CheckOrphans(NotifyPassReport* report) EXCLUDES(mu_);
   void Loop() EXCLUDES(mu_);

@@ -260,6 +260,19 @@ TEST_F(NotifierTest, EachFailureIsToldToEachTargetAndTheOverflowIsSummarized) {
   EXPECT_TRUE(outbox.pending.empty());
   ASSERT_EQ(outbox.jobs.size(), 1u);
   EXPECT_EQ(outbox.jobs[0].suppressed, 0);
+
+  // /metrics: what the passes decided.
+  const NotifierTotals totals = notifier.totals();
+  EXPECT_EQ(totals.deliveries, 22);
+  EXPECT_EQ(totals.suppressed, 2);
+  std::string metrics;
+  AppendNotifierMetrics(totals, &metrics);
+  EXPECT_NE(metrics.find("taskengine_notifications_total{result=\"admitted\"} 22\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("taskengine_notifications_total{result=\"suppressed\"} 2\n"),
+            std::string::npos)
+      << metrics;
 }
 
 TEST_F(NotifierTest, AFailureAfterTheAdmissionsAdmitsNothingTwice) {
