@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 #include <poll.h>
+#include <sodium.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -70,17 +71,10 @@ std::string HeaderText(std::string_view s) {
   bool ascii = true;
   for (char c : line) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
   if (ascii) return line;
-  static constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string b64;
-  for (std::size_t i = 0; i < line.size(); i += 3) {
-    const unsigned n = (static_cast<unsigned char>(line[i]) << 16) |
-                       (i + 1 < line.size() ? static_cast<unsigned char>(line[i + 1]) << 8 : 0) |
-                       (i + 2 < line.size() ? static_cast<unsigned char>(line[i + 2]) : 0);
-    b64 += kB64[(n >> 18) & 63];
-    b64 += kB64[(n >> 12) & 63];
-    b64 += i + 1 < line.size() ? kB64[(n >> 6) & 63] : '=';
-    b64 += i + 2 < line.size() ? kB64[n & 63] : '=';
-  }
+  std::string b64(sodium_base64_ENCODED_LEN(line.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
+  sodium_bin2base64(b64.data(), b64.size(), reinterpret_cast<const unsigned char*>(line.data()),
+                    line.size(), sodium_base64_VARIANT_ORIGINAL);
+  b64.resize(b64.size() - 1);  // the terminating NUL
   return "=?UTF-8?B?" + b64 + "?=";
 }
 
