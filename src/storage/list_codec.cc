@@ -56,15 +56,6 @@ std::vector<ExecutionId> ParseIdList(std::string_view text) {
   return out;
 }
 
-std::string FormatMillisList(const std::vector<Millis>& values) {
-  std::string out;
-  for (Millis v : values) {
-    if (!out.empty()) out += ',';
-    out += std::to_string(v);
-  }
-  return out;
-}
-
 std::vector<Millis> ParseMillisList(std::string_view text) {
   std::vector<Millis> out;
   for (const std::string& item : SplitList(text)) {
@@ -88,15 +79,6 @@ std::vector<int> ParseIntList(std::string_view text) {
     }
   }
   if (digits) out.push_back(value);
-  return out;
-}
-
-std::string FormatIntList(const std::vector<int>& values) {
-  std::string out;
-  for (int v : values) {
-    if (!out.empty()) out += ',';
-    out += std::to_string(v);
-  }
   return out;
 }
 

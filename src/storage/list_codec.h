@@ -11,12 +11,20 @@
 
 namespace taskengine::storage_internal {
 
-// "3,1,2" <-> {3, 1, 2}; non-digits other than commas are ignored.
+// {3, 1, 2} -> "3,1,2" (ints, Millis, ...).
+template <typename Int>
+std::string FormatIntList(const std::vector<Int>& values) {
+  std::string out;
+  for (Int v : values) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(v);
+  }
+  return out;
+}
+// "3,1,2" -> {3, 1, 2}; non-digits other than commas are ignored.
 std::vector<int> ParseIntList(std::string_view text);
-std::string FormatIntList(const std::vector<int>& values);
-// "1700000000000,1700000001000" <-> {1700000000000, 1700000001000}; items
-// that are not integers are dropped.
-std::string FormatMillisList(const std::vector<Millis>& values);
+// "1700000000000,1700000001000" -> {1700000000000, 1700000001000}; items
+// that are not non-negative integers are dropped.
 std::vector<Millis> ParseMillisList(std::string_view text);
 // "42,7" <-> {42, 7}, at most `max` ids written; items that are not
 // positive integers are dropped.

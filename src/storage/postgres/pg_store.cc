@@ -1014,7 +1014,7 @@ class PostgresStore final : public ActionStore {
                  continue;
                }
                Params p;
-               p.Add(j.job.value).Add(FormatMillisList(j.sent_at)).Add(j.suppressed);
+               p.Add(j.job.value).Add(FormatIntList(j.sent_at)).Add(j.suppressed);
                p.Add(j.suppressed_since);
                TE_RETURN_IF_ERROR(tx.Q(kUpsertNotifyState, p).status());
              }

@@ -969,7 +969,7 @@ class SqliteStore final : public ActionStore {
                  continue;
                }
                TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpsertNotifyState));
-               s.Bind(1, j.job.value).Bind(2, FormatMillisList(j.sent_at));
+               s.Bind(1, j.job.value).Bind(2, FormatIntList(j.sent_at));
                s.Bind(3, j.suppressed).Bind(4, j.suppressed_since);
                TE_RETURN_IF_ERROR(s.Run());
              }
