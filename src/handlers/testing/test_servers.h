@@ -21,8 +21,10 @@
 
 namespace taskengine {
 
-// A listening socket on 127.0.0.1 with an ephemeral port and a stop pipe;
-// the base of the servers below.
+// A listening socket on 127.0.0.1 with an ephemeral port, and the thread
+// that accepts one connection at a time and hands it to Serve(); the base of
+// the servers below. A derived server calls StartServing() last in its
+// constructor and StopServing() first in its destructor.
 class LoopbackListener {
  public:
   LoopbackListener() {
@@ -38,7 +40,7 @@ class LoopbackListener {
     port_ = ntohs(addr.sin_port);
     TE_CHECK(pipe2(stop_pipe_, O_CLOEXEC) == 0);
   }
-  ~LoopbackListener() {
+  virtual ~LoopbackListener() {
     close(listen_fd_);
     close(stop_pipe_[0]);
     close(stop_pipe_[1]);
@@ -47,9 +49,24 @@ class LoopbackListener {
   LoopbackListener& operator=(const LoopbackListener&) = delete;
 
   int port() const { return port_; }
+  int connections() const { return connections_.load(); }
 
  protected:
-  void SignalStop() { (void)!write(stop_pipe_[1], "x", 1); }
+  // Handles one accepted connection (closed after it returns).
+  virtual void Serve(int fd) = 0;
+
+  void StartServing() {
+    thread_ = std::thread([this] {
+      for (int fd; (fd = Accept()) >= 0; close(fd)) {
+        connections_.fetch_add(1);
+        Serve(fd);
+      }
+    });
+  }
+  void StopServing() {
+    (void)!write(stop_pipe_[1], "x", 1);
+    thread_.join();
+  }
   // Waits for `fd` to be readable; false when stopping.
   bool WaitReadable(int fd) {
     pollfd fds[2] = {{fd, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
@@ -78,6 +95,8 @@ class LoopbackListener {
   int listen_fd_ = -1;
   int port_ = 0;
   int stop_pipe_[2] = {-1, -1};
+  std::thread thread_;
+  std::atomic<int> connections_{0};
 };
 
 // A scripted HTTP/1.1 server. Thread-safe accessors; the server thread
@@ -93,15 +112,11 @@ class TestServer : public LoopbackListener {
 
   explicit TestServer(std::string response, Mode mode = Mode::kRespond)
       : response_(std::move(response)), mode_(mode) {
-    thread_ = std::thread([this] { Loop(); });
+    StartServing();
   }
 
-  ~TestServer() {
-    SignalStop();
-    thread_.join();
-  }
+  ~TestServer() override { StopServing(); }
 
-  int connections() const { return connections_.load(); }
   std::vector<std::string> requests() const {
     MutexLock lock(mu_);
     return requests_;
@@ -110,16 +125,6 @@ class TestServer : public LoopbackListener {
   std::size_t bytes_received() const { return bytes_received_.load(); }
 
  private:
-  void Loop() {
-    for (;;) {
-      int fd = Accept();
-      if (fd < 0) return;
-      connections_.fetch_add(1);
-      Serve(fd);
-      close(fd);
-    }
-  }
-
   // Reads one request (headers and a Content-Length body); false when the
   // client left or the server stops first.
   bool ReadRequest(int fd, std::string& request) {
@@ -151,7 +156,7 @@ class TestServer : public LoopbackListener {
     }
   }
 
-  void Serve(int fd) {
+  void Serve(int fd) override {
     if (mode_ == Mode::kSilent) return WaitForClientToLeave(fd);
     std::string request;
     if (!ReadRequest(fd, request)) return;
@@ -185,8 +190,6 @@ class TestServer : public LoopbackListener {
 
   const std::string response_;
   const Mode mode_;
-  std::thread thread_;
-  std::atomic<int> connections_{0};
   std::atomic<std::size_t> bytes_received_{0};
   mutable Mutex mu_;
   std::vector<std::string> requests_ GUARDED_BY(mu_);
@@ -205,13 +208,8 @@ class TestSmtpServer : public LoopbackListener {
     kHangAfterData,    // never answers after the data
   };
 
-  explicit TestSmtpServer(Mode mode = Mode::kAccept) : mode_(mode) {
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~TestSmtpServer() {
-    SignalStop();
-    thread_.join();
-  }
+  explicit TestSmtpServer(Mode mode = Mode::kAccept) : mode_(mode) { StartServing(); }
+  ~TestSmtpServer() override { StopServing(); }
 
   struct Message {
     std::string from;
@@ -222,19 +220,8 @@ class TestSmtpServer : public LoopbackListener {
     MutexLock lock(mu_);
     return messages_;
   }
-  int connections() const { return connections_.load(); }
 
  private:
-  void Loop() {
-    for (;;) {
-      int fd = Accept();
-      if (fd < 0) return;
-      connections_.fetch_add(1);
-      Serve(fd);
-      close(fd);
-    }
-  }
-
   // One line (without CRLF) into *line; false when the client left or stopping.
   bool ReadLine(int fd, std::string* buffer, std::string* line) {
     for (;;) {
@@ -252,7 +239,7 @@ class TestSmtpServer : public LoopbackListener {
     }
   }
 
-  void Serve(int fd) {
+  void Serve(int fd) override {
     SendAll(fd, "220 test-smtp ready\r\n");
     std::string buffer, line;
     Message current;
@@ -313,8 +300,6 @@ class TestSmtpServer : public LoopbackListener {
   }
 
   const Mode mode_;
-  std::thread thread_;
-  std::atomic<int> connections_{0};
   mutable Mutex mu_;
   std::vector<Message> messages_ GUARDED_BY(mu_);
 };
