@@ -2,6 +2,7 @@
 #include <iostream>
 #include <memory>
 
+#include "api/accounts.h"
 #include "cli.h"
 #include "engine/engine_internal.h"
 #include "server/operations.h"
@@ -162,7 +163,8 @@ struct GrantFlags {
 int RunGrant(const GlobalFlags& flags, const GrantFlags& f, bool add) {
   auto engine = OpenClient(flags);
   if (!engine.ok()) return Fail(engine.status());
-  auto change = ChangeGrant(StoreOf(**engine), add, f.principal, f.tenant, CliRequester());
+  auto change = api::ChangeGrant(StoreOf(**engine), add, f.principal, f.tenant,
+                                 api::AccountActor{CliRequester(), ""});
   if (!change.ok()) return Fail(change.status());
   if (flags.json) {
     PrintJson({{"principal", change->principal},

@@ -1,22 +1,20 @@
-// user:add, user:list, token:create, token:list, token:revoke (X1, X4).
-// Secrets (generated passwords, token secrets) are printed once and stored
-// only as hashes; every change is audited with actor "cli:<unix user>".
-#include <unistd.h>
-
+// user:add, user:list, user:disable, user:enable, token:create, token:list,
+// token:revoke (X1, X4), over api/accounts.h as the admin API. Secrets
+// (generated passwords, token secrets) are printed once and stored only as
+// hashes; every change is audited with actor "cli:<unix user>".
 #include <iostream>
 #include <iterator>
 
+#include "api/accounts.h"
 #include "api/store_authenticator.h"
 #include "cli.h"
 #include "engine/engine_internal.h"
 #include "server/operations.h"
 #include "storage/store.h"
+#include "views/views.h"
 
 namespace taskengine::cli {
 namespace {
-
-constexpr std::size_t kGeneratedPasswordBytes = 18;  // 24 base64url characters
-constexpr std::int64_t kMaxExpiryDays = 3650;
 
 std::string Join(const std::vector<std::string>& v, const char* sep = ",") {
   std::string out;
@@ -38,86 +36,7 @@ std::vector<std::string> SplitComma(const std::string& s) {
   return out;
 }
 
-// --tenant values, or {"*"} (every tenant) when none were given.
-Result<std::vector<std::string>> TenantList(const std::vector<std::string>& given) {
-  if (given.empty()) return std::vector<std::string>{"*"};
-  for (const std::string& t : given) {
-    if (t != "*" && !IsValidTenantId(t)) {
-      return InvalidArgument("'" + t + "' is not a tenant id ([a-z0-9][a-z0-9_-]{0,49}) nor *");
-    }
-  }
-  return given;
-}
-
-bool ValidLabel(const std::string& s) {
-  if (s.empty() || s.size() > 100) return false;
-  for (char c : s) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '@' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
-
-// "30d", "12h", "90m", "3600s" -> milliseconds.
-Result<Millis> ParseExpiresIn(const std::string& text) {
-  auto bad = [&] {
-    return InvalidArgument("--expires-in='" + text +
-                           "' must be a positive number with a unit s, m, h or d (e.g. 30d), at "
-                           "most " +
-                           std::to_string(kMaxExpiryDays) + " days");
-  };
-  if (text.size() < 2 || text.size() > 12) return bad();
-  const char unit = text.back();
-  const std::string digits = text.substr(0, text.size() - 1);
-  if (digits.find_first_not_of("0123456789") != std::string::npos) return bad();
-  const std::int64_t n = std::stoll(digits);
-  Millis unit_ms = 0;
-  switch (unit) {
-    case 's':
-      unit_ms = 1000;
-      break;
-    case 'm':
-      unit_ms = 60'000;
-      break;
-    case 'h':
-      unit_ms = 3'600'000;
-      break;
-    case 'd':
-      unit_ms = 86'400'000;
-      break;
-    default:
-      return bad();
-  }
-  if (n <= 0 || n > kMaxExpiryDays * 86'400'000 / unit_ms) return bad();
-  return n * unit_ms;
-}
-
-Status Audit(Store& store, const std::string& action, const std::string& target,
-             const nlohmann::json& before, const nlohmann::json& after) {
-  AuditRecord r;
-  r.actor = CliRequester();
-  r.action = action;
-  r.target = target;
-  if (!before.is_null()) r.before_json = before.dump();
-  if (!after.is_null()) r.after_json = after.dump();
-  Status s = store.AppendAudit(r);
-  if (!s.ok()) {
-    return Status(s.code(),
-                  "the change was made but its audit record could not be written: " + s.message());
-  }
-  return Status::Ok();
-}
-
-// Grants the principal each of its tenants, so that the engine's grant checks
-// (replays recheck the requester's grants, R1) agree with its tenant binding.
-Status GrantTenants(Store& store, const std::string& principal,
-                    const std::vector<std::string>& tenants) {
-  for (const std::string& t : tenants) {
-    TE_RETURN_IF_ERROR(ChangeGrant(store, true, principal, t, CliRequester()).status());
-  }
-  return Status::Ok();
-}
+api::AccountActor Actor() { return api::AccountActor{CliRequester(), ""}; }
 
 // --- user:add, user:list ---
 
@@ -129,54 +48,34 @@ struct UserAddFlags {
 };
 
 int RunUserAdd(const GlobalFlags& flags, const UserAddFlags& f) {
-  auto scopes = api::RoleScopes(f.role);
-  if (!scopes.ok()) return Fail(scopes.status());
-  auto tenants = TenantList(f.tenants);
-  if (!tenants.ok()) return Fail(tenants.status());
-  std::string password;
-  const bool generated = !f.password_stdin;
+  api::NewUser in;
+  in.name = f.name;
+  in.role = f.role;
+  in.tenants = f.tenants;
   if (f.password_stdin) {
-    password.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    std::string password(std::istreambuf_iterator<char>(std::cin),
+                         std::istreambuf_iterator<char>{});
     if (!password.empty() && password.back() == '\n') password.pop_back();
     if (!password.empty() && password.back() == '\r') password.pop_back();
     if (password.empty()) return Fail(InvalidArgument("--password-stdin: no password on stdin"));
-  } else {
-    password = api::RandomToken(kGeneratedPasswordBytes);
+    in.password = std::move(password);
   }
-  auto hash = api::HashPassword(password);
-  if (!hash.ok()) return Fail(hash.status());
-
   auto engine = OpenClient(flags);
   if (!engine.ok()) return Fail(engine.status());
-  Store& store = StoreOf(**engine);
-  auto existing = store.GetUser(f.name);
-  if (existing.ok()) return Fail(Conflict("user '" + f.name + "' already exists"));
-  if (existing.status().code() != ErrorCode::kNotFound) return Fail(existing.status());
-  User user;
-  user.name = f.name;
-  user.password_hash = *hash;
-  user.scopes = *scopes;
-  user.tenants = *tenants;
-  Status s = store.UpsertUser(user);
-  if (!s.ok()) return Fail(s);
-  s = GrantTenants(store, user.name, user.tenants);
-  if (!s.ok()) return Fail(s);
-  nlohmann::json view = {
-      {"name", user.name}, {"role", f.role}, {"scopes", user.scopes}, {"tenants", user.tenants}};
-  s = Audit(store, "user.add", "user:" + user.name, nullptr, view);
-  if (!s.ok()) return Fail(s);
+  auto created = api::CreateUser(StoreOf(**engine), in, Actor());
+  if (!created.ok()) return Fail(created.status());
+  const User& user = created->user;
   if (flags.json) {
-    nlohmann::ordered_json out = {
-        {"name", user.name}, {"role", f.role}, {"scopes", user.scopes}, {"tenants", user.tenants}};
-    if (generated) out["password"] = password;
+    Json out = api::UserDocument(user);
+    if (!created->password.empty()) out["password"] = created->password;
     PrintJson(out);
     return kExitOk;
   }
-  std::cout << "created user " << user.name << " (role " << f.role << ", tenants "
+  std::cout << "created user " << user.name << " (role " << created->role << ", tenants "
             << Join(user.tenants) << ")" << std::endl;
-  if (generated) {
-    std::cout << "password: " << password << "\n(shown once: it is stored only as an Argon2id hash)"
-              << std::endl;
+  if (!created->password.empty()) {
+    std::cout << "password: " << created->password
+              << "\n(shown once: it is stored only as an Argon2id hash)" << std::endl;
   }
   return kExitOk;
 }
@@ -187,15 +86,8 @@ int RunUserList(const GlobalFlags& flags) {
   auto users = StoreOf(**engine).ListUsers();
   if (!users.ok()) return Fail(users.status());
   if (flags.json) {
-    nlohmann::ordered_json list = nlohmann::ordered_json::array();
-    for (const User& u : *users) {
-      list.push_back({{"name", u.name},
-                      {"role", api::RoleOf(u.scopes)},
-                      {"scopes", u.scopes},
-                      {"tenants", u.tenants},
-                      {"disabled", u.disabled},
-                      {"created_at", ShortTime(u.created_at)}});
-    }
+    Json list = Json::array();
+    for (const User& u : *users) list.push_back(api::UserDocument(u));
     PrintJson({{"users", std::move(list)}});
     return kExitOk;
   }
@@ -205,6 +97,19 @@ int RunUserList(const GlobalFlags& flags) {
                u.disabled ? "yes" : "no", ShortTime(u.created_at)});
   }
   table.Print(std::cout);
+  return kExitOk;
+}
+
+int RunUserSetDisabled(const GlobalFlags& flags, const std::string& name, bool disabled) {
+  auto engine = OpenClient(flags);
+  if (!engine.ok()) return Fail(engine.status());
+  auto user = api::SetUserDisabled(StoreOf(**engine), name, disabled, Actor());
+  if (!user.ok()) return Fail(user.status());
+  if (flags.json) {
+    PrintJson(api::UserDocument(*user));
+    return kExitOk;
+  }
+  std::cout << (disabled ? "disabled user " : "enabled user ") << user->name << std::endl;
   return kExitOk;
 }
 
@@ -219,75 +124,36 @@ struct TokenCreateFlags {
 };
 
 int RunTokenCreate(const GlobalFlags& flags, const TokenCreateFlags& f) {
-  if (!ValidLabel(f.name)) {
-    return Fail(InvalidArgument("--name must be 1..100 characters of [A-Za-z0-9._@-]"));
-  }
-  std::vector<std::string> scopes = SplitComma(f.scopes);
-  if (scopes.empty()) {
-    return Fail(
-        InvalidArgument("--scopes needs at least one of read, dispatch, operate, admin, worker"));
-  }
-  for (const std::string& s : scopes) {
-    if (!api::ParseScope(s)) {
-      return Fail(
-          InvalidArgument("unknown scope '" + s + "' (read, dispatch, operate, admin, worker)"));
-    }
-  }
-  auto tenants = TenantList(f.tenants);
-  if (!tenants.ok()) return Fail(tenants.status());
-  Millis ttl = 0;
+  api::NewToken in;
+  in.name = f.name;
+  in.scopes = SplitComma(f.scopes);
+  in.tenants = f.tenants;
+  in.principal = f.principal;
   if (!f.expires_in.empty()) {
-    auto parsed = ParseExpiresIn(f.expires_in);
-    if (!parsed.ok()) return Fail(parsed.status());
-    ttl = *parsed;
+    auto lifetime = api::ParseLifetime(f.expires_in, "--expires-in");
+    if (!lifetime.ok()) return Fail(lifetime.status());
+    in.lifetime_ms = *lifetime;
   }
-  const std::string principal = f.principal.empty() ? "token:" + f.name : f.principal;
-  if (principal.size() > 200) return Fail(InvalidArgument("--principal is longer than 200 bytes"));
-
   auto engine = OpenClient(flags);
   if (!engine.ok()) return Fail(engine.status());
-  Store& store = StoreOf(**engine);
-  const std::string secret = api::NewTokenSecret();
-  ApiToken token;
-  token.name = f.name;
-  token.secret_hash = api::HashSecret(secret);
-  token.principal = principal;
-  token.scopes = scopes;
-  token.tenants = *tenants;
-  token.expires_at = ttl == 0 ? 0 : (*engine)->clock()->NowMillis() + ttl;
-  auto id = store.CreateToken(token);
-  if (!id.ok()) return Fail(id.status());
-  Status s = GrantTenants(store, principal, token.tenants);
-  if (!s.ok()) return Fail(s);
-  nlohmann::json view = {
-      {"id", *id},        {"name", token.name},       {"principal", principal},
-      {"scopes", scopes}, {"tenants", token.tenants}, {"expires_at", ShortTime(token.expires_at)}};
-  s = Audit(store, "token.create", "token:" + std::to_string(*id), nullptr, view);
-  if (!s.ok()) return Fail(s);
+  const Millis now = (*engine)->clock()->NowMillis();
+  auto created = api::CreateToken(StoreOf(**engine), in, now, Actor());
+  if (!created.ok()) return Fail(created.status());
+  const ApiToken& token = created->token;
   if (flags.json) {
-    PrintJson({{"id", *id},
-               {"name", token.name},
-               {"principal", principal},
-               {"scopes", scopes},
-               {"tenants", token.tenants},
-               {"expires_at", token.expires_at == 0 ? "" : ShortTime(token.expires_at)},
-               {"secret", secret}});
+    Json out = TokenToJson(token, now);
+    out["secret"] = created->secret;
+    PrintJson(out);
     return kExitOk;
   }
   std::cout
-      << "created token " << *id << " '" << token.name << "' for " << principal << " (scopes "
-      << Join(scopes) << ", tenants " << Join(token.tenants) << ", expires "
+      << "created token " << token.id << " '" << token.name << "' for " << token.principal
+      << " (scopes " << Join(token.scopes) << ", tenants " << Join(token.tenants) << ", expires "
       << (token.expires_at == 0 ? "never" : ShortTime(token.expires_at)) << ")\n"
-      << "secret: " << secret << "\n"
+      << "secret: " << created->secret << "\n"
       << "(shown once: only its SHA-256 is stored; send it as 'Authorization: Bearer <secret>')"
       << std::endl;
   return kExitOk;
-}
-
-std::string TokenState(const ApiToken& t, Millis now) {
-  if (t.revoked_at != 0) return "revoked";
-  if (t.expires_at != 0 && now >= t.expires_at) return "expired";
-  return "live";
 }
 
 int RunTokenList(const GlobalFlags& flags) {
@@ -297,27 +163,16 @@ int RunTokenList(const GlobalFlags& flags) {
   if (!tokens.ok()) return Fail(tokens.status());
   const Millis now = (*engine)->clock()->NowMillis();
   if (flags.json) {
-    nlohmann::ordered_json list = nlohmann::ordered_json::array();
-    for (const ApiToken& t : *tokens) {
-      list.push_back({{"id", t.id},
-                      {"name", t.name},
-                      {"principal", t.principal},
-                      {"scopes", t.scopes},
-                      {"tenants", t.tenants},
-                      {"state", TokenState(t, now)},
-                      {"created_at", ShortTime(t.created_at)},
-                      {"expires_at", t.expires_at == 0 ? "" : ShortTime(t.expires_at)},
-                      {"revoked_at", t.revoked_at == 0 ? "" : ShortTime(t.revoked_at)},
-                      {"last_used_at", t.last_used_at == 0 ? "" : ShortTime(t.last_used_at)}});
-    }
+    Json list = Json::array();
+    for (const ApiToken& t : *tokens) list.push_back(TokenToJson(t, now));
     PrintJson({{"tokens", std::move(list)}});
     return kExitOk;
   }
   Table table({"ID", "NAME", "PRINCIPAL", "SCOPES", "TENANTS", "STATE", "EXPIRES", "LAST USED"});
   for (const ApiToken& t : *tokens) {
     table.Add({std::to_string(t.id), t.name, t.principal, Join(t.scopes), Join(t.tenants),
-               TokenState(t, now), t.expires_at == 0 ? "never" : ShortTime(t.expires_at),
-               ShortTime(t.last_used_at)});
+               std::string(TokenState(t, now)),
+               t.expires_at == 0 ? "never" : ShortTime(t.expires_at), ShortTime(t.last_used_at)});
   }
   table.Print(std::cout);
   return kExitOk;
@@ -326,29 +181,16 @@ int RunTokenList(const GlobalFlags& flags) {
 int RunTokenRevoke(const GlobalFlags& flags, std::int64_t id) {
   auto engine = OpenClient(flags);
   if (!engine.ok()) return Fail(engine.status());
-  Store& store = StoreOf(**engine);
-  auto tokens = store.ListTokens();
-  if (!tokens.ok()) return Fail(tokens.status());
-  const ApiToken* found = nullptr;
-  for (const ApiToken& t : *tokens) {
-    if (t.id == id) found = &t;
-  }
-  if (found == nullptr) return Fail(NotFound("no token " + std::to_string(id)));
-  const bool was_revoked = found->revoked_at != 0;
-  Status s = store.RevokeToken(id);
-  if (!s.ok()) return Fail(s);
-  if (!was_revoked) {
-    s = Audit(store, "token.revoke", "token:" + std::to_string(id),
-              {{"name", found->name}, {"principal", found->principal}, {"state", "live"}},
-              {{"state", "revoked"}});
-    if (!s.ok()) return Fail(s);
-  }
+  auto revoked = api::RevokeToken(StoreOf(**engine), id, Actor());
+  if (!revoked.ok()) return Fail(revoked.status());
+  const std::string name = revoked->token.name;
   if (flags.json) {
-    PrintJson({{"id", id}, {"name", found->name}, {"revoked", true}, {"was_revoked", was_revoked}});
+    PrintJson(
+        {{"id", id}, {"name", name}, {"revoked", true}, {"was_revoked", revoked->was_revoked}});
     return kExitOk;
   }
-  std::cout << (was_revoked ? "token " + std::to_string(id) + " was already revoked"
-                            : "revoked token " + std::to_string(id) + " '" + found->name + "'")
+  std::cout << (revoked->was_revoked ? "token " + std::to_string(id) + " was already revoked"
+                                     : "revoked token " + std::to_string(id) + " '" + name + "'")
             << std::endl;
   return kExitOk;
 }
@@ -377,6 +219,18 @@ void AddSecurityVerbs(CLI::App& app, const GlobalFlags& flags, std::vector<Verb>
   CLI::App* user_list =
       AddVerb(app, "user:list", "Dashboard users: role, scopes, tenants (never password hashes).");
   verbs->push_back({user_list, [&flags] { return RunUserList(flags); }});
+
+  for (const bool disabled : {true, false}) {
+    auto name = std::make_shared<std::string>();
+    CLI::App* verb = AddVerb(
+        app, disabled ? "user:disable" : "user:enable",
+        disabled ? "Disable a dashboard user: it cannot log in and its open sessions end at their "
+                   "next request. Refused for the last enabled admin with every tenant. Audited."
+                 : "Enable a disabled dashboard user again. Audited.");
+    verb->add_option("name", *name, "User name (see user:list)")->required();
+    verbs->push_back(
+        {verb, [&flags, name, disabled] { return RunUserSetDisabled(flags, *name, disabled); }});
+  }
 
   auto tf = std::make_shared<TokenCreateFlags>();
   CLI::App* token_create = AddVerb(

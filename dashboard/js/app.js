@@ -4,6 +4,7 @@
 import * as api from './api.js';
 import {fill, h} from './dom.js';
 import * as live from './live.js';
+import {tokens, users} from './accounts.js';
 import {audit} from './audit.js';
 import {executionDetail, executionList} from './executions.js';
 import {jobs} from './jobs.js';
@@ -17,6 +18,7 @@ import {workers} from './workers.js';
 // decides (a page the user may not use is neither in the navigation nor
 // reachable: its address shows the not-found page).
 const everyone = () => true;
+const globalAdmin = (ctx) => ctx.can('admin') && ctx.allTenants && ctx.tenant === null;
 const PAGES = [
   {path: '', title: 'Overview', render: overview, may: everyone},
   {path: 'executions', title: 'Executions', render: executionList, may: everyone},
@@ -26,8 +28,11 @@ const PAGES = [
   {path: 'workers', title: 'Workers', render: workers, may: everyone},
   // GET /api/v1/audit needs admin scope and every tenant: the global view only.
   {path: 'audit', title: 'Audit log', render: audit,
-   may: (ctx) => ctx.can('admin') && ctx.allTenants && ctx.tenant === null},
+   may: globalAdmin},
   {path: 'tenants', title: 'Tenants', render: tenants, may: everyone},
+  // /api/v1/users and /api/v1/tokens: admin scope and every tenant, global view.
+  {path: 'users', title: 'Users', render: users, may: globalAdmin},
+  {path: 'tokens', title: 'Tokens', render: tokens, may: globalAdmin},
 ];
 
 function scopeOf(pathname) {

@@ -26,6 +26,7 @@ Api::Api(Engine* engine, Authenticator* authenticator, ApiOptions options)
   RegisterAuthRoutes(*context_, *router_);
   RegisterWorkerRoutes(*context_, *router_);
   RegisterTenantRoutes(*context_, *router_);
+  RegisterAccountRoutes(*context_, *router_);
   RegisterDashboardRoutes(*context_, *dashboard_router_);
 }
 
@@ -68,6 +69,16 @@ TenantScope ScopeOf(const Principal& principal) {
   scope.tenants.emplace();
   for (const std::string& t : principal.tenants) scope.tenants->push_back(TenantId(t));
   return scope;
+}
+
+Result<std::string> ReasonBody(const RouteRequest& req) {
+  auto body = ParseJsonBody(req.http, /*allow_empty=*/true);
+  if (!body.ok()) return body.status();
+  if (body->is_null()) return std::string();
+  StrictObject in(*body, "request body");
+  std::optional<std::string> reason = in.String("reason", kMaxReason);
+  TE_RETURN_IF_ERROR(in.Finish());
+  return reason.value_or("");
 }
 
 Status ExecutionNotFound(std::string_view id_text) {

@@ -148,6 +148,30 @@ std::optional<bool> StrictObject::Bool(std::string_view field) {
   return v->get<bool>();
 }
 
+std::optional<std::vector<std::string>> StrictObject::Strings(std::string_view field,
+                                                              std::size_t max_items,
+                                                              std::size_t max_bytes) {
+  const nlohmann::json* v = Lookup(field);
+  if (v == nullptr || v->is_null()) return std::nullopt;
+  if (!v->is_array() || v->size() > max_items) {
+    Fail(field, "must be an array of at most " + std::to_string(max_items) + " strings");
+    return std::nullopt;
+  }
+  std::vector<std::string> out;
+  for (const nlohmann::json& item : *v) {
+    if (!item.is_string()) {
+      Fail(field, "must hold only strings, not " + TypeName(item));
+      return std::nullopt;
+    }
+    if (item.get_ref<const std::string&>().size() > max_bytes) {
+      Fail(field, "holds a string longer than " + std::to_string(max_bytes) + " bytes");
+      return std::nullopt;
+    }
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
 std::optional<std::int64_t> StrictObject::Int(std::string_view field, std::int64_t min,
                                               std::int64_t max) {
   const nlohmann::json* v = Lookup(field);

@@ -54,6 +54,9 @@ class StrictObject {
   // A string of at most `max_bytes` bytes.
   std::optional<std::string> String(std::string_view field, std::size_t max_bytes);
   std::optional<bool> Bool(std::string_view field);
+  // An array of at most `max_items` strings of at most `max_bytes` bytes each.
+  std::optional<std::vector<std::string>> Strings(std::string_view field, std::size_t max_items,
+                                                  std::size_t max_bytes);
   // An integer in [min, max] (a JSON number with a fraction or an exponent
   // that is not integral is refused).
   std::optional<std::int64_t> Int(std::string_view field, std::int64_t min, std::int64_t max);

@@ -46,6 +46,7 @@ void RegisterSystemRoutes(ApiContext& ctx, Router& router);    // health, metric
 void RegisterAuthRoutes(ApiContext& ctx, Router& router);      // login, logout, session
 void RegisterWorkerRoutes(ApiContext& ctx, Router& router);    // worker protocol, workers list
 void RegisterTenantRoutes(ApiContext& ctx, Router& router);    // tenants
+void RegisterAccountRoutes(ApiContext& ctx, Router& router);   // users, tokens
 // The dashboard's pages and assets, on its own router (Api::dashboard_router).
 void RegisterDashboardRoutes(ApiContext& ctx, Router& router);
 
@@ -76,6 +77,13 @@ TenantScope ScopeOf(const Principal& principal);
 // for another tenant's (X2).
 Result<Execution> VisibleExecution(ApiContext& ctx, const Principal& principal,
                                    std::string_view id_text);
+
+// Longest reason an operator may give for an action (audit log).
+inline constexpr std::size_t kMaxReason = 1000;
+
+// The optional body {"reason": "..."} of an action: "" when the body is
+// empty or has no reason; kInvalidArgument for anything else.
+Result<std::string> ReasonBody(const RouteRequest& req);
 
 // Standard "execution <id> not found" status.
 Status ExecutionNotFound(std::string_view id_text);

@@ -8,7 +8,6 @@
 namespace taskengine::api {
 namespace {
 
-constexpr std::size_t kMaxReason = 1000;
 
 // The parameters of the execution search (views/execution_search.h).
 constexpr std::string_view kSearchParams[] = {"job",         "tenant",    "status",     "trigger",

@@ -11,7 +11,6 @@
 namespace taskengine::api {
 namespace {
 
-constexpr std::size_t kMaxReason = 1000;
 
 // A tenant-bound principal sees the per-tenant definitions only (it may
 // dispatch those for its tenants); global ones need global tenant access.
@@ -74,16 +73,6 @@ HttpResponse EditError(const Status& status, const std::string& field) {
 }
 
 // The optional {"reason": "..."} body of enable, disable and delete.
-Result<std::string> ReasonBody(const RouteRequest& req) {
-  auto body = ParseJsonBody(req.http, /*allow_empty=*/true);
-  if (!body.ok()) return body.status();
-  if (body->is_null()) return std::string();
-  StrictObject in(*body, "request body");
-  std::optional<std::string> reason = in.String("reason", kMaxReason);
-  TE_RETURN_IF_ERROR(in.Finish());
-  return reason.value_or("");
-}
-
 // GET /api/v1/jobs -> {"items": [JobDefinition...]} ordered by name.
 HttpResponse ListJobs(ApiContext& ctx, const RouteRequest& req) {
   auto query = QueryParams::Parse(req.http.query);

@@ -11,7 +11,6 @@ namespace {
 
 constexpr std::size_t kMaxTenantId = 50;
 constexpr std::size_t kMaxTenantName = 200;
-constexpr std::size_t kMaxReason = 1000;
 
 std::string TenantUrl(const TenantId& id) { return "/api/v1/tenants/" + id.value; }
 

@@ -111,33 +111,4 @@ Result<LeaseRef> LeaseFromEnvironment(const EnvLookup& env) {
   return LeaseRef{ExecutionId(id), ClaimVersion(version)};
 }
 
-Result<GrantChange> ChangeGrant(Store& store, bool add, const std::string& principal,
-                                const std::string& tenant, const std::string& actor) {
-  if (principal.empty()) return InvalidArgument("the principal must not be empty");
-  if (tenant != "*" && !IsValidTenantId(tenant)) {
-    return InvalidArgument("'" + tenant +
-                           "' is not a tenant id ([a-z0-9][a-z0-9_-]{0,49}) nor * (every tenant)");
-  }
-  TE_RETURN_IF_ERROR(add ? store.Grant(principal, tenant) : store.Revoke(principal, tenant));
-  AuditRecord record;
-  record.actor = actor;
-  record.tenant = tenant == "*" ? "" : tenant;
-  record.action = add ? "grant.add" : "grant.revoke";
-  record.target = "principal:" + principal;
-  const std::string grant = nlohmann::json({{"principal", principal}, {"tenant", tenant}}).dump();
-  (add ? record.after_json : record.before_json) = grant;
-  Status audited = store.AppendAudit(record);
-  if (!audited.ok()) {
-    return Status(audited.code(),
-                  std::string("the grant was ") + (add ? "added" : "revoked") +
-                      " but its audit record could not be written: " + audited.message());
-  }
-  GrantChange change;
-  change.principal = principal;
-  change.tenant = tenant;
-  change.added = add;
-  TE_ASSIGN_OR_RETURN(change.effective, store.IsGranted(principal, tenant));
-  return change;
-}
-
 }  // namespace taskengine

@@ -55,24 +55,4 @@ Result<ExecutionDetail> ShowExecution(Engine& engine, ExecutionId id, int log_li
 // integer (the effect verbs only work inside a `command` job).
 Result<LeaseRef> LeaseFromEnvironment(const EnvLookup& env);
 
-// What `grant:add` / `grant:revoke` did.
-struct GrantChange {
-  std::string principal;
-  std::string tenant;  // a tenant id, or "*" for every tenant (global scope)
-  bool added = false;  // grant:add (else revoke)
-  // After the change: whether the principal may act for `tenant` (also true
-  // after revoking a tenant while a "*" grant remains). Always true for "*"
-  // after an add.
-  bool effective = false;
-};
-
-// Adds (or revokes) a grant, then appends its audit record (action
-// "grant.add" / "grant.revoke", target "principal:<principal>", tenant
-// `tenant` or empty for "*", actor `actor`). Idempotent. kInvalidArgument for
-// an empty principal or a bad tenant. The store has no audited grant
-// transaction yet, so the two writes are separate: if the audit append fails
-// the grant stays changed and the error says so.
-Result<GrantChange> ChangeGrant(Store& store, bool add, const std::string& principal,
-                                const std::string& tenant, const std::string& actor);
-
 }  // namespace taskengine

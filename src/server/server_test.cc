@@ -285,41 +285,6 @@ TEST(ShowExecutionTest, EffectsEscapedEffectsAttemptsAndAudit) {
   EXPECT_EQ(j["audit"][0]["target"], "execution:" + std::to_string(res.id.value));
 }
 
-TEST(ChangeGrantTest, AddsRevokesAndAudits) {
-  TempDir dir;
-  ServerConfig c = ConfigWithHello(dir);
-  { ASSERT_OK(OpenEngine(c, EngineMode::kMigrate)); }
-  ASSERT_OK_AND_ASSIGN(auto engine, OpenEngine(c, EngineMode::kClient));
-  Store& store = StoreOf(*engine);
-  ASSERT_OK_AND_ASSIGN(GrantChange a, ChangeGrant(store, true, "alice", "acme", "cli:op"));
-  EXPECT_TRUE(a.effective);
-  ASSERT_OK_AND_ASSIGN(GrantChange all, ChangeGrant(store, true, "alice", "*", "cli:op"));
-  EXPECT_TRUE(all.effective);
-  ASSERT_OK_AND_ASSIGN(GrantChange r, ChangeGrant(store, false, "alice", "acme", "cli:op"));
-  EXPECT_TRUE(r.effective) << "still granted through *";
-  ASSERT_OK_AND_ASSIGN(GrantChange r2, ChangeGrant(store, false, "alice", "*", "cli:op"));
-  EXPECT_FALSE(r2.effective);
-  ASSERT_OK_AND_ASSIGN(bool granted, store.IsGranted("alice", "acme"));
-  EXPECT_FALSE(granted);
-
-  EXPECT_EQ(ChangeGrant(store, true, "alice", "Not A Tenant", "cli:op").status().code(),
-            ErrorCode::kInvalidArgument);
-  EXPECT_EQ(ChangeGrant(store, true, "", "acme", "cli:op").status().code(),
-            ErrorCode::kInvalidArgument);
-
-  AuditFilter filter;
-  filter.target = "principal:alice";
-  ASSERT_OK_AND_ASSIGN(std::vector<AuditRecord> audit, store.ListAudit(filter));
-  ASSERT_EQ(audit.size(), 4u) << "refused changes write no record";
-  EXPECT_EQ(audit[0].action, "grant.revoke");
-  EXPECT_EQ(audit[0].tenant, "");
-  EXPECT_EQ(audit[3].action, "grant.add");
-  EXPECT_EQ(audit[3].tenant, "acme");
-  EXPECT_EQ(audit[3].actor, "cli:op");
-  EXPECT_EQ(nlohmann::json::parse(audit[3].after_json),
-            nlohmann::json::parse(R"({"principal":"alice","tenant":"acme"})"));
-}
-
 TEST(LeaseFromEnvironmentTest, ReadsBothVariablesOrNamesTheMissingOne) {
   auto env = [](std::map<std::string, std::string> vars) -> EnvLookup {
     return [vars = std::move(vars)](const char* name) -> std::optional<std::string> {

@@ -282,6 +282,35 @@ Json TenantToJson(const Tenant& tenant) {
   };
 }
 
+Json UserToJson(const User& user, std::string_view role) {
+  return {
+      {"name", user.name},         {"role", role},
+      {"scopes", user.scopes},     {"tenants", user.tenants},
+      {"disabled", user.disabled}, {"created_at", TimeOrNull(user.created_at)},
+  };
+}
+
+std::string_view TokenState(const ApiToken& token, Millis now) {
+  if (token.revoked_at != 0) return "revoked";
+  if (token.expires_at != 0 && now >= token.expires_at) return "expired";
+  return "live";
+}
+
+Json TokenToJson(const ApiToken& token, Millis now) {
+  return {
+      {"id", token.id},
+      {"name", token.name},
+      {"principal", token.principal},
+      {"scopes", token.scopes},
+      {"tenants", token.tenants},
+      {"state", TokenState(token, now)},
+      {"created_at", TimeOrNull(token.created_at)},
+      {"expires_at", TimeOrNull(token.expires_at)},
+      {"revoked_at", TimeOrNull(token.revoked_at)},
+      {"last_used_at", TimeOrNull(token.last_used_at)},
+  };
+}
+
 Json WorkerToJson(const WorkerInfo& w, const WorkerDetails* details, Millis now) {
   const std::vector<ExecutionId>& ids = details != nullptr ? details->current : w.current;
   Json current = Json::array();

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/job_schedules.h"
@@ -74,6 +75,13 @@ Json LaneToJson(const LaneStatus& lane);
 Json DispatchResultToJson(const DispatchResult& r);
 // {"id", "name", "active", "created_at"}
 Json TenantToJson(const Tenant& tenant);
+// A dashboard user with `role` (admin, operator, viewer or custom), never its
+// password hash.
+Json UserToJson(const User& user, std::string_view role);
+// "live", "expired" (at `now`) or "revoked".
+std::string_view TokenState(const ApiToken& token, Millis now);
+// An API token with its state at `now`, never its secret or its hash.
+Json TokenToJson(const ApiToken& token, Millis now);
 
 // A queue as operators see it: its configuration in this process (when it
 // is one of the configured queues) and its depth in the database.

@@ -1,14 +1,14 @@
 // The dashboard in a real browser (Debian chromium via playwright-core)
 // against a real `taskengine serve`: login, the overview's figures against
 // GET /api/v1/stats, run now from the Jobs page, cancel, replay from the
-// quarantine, the Lanes, Workers, Audit log and Tenants pages against their
-// API routes, hostile text shown as text, CSRF, tenant isolation, 401
+// quarantine, the Lanes, Workers, Audit log, Tenants, Users and Tokens pages
+// against their API routes, hostile text shown as text, CSRF, tenant isolation, 401
 // without a session, and axe-core on every page. Run by ctest (label
 // browser); see docs/dashboard.md.
 import assert from 'node:assert/strict';
 import {after, before, describe, test} from 'node:test';
 
-import {axeViolations, launchBrowser, logIn, newPage, requirements, Server, XSS} from './harness.mjs';
+import {axeViolations, launchBrowser, logIn, newPage, PASSWORDS, requirements, Server, XSS} from './harness.mjs';
 
 const T = {timeout: 60000};
 let server;
@@ -34,7 +34,8 @@ describe('dashboard', () => {
     for (const target of ['/admin/tasks/', '/admin/tasks/executions', '/admin/tasks/executions/1',
                           '/admin/tasks/jobs', '/admin/tasks/quarantine', '/admin/a/tasks/',
                           '/admin/tasks/lanes', '/admin/tasks/workers', '/admin/tasks/audit',
-                          '/admin/tasks/tenants', '/admin/assets/lanes.js', '/admin/assets/app.js', '/admin/assets/app.css', '/admin/assets/api.js']) {
+                          '/admin/tasks/tenants', '/admin/tasks/users', '/admin/tasks/tokens',
+                          '/admin/assets/accounts.js', '/admin/assets/lanes.js', '/admin/assets/app.js', '/admin/assets/app.css', '/admin/assets/api.js']) {
       const r = await fetch(server.url + target, {redirect: 'manual'});
       assert.equal(r.status, 401, target);
       assert.match(await r.text(), /<form method="post" action="\/login">/, target);
@@ -59,7 +60,7 @@ describe('dashboard', () => {
     await page.click('button[type=submit]');
     assert.equal(await page.locator('#error').textContent(), 'invalid username or password');
     assert.match(page.url(), /\/login$/);
-    await page.fill('#password', 'pw-admin-1');
+    await page.fill('#password', PASSWORDS.admin);
     await Promise.all([page.waitForURL(/\/admin\/tasks\/$/), page.click('button[type=submit]')]);
     await page.locator('h1', {hasText: 'Overview'}).waitFor();
     const cookies = await page.context().cookies();
@@ -633,5 +634,126 @@ describe('dashboard: lanes, workers, audit log, tenants', () => {
     assert.deepEqual(await axeViolations(page), []);
     assert.deepEqual(page.pageErrors, []);
     await page.context().close();
+  });
+});
+
+// --- Users and Tokens ----------------------------------------------------------------------------
+
+describe('dashboard: users and tokens', () => {
+  test('users: an admin adds a user whose password is shown once, then disabling it ends its session', T, async () => {
+    const page = await newPage(browser, server);
+    await logIn(page, 'admin');
+    assert.deepEqual(await navPages(page), ['', 'executions', 'jobs', 'quarantine', 'lanes', 'workers',
+                                            'audit', 'tenants', 'users', 'tokens']);
+    await page.click('nav a[data-page=users]');
+    await page.locator('#users-h').waitFor();
+    await eventually(async () => {
+      const api = (await server.api('GET', '/users')).body.items;
+      assert.deepEqual((await rows(page)).map((r) => r.slice(0, 2)), api.map((u) => [u.name, u.role]));
+    });
+    // Bad input: a clear message, nothing sent.
+    await page.fill('#user-name', 'Not A Name');
+    await page.click('button:has-text("Add user")');
+    assert.match(await page.locator('.action-status').textContent(), /must match/);
+    await page.fill('#user-name', 'olga');
+    await page.fill('#user-password', 'short');
+    await page.click('button:has-text("Add user")');
+    assert.match(await page.locator('.action-status').textContent(), /at least 12/);
+    assert.ok(!(await server.api('GET', '/users')).body.items.some((u) => u.name === 'olga'));
+    // Add with a generated password: shown once, accepted then confirmed.
+    await page.fill('#user-password', '');
+    await page.selectOption('#user-role', 'viewer');
+    await page.fill('#user-tenants', 'a');
+    await page.fill('#user-add-reason', 'new on-call');
+    await watchActionStates(page);
+    await page.click('button:has-text("Add user")');
+    assert.deepEqual(await confirmedStates(page), ['sending', 'accepted', 'confirmed']);
+    const password = await page.locator('#user-secret-value').inputValue();
+    assert.ok(password.length >= 20, password);
+    const listed = JSON.stringify((await server.api('GET', '/users')).body);
+    assert.ok(listed.includes('"olga"') && !listed.includes(password));
+    // The new user logs in with it (another browser context) and sees tenant a only.
+    const olga = await newPage(browser, server);
+    await olga.goto('/login');
+    await olga.fill('#username', 'olga');
+    await olga.fill('#password', password);
+    await Promise.all([olga.waitForURL(/\/admin\/a\/tasks\/$/), olga.click('button[type=submit]')]);
+    assert.deepEqual(await navPages(olga), ['', 'executions', 'jobs', 'quarantine', 'lanes', 'workers', 'tenants']);
+    // Disable, with a reason: olga's next request goes back to the login page.
+    const row = page.locator('main tbody tr', {hasText: 'olga'});
+    await row.waitFor();
+    await page.fill('#user-reason', 'left the team');
+    await watchActionStates(page);
+    await row.locator('button[aria-label="Disable user olga"]').click();
+    assert.deepEqual(await confirmedStates(page), ['sending', 'accepted', 'confirmed']);
+    await olga.goto('/admin/a/tasks/');
+    await olga.locator('form[action="/login"]').waitFor();
+    const audit = (await server.api('GET', '/audit?target=user%3Aolga')).body.items;
+    assert.deepEqual(audit.map((a) => [a.actor, a.action, a.reason]),
+                     [['admin', 'user.disable', 'left the team'], ['admin', 'user.add', 'new on-call']]);
+    assert.ok(!JSON.stringify(audit).includes(password));
+    assert.deepEqual(await axeViolations(page), []);
+    assert.deepEqual(page.pageErrors, []);
+    await olga.context().close();
+    await page.context().close();
+  });
+
+  test('tokens: created with its secret shown once, usable at once, refused after revoking', T, async () => {
+    const page = await newPage(browser, server);
+    await logIn(page, 'admin');
+    await page.goto('/admin/tasks/tokens');
+    await page.locator('#tokens-h').waitFor();
+    await page.fill('#token-name', 'billing');
+    await page.click('button:has-text("Create token")');
+    assert.match(await page.locator('.action-status').textContent(), /at least one scope/);
+    await page.check('#token-scope-read');
+    await page.fill('#token-expires', '3w');
+    await page.click('button:has-text("Create token")');
+    assert.match(await page.locator('.action-status').textContent(), /unit s, m, h or d/);
+    await page.fill('#token-expires', '12h');
+    await page.fill('#token-tenants', 'a');
+    await watchActionStates(page);
+    await page.click('button:has-text("Create token")');
+    assert.deepEqual(await confirmedStates(page), ['sending', 'accepted', 'confirmed']);
+    const secret = await page.locator('#token-secret-value').inputValue();
+    assert.match(secret, /^te_[A-Za-z0-9_-]{43}$/);
+    const use = () => fetch(server.url + '/api/v1/tenants', {headers: {Authorization: 'Bearer ' + secret}});
+    const used = await use();
+    assert.equal(used.status, 200);
+    assert.deepEqual((await used.json()).items.map((t) => t.id), ['a']);
+    const token = (await server.api('GET', '/tokens')).body.items.find((t) => t.name === 'billing');
+    assert.deepEqual([token.principal, token.scopes, token.tenants, token.state],
+                     ['token:billing', ['read'], ['a'], 'live']);
+    const row = page.locator('main tbody tr', {hasText: 'token:billing'});
+    await row.waitFor();
+    assert.ok(!(await page.locator('main table').textContent()).includes(secret));
+    await watchActionStates(page);
+    await row.locator(`button[aria-label="Revoke token ${token.id} (billing)"]`).click();
+    assert.deepEqual(await confirmedStates(page), ['sending', 'accepted', 'confirmed']);
+    assert.equal((await use()).status, 401);
+    await row.locator('td', {hasText: 'revoked'}).waitFor();
+    assert.deepEqual(await axeViolations(page), []);
+    assert.deepEqual(page.pageErrors, []);
+    await page.context().close();
+  });
+
+  test('users and tokens are for admins with every tenant only', T, async () => {
+    for (const user of ['victor', 'alice']) {
+      const page = await newPage(browser, server);
+      await logIn(page, user);
+      const pages = await navPages(page);
+      assert.ok(!pages.includes('users') && !pages.includes('tokens'), pages.join());
+      for (const path of ['users', 'tokens']) {
+        await page.goto((user === 'alice' ? '/admin/a/tasks/' : '/admin/tasks/') + path);
+        await page.locator('h1', {hasText: 'Not found'}).waitFor();
+        assert.equal((await asUser(page, 'GET', '/' + path)).status, 403);
+      }
+      assert.equal((await asUser(page, 'POST', '/users', {name: 'sneaky', role: 'admin'})).status, 403);
+      assert.equal((await asUser(page, 'POST', '/tokens', {name: 'sneaky', scopes: ['admin']})).status, 403);
+      await page.context().close();
+    }
+    const all = JSON.stringify((await server.api('GET', '/users')).body) +
+                JSON.stringify((await server.api('GET', '/tokens')).body);
+    assert.ok(!all.includes('sneaky'), 'nothing was created');
   });
 });

@@ -29,7 +29,7 @@ export function requirements() {
   }
 }
 
-export const PASSWORDS = {admin: 'pw-admin-1', alice: 'pw-alice-1', victor: 'pw-victor-1'};
+export const PASSWORDS = {admin: 'pw-admin-12345', alice: 'pw-alice-12345', victor: 'pw-victor-12345'};
 export const XSS = '<img src=x onerror=alert(1)>';
 
 const CONFIG = `
@@ -38,6 +38,10 @@ worker_threads = 3
 poll_interval_ms = 50
 sweep_interval_ms = 200
 shutdown_grace_ms = 2000
+
+# Every test logs in from 127.0.0.1: more than the default 10 per minute.
+[http]
+login_per_minute = 120
 
 [[queue]]
 name = "default"

@@ -230,10 +230,10 @@ TEST_F(SecurityCliTest, ServeEndToEndWithATokenFromTokenCreate) {
 
   // A dashboard login over real HTTP: the cookie attributes on the wire.
   ProcessResult add =
-      te_.Run({"user:add", "olga", "--role=operator", "--password-stdin"}, "pw-olga-1\n");
+      te_.Run({"user:add", "olga", "--role=operator", "--password-stdin"}, "pw-olga-12345\n");
   ASSERT_EQ(add.exit_code, 0) << add.Describe();
   ClientResponse login =
-      client.Post("/api/v1/auth/login", "", {{"username", "olga"}, {"password", "pw-olga-1"}});
+      client.Post("/api/v1/auth/login", "", {{"username", "olga"}, {"password", "pw-olga-12345"}});
   ASSERT_EQ(login.status, 200) << login.body;
   const std::string cookie = login.header("set-cookie");
   EXPECT_THAT(cookie, HasSubstr("HttpOnly"));
@@ -245,7 +245,7 @@ TEST_F(SecurityCliTest, ServeEndToEndWithATokenFromTokenCreate) {
 
   StopServe(&serve);
   EXPECT_THAT(ReadFile(te_.serve_log()), Not(HasSubstr(secret))) << "secrets are never logged";
-  EXPECT_THAT(ReadFile(te_.serve_log()), Not(HasSubstr("pw-olga-1")));
+  EXPECT_THAT(ReadFile(te_.serve_log()), Not(HasSubstr("pw-olga-12345")));
 }
 
 // X2 (issue 14 bug 4), through the real binary: a token bound to tenant a
