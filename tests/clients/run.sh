@@ -1,0 +1,33 @@
+#!/bin/sh
+# Runs one language's client conformance test (ctest's clients_<lang>_test):
+# starts serve (serve.sh), runs the language's own test runner in
+# clients/<lang> over every scenario of clients/scenarios.json, stops serve.
+#   tests/clients/run.sh python|node|php|ruby     (TASKENGINE_BIN: the binary)
+set -eu
+lang=${1:?usage: run.sh python|node|php|ruby}
+. "$(cd "$(dirname "$0")" && pwd)/serve.sh"
+
+need() {
+  [ -x "$1" ] || serve_fail "clients/$lang: $1 is missing (Debian package $2); run scripts/deps.sh test"
+}
+
+case $lang in
+  python)
+    need /usr/bin/python3 python3
+    export PYTHONDONTWRITEBYTECODE=1
+    set -- /usr/bin/python3 -m unittest -v tests.test_scenarios ;;
+  node)
+    need /usr/bin/node nodejs
+    set -- /usr/bin/node --test test/ ;;
+  *) serve_fail "run.sh: unknown language $lang" ;;
+esac
+
+start_serve "$lang"
+cd "$serve_root/clients/$lang"
+status=0
+"$@" || status=$?
+if [ $status -ne 0 ]; then
+  echo "---- serve log (last 40 lines)" >&2
+  tail -n 40 "$serve_work/serve.log" >&2
+fi
+exit $status
