@@ -18,7 +18,13 @@ case $lang in
     set -- /usr/bin/python3 -m unittest -v tests.test_scenarios ;;
   node)
     need /usr/bin/node nodejs
-    set -- /usr/bin/node --test test/ ;;
+    need /usr/bin/tsc node-typescript
+    # index.d.ts must type-check the example's code before the scenarios run.
+    (cd "$serve_root/clients/node" &&
+      /usr/bin/tsc --noEmit --strict --target es2022 --module nodenext \
+        --moduleResolution nodenext test/types.ts) ||
+      serve_fail "clients/node: index.d.ts does not type-check test/types.ts"
+    set -- /usr/bin/node --test test/scenarios.test.js ;;
   *) serve_fail "run.sh: unknown language $lang" ;;
 esac
 
