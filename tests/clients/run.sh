@@ -25,6 +25,12 @@ case $lang in
         --moduleResolution nodenext test/types.ts) ||
       serve_fail "clients/node: index.d.ts does not type-check test/types.ts"
     set -- /usr/bin/node --test test/scenarios.test.js ;;
+  php)
+    need /usr/bin/php php-cli
+    /usr/bin/php -r 'exit(extension_loaded("curl") && extension_loaded("pcntl") ? 0 : 1);' ||
+      serve_fail "clients/php: the curl or pcntl extension is missing (Debian packages php-curl, php-cli); run scripts/deps.sh test"
+    need /usr/bin/phpunit phpunit
+    set -- /usr/bin/phpunit --testdox ;;
   *) serve_fail "run.sh: unknown language $lang" ;;
 esac
 
