@@ -31,6 +31,9 @@ case $lang in
       serve_fail "clients/php: the curl or pcntl extension is missing (Debian packages php-curl, php-cli); run scripts/deps.sh test"
     need /usr/bin/phpunit phpunit
     set -- /usr/bin/phpunit --testdox ;;
+  ruby)
+    need /usr/bin/ruby ruby
+    set -- /usr/bin/ruby -w test/scenarios_test.rb --verbose ;;
   *) serve_fail "run.sh: unknown language $lang" ;;
 esac
 
