@@ -145,6 +145,21 @@ async function stoppedWorkerIsStale(s) {
   assert.equal(await client.status(d.id), 'succeeded');
 }
 
+async function longHandlerKeepsLease(s) {
+  const client = h.admin();
+  const handler = async (ctx) => {
+    ctx.progress(50);
+    await h.sleep(s.block_ms);
+    return {slept_ms: s.block_ms};
+  };
+  const d = await client.dispatch(s.job, {});
+  const execution = await h.withWorker(s.queue, {[s.job]: handler},
+                                       () => client.wait(d.id, {timeoutMs: 20000}));
+  assert.deepEqual([execution.status, execution.attempt], ['succeeded', 1], JSON.stringify(execution));
+  assert.equal(execution.consecutive_lease_expiries, 0);
+  assert.deepEqual(await client.result(d.id), {slept_ms: s.block_ms});
+}
+
 async function cancelSeenByHandler(s) {
   const client = h.admin();
   let started = false;
@@ -244,6 +259,7 @@ const IMPLEMENTED = {
   effect_completes: effectCompletes,
   crash_between_effect_and_commit: crashBetweenEffectAndCommit,
   stopped_worker_is_stale: stoppedWorkerIsStale,
+  long_handler_keeps_lease: longHandlerKeepsLease,
   cancel_seen_by_handler: cancelSeenByHandler,
   bad_token_401: badToken401,
   other_tenant_404: otherTenant404,

@@ -52,6 +52,21 @@ final class ConstantJob implements Job
     }
 }
 
+/** Sets progress 50, blocks for $blockMs (usleep), returns how long. */
+final class BlockingJob implements Job
+{
+    public function __construct(private int $blockMs)
+    {
+    }
+
+    public function handle(JobContext $ctx, array $payload): mixed
+    {
+        $ctx->progress(50);
+        usleep($this->blockMs * 1000);
+        return ['slept_ms' => $this->blockMs];
+    }
+}
+
 final class ScenariosTest extends TestCase
 {
     /** @return iterable<string, array{array<string, mixed>}> */
@@ -203,6 +218,17 @@ final class ScenariosTest extends TestCase
         $this->assertSame([1, 0], [$stats['lost'], $stats['completed']], json_encode($stats));
         $this->assertSame(['by' => 'second'], $client->result($d->id));
         $this->assertSame('succeeded', $client->status($d->id));
+    }
+
+    private function longHandlerKeepsLease(array $s): void
+    {
+        $client = Harness::admin();
+        $d = $client->dispatch($s['job']);
+        Harness::runWorker($s['queue'], [$s['job'] => new BlockingJob($s['block_ms'])]);
+        $execution = $client->wait($d->id, timeout: 20);
+        $this->assertSame(['succeeded', 1], [$execution['status'], $execution['attempt']], json_encode($execution));
+        $this->assertSame(0, $execution['consecutive_lease_expiries']);
+        $this->assertSame(['slept_ms' => $s['block_ms']], $client->result($d->id));
     }
 
     private function cancelSeenByHandler(array $s): void

@@ -151,6 +151,22 @@ def stopped_worker_is_stale(t: unittest.TestCase, s: dict) -> None:
     t.assertEqual(client.status(d.id), "succeeded")
 
 
+def long_handler_keeps_lease(t: unittest.TestCase, s: dict) -> None:
+    client = harness.admin()
+
+    def handler(ctx, payload):
+        ctx.progress(50)
+        time.sleep(s["block_ms"] / 1000)
+        return {"slept_ms": s["block_ms"]}
+
+    d = client.dispatch(s["job"], {})
+    with harness.ThreadWorker(s["queue"], {s["job"]: handler}):
+        execution = client.wait(d.id, timeout=20)
+    t.assertEqual((execution["status"], execution["attempt"]), ("succeeded", 1), execution)
+    t.assertEqual(execution["consecutive_lease_expiries"], 0)
+    t.assertEqual(client.result(d.id), {"slept_ms": s["block_ms"]})
+
+
 def cancel_seen_by_handler(t: unittest.TestCase, s: dict) -> None:
     client = harness.admin()
     started, seen = threading.Event(), threading.Event()
@@ -229,7 +245,7 @@ def examples_run(t: unittest.TestCase, s: dict) -> None:
 
 IMPLEMENTED = {f.__name__: f for f in (
     dispatch_idempotency, list_pagination, effect_completes, crash_between_effect_and_commit,
-    stopped_worker_is_stale, cancel_seen_by_handler, bad_token_401, other_tenant_404,
+    stopped_worker_is_stale, long_handler_keeps_lease, cancel_seen_by_handler, bad_token_401, other_tenant_404,
     examples_run)}
 
 

@@ -136,6 +136,20 @@ class ScenariosTest < Minitest::Test
     assert_equal "succeeded", client.status(d.id)
   end
 
+  def long_handler_keeps_lease(s)
+    client = Harness.admin
+    handler = lambda do |ctx, _payload|
+      ctx.progress(50)
+      sleep(s["block_ms"] / 1000.0)
+      { "slept_ms" => s["block_ms"] }
+    end
+    d = client.dispatch(s["job"], {})
+    execution = Harness.with_worker(s["queue"], s["job"] => handler) { client.wait(d.id, timeout: 20) }
+    assert_equal %w[succeeded 1], [execution["status"], execution["attempt"].to_s], execution.to_json
+    assert_equal 0, execution["consecutive_lease_expiries"]
+    assert_equal({ "slept_ms" => s["block_ms"] }, client.result(d.id))
+  end
+
   def cancel_seen_by_handler(s)
     client = Harness.admin
     started = Queue.new
