@@ -1,12 +1,14 @@
 // A worker process for the scenarios that kill or stop one.
 //
-//   child_worker.js crash|stall EVENTS GO
+//   child_worker.js crash|stall|graceful EVENTS GO
 //
 // crash: runs sdk-crash; its effect's sink records "sink <key>" in EVENTS and
 //        then hangs, so the test can kill the process between effect and commit.
 // stall: runs sdk-stall; records "started <id>", waits for the file GO, then
 //        logs a line; a lost claim records "stale" and stops the handler, else
 //        it resolves to {by: "first"}.
+// graceful: runs sdk-graceful; records "started <id>", waits a second and
+//        resolves to {finished: true}.
 // At SIGTERM it stops and prints its stats as JSON.
 import {appendFileSync, existsSync} from 'node:fs';
 
@@ -36,6 +38,12 @@ worker.job('sdk-stall', async (ctx) => {
     throw e;
   }
   return {by: 'first'};
+});
+
+worker.job('sdk-graceful', async (ctx) => {
+  record(`started ${ctx.id}`);
+  await sleep(1000);
+  return {finished: true};
 });
 
 const stats = await worker.run();

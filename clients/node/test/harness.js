@@ -110,7 +110,8 @@ export class ChildWorker {
   // SIGTERM, then the stats it prints at exit.
   async finish() {
     this.signal('SIGTERM');
-    await this.exited;
+    const {code, signal} = await this.exited;
+    if (code !== 0) throw new Error(`the child worker exited ${code ?? signal}: ${this.stdout}`);
     return JSON.parse(this.stdout.trim().split('\n').pop());
   }
 

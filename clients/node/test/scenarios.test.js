@@ -160,6 +160,23 @@ async function longHandlerKeepsLease(s) {
   assert.deepEqual(await client.result(d.id), {slept_ms: s.block_ms});
 }
 
+async function sigtermFinishesRunningHandler(s) {
+  const client = h.admin();
+  const d = await client.dispatch(s.job, {});
+  const child = new h.ChildWorker('graceful', unique('graceful'));
+  let stats;
+  try {
+    assert.equal(await child.waitForEvent('started '), `started ${d.id}`);
+    stats = await child.finish();
+  } finally {
+    await child.kill();
+  }
+  assert.deepEqual([stats.completed, stats.leased], [1, 1], JSON.stringify(stats));
+  const execution = await client.get(d.id);
+  assert.deepEqual([execution.status, execution.attempt], ['succeeded', 1], JSON.stringify(execution));
+  assert.deepEqual(await client.result(d.id), {finished: true});
+}
+
 async function cancelSeenByHandler(s) {
   const client = h.admin();
   let started = false;
@@ -260,6 +277,7 @@ const IMPLEMENTED = {
   crash_between_effect_and_commit: crashBetweenEffectAndCommit,
   stopped_worker_is_stale: stoppedWorkerIsStale,
   long_handler_keeps_lease: longHandlerKeepsLease,
+  sigterm_finishes_running_handler: sigtermFinishesRunningHandler,
   cancel_seen_by_handler: cancelSeenByHandler,
   bad_token_401: badToken401,
   other_tenant_404: otherTenant404,

@@ -71,7 +71,10 @@ final class ChildWorker
     {
         $this->signal(SIGTERM);
         $out = stream_get_contents($this->pipes[1]);
-        $this->close();
+        $code = $this->close();
+        if ($code !== 0) {
+            throw new \RuntimeException("the child worker exited {$code}: {$out}");
+        }
         $lines = array_values(array_filter(explode("\n", trim($out))));
         return json_decode(end($lines), true, 512, JSON_THROW_ON_ERROR);
     }
@@ -85,12 +88,14 @@ final class ChildWorker
         $this->close();
     }
 
-    private function close(): void
+    /** Reaps the process; its exit code (-1 when already reaped). */
+    private function close(): int
     {
-        if ($this->pipes !== []) {
-            fclose($this->pipes[1]);
-            $this->pipes = [];
-            proc_close($this->process);
+        if ($this->pipes === []) {
+            return -1;
         }
+        fclose($this->pipes[1]);
+        $this->pipes = [];
+        return proc_close($this->process);
     }
 }

@@ -231,6 +231,23 @@ final class ScenariosTest extends TestCase
         $this->assertSame(['slept_ms' => $s['block_ms']], $client->result($d->id));
     }
 
+    private function sigtermFinishesRunningHandler(array $s): void
+    {
+        $client = Harness::admin();
+        $d = $client->dispatch($s['job']);
+        $child = new ChildWorker('graceful');
+        try {
+            $this->assertSame("started {$d->id}", $child->waitForEvent('started '));
+            $stats = $child->finish();
+        } finally {
+            $child->kill();
+        }
+        $this->assertSame([1, 1], [$stats['completed'], $stats['leased']], json_encode($stats));
+        $execution = $client->get($d->id);
+        $this->assertSame(['succeeded', 1], [$execution['status'], $execution['attempt']], json_encode($execution));
+        $this->assertSame(['finished' => true], $client->result($d->id));
+    }
+
     private function cancelSeenByHandler(array $s): void
     {
         $client = Harness::admin();

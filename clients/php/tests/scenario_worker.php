@@ -1,7 +1,7 @@
 <?php
 // A worker process for the scenarios that kill, stop or cancel one.
 //
-//   scenario_worker.php crash|stall|cancel EVENTS GO
+//   scenario_worker.php crash|stall|cancel|graceful EVENTS GO
 //
 // crash:  runs sdk-crash; its effect's sink records "sink <key>" in EVENTS and
 //         then hangs, so the test can kill the process between effect and commit.
@@ -10,6 +10,8 @@
 //         it returns {"by": "first"}.
 // cancel: runs sdk-cancel; records "started <id>", then checkpoints every 20 ms
 //         and records "canceled" when one stops it.
+// graceful: runs sdk-graceful; records "started <id>", blocks for a second and
+//         returns {"finished": true}.
 // At SIGTERM it stops and prints its stats as JSON.
 declare(strict_types=1);
 
@@ -79,6 +81,22 @@ $worker->register('sdk-cancel', new class ($record) implements Job {
             usleep(20000);
         }
         return ['cancel' => 'never seen'];
+    }
+});
+
+$worker->register('sdk-graceful', new class ($record) implements Job {
+    public function __construct(private \Closure $record)
+    {
+    }
+
+    public function handle(JobContext $ctx, array $payload): mixed
+    {
+        ($this->record)("started {$ctx->id()}");
+        $until = microtime(true) + 1;
+        while (microtime(true) < $until) {  // a signal cuts usleep short: sleep until the deadline
+            usleep(20000);
+        }
+        return ['finished' => true];
     }
 });
 

@@ -1,12 +1,14 @@
 """A worker process for the scenarios that kill or stop one.
 
-    child_worker.py crash|stall EVENTS GO
+    child_worker.py crash|stall|graceful EVENTS GO
 
 crash: runs sdk-crash; its effect's sink records "sink <key>" in EVENTS and
        then hangs, so the test can kill the process between effect and commit.
 stall: runs sdk-stall; records "started <id>", waits for the file GO, then
        logs a line; a lost claim records "stale" and stops the handler, else
        it returns {"by": "first"}.
+graceful: runs sdk-graceful; records "started <id>", blocks for a second and
+       returns {"finished": true}.
 At SIGTERM it stops and prints its stats as JSON.
 """
 
@@ -49,6 +51,12 @@ def main():
             record(events, "stale")
             raise
         return {"by": "first"}
+
+    @worker.job("sdk-graceful")
+    def graceful(ctx, payload):
+        record(events, f"started {ctx.id}")
+        time.sleep(1)
+        return {"finished": True}
 
     stats = worker.run()
     print(json.dumps(dataclasses.asdict(stats)), flush=True)

@@ -131,6 +131,8 @@ class ChildWorker:
         """SIGTERM, then the stats it prints at exit."""
         self.process.terminate()
         out, _ = self.process.communicate(timeout=20)
+        if self.process.returncode != 0:
+            raise AssertionError(f"the child worker exited {self.process.returncode}: {out}")
         return json.loads(out.strip().splitlines()[-1])
 
     def kill(self) -> None:

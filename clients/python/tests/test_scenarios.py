@@ -167,6 +167,21 @@ def long_handler_keeps_lease(t: unittest.TestCase, s: dict) -> None:
     t.assertEqual(client.result(d.id), {"slept_ms": s["block_ms"]})
 
 
+def sigterm_finishes_running_handler(t: unittest.TestCase, s: dict) -> None:
+    client = harness.admin()
+    d = client.dispatch(s["job"], {})
+    child = harness.ChildWorker("graceful", unique("graceful"))
+    try:
+        t.assertEqual(child.wait_for_event("started "), f"started {d.id}")
+        stats = child.finish()
+    finally:
+        child.kill()
+    t.assertEqual((stats["completed"], stats["leased"]), (1, 1), stats)
+    execution = client.get(d.id)
+    t.assertEqual((execution["status"], execution["attempt"]), ("succeeded", 1), execution)
+    t.assertEqual(client.result(d.id), {"finished": True})
+
+
 def cancel_seen_by_handler(t: unittest.TestCase, s: dict) -> None:
     client = harness.admin()
     started, seen = threading.Event(), threading.Event()
@@ -245,7 +260,8 @@ def examples_run(t: unittest.TestCase, s: dict) -> None:
 
 IMPLEMENTED = {f.__name__: f for f in (
     dispatch_idempotency, list_pagination, effect_completes, crash_between_effect_and_commit,
-    stopped_worker_is_stale, long_handler_keeps_lease, cancel_seen_by_handler, bad_token_401, other_tenant_404,
+    stopped_worker_is_stale, long_handler_keeps_lease, sigterm_finishes_running_handler,
+    cancel_seen_by_handler, bad_token_401, other_tenant_404,
     examples_run)}
 
 

@@ -2,13 +2,15 @@
 
 # A worker process for the scenarios that kill or stop one.
 #
-#   child_worker.rb crash|stall EVENTS GO
+#   child_worker.rb crash|stall|graceful EVENTS GO
 #
 # crash: runs sdk-crash; its effect's sink records "sink <key>" in EVENTS and
 #        then hangs, so the test can kill the process between effect and commit.
 # stall: runs sdk-stall; records "started <id>", waits for the file GO, then
 #        logs a line; a lost claim records "stale" and stops the handler, else
 #        it returns {"by" => "first"}.
+# graceful: runs sdk-graceful; records "started <id>", blocks for a second and
+#        returns {"finished" => true}.
 # At SIGTERM it stops and prints its stats as JSON.
 require "json"
 require_relative "../lib/taskengine"
@@ -36,6 +38,12 @@ worker.job("sdk-stall") do |ctx, _payload|
     raise
   end
   { "by" => "first" }
+end
+
+worker.job("sdk-graceful") do |ctx, _payload|
+  record.call("started #{ctx.id}")
+  sleep 1
+  { "finished" => true }
 end
 
 puts JSON.generate(worker.run.to_h)

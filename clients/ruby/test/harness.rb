@@ -114,7 +114,9 @@ module Harness
     def finish
       signal("TERM")
       out = @out.read
-      reap
+      status = reap
+      raise "the child worker exited #{status.inspect}: #{out}" unless status&.success?
+
       JSON.parse(out.lines.last)
     end
 
@@ -128,12 +130,15 @@ module Harness
 
     private
 
+    # Waits for the process; its Process::Status (nil when reaped before).
     def reap
-      Process.wait(@pid) if @status.nil?
+      status = (Process.wait2(@pid)[1] if @status.nil?)
       @status = :exited
       @out.close unless @out.closed?
+      status
     rescue Errno::ECHILD
       @status = :exited
+      nil
     end
   end
 end

@@ -150,6 +150,23 @@ class ScenariosTest < Minitest::Test
     assert_equal({ "slept_ms" => s["block_ms"] }, client.result(d.id))
   end
 
+  def sigterm_finishes_running_handler(s)
+    client = Harness.admin
+    d = client.dispatch(s["job"], {})
+    child = Harness::ChildWorker.new("graceful")
+    stats = nil
+    begin
+      assert_equal "started #{d.id}", child.wait_for_event("started ")
+      stats = child.finish
+    ensure
+      child.kill
+    end
+    assert_equal [1, 1], stats.values_at("completed", "leased"), stats.to_json
+    execution = client.get(d.id)
+    assert_equal ["succeeded", 1], execution.values_at("status", "attempt"), execution.to_json
+    assert_equal({ "finished" => true }, client.result(d.id))
+  end
+
   def cancel_seen_by_handler(s)
     client = Harness.admin
     started = Queue.new
