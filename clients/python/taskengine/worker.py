@@ -46,6 +46,7 @@ from .client import Client, Lease
 from .context import (Canceled, EffectAmbiguous, JobContext, LeaseLost, PermanentError,
                       RetryableError)
 from .errors import ApiError, TaskengineError, TransportError
+from .transport import Abort
 
 Handler = Callable[[JobContext, Dict[str, Any]], Any]
 
@@ -105,7 +106,7 @@ class Worker:
         self.finish_retry_for = finish_retry_for
         self._handlers: Dict[str, Handler] = {}
         self._stopping = threading.Event()
-        self._abort = None  # the open long poll's Abort
+        self._abort: Optional[Abort] = None  # ends the open long poll
         self._cv = threading.Condition()
         # Protected by _cv:
         self._queue: Deque[JobContext] = collections.deque()  # leased, not started
@@ -191,7 +192,6 @@ class Worker:
     def _lease_loop(self) -> None:
         backoff = self.reconnect_min
         last_error = ""
-        from .transport import Abort
         while not self._stopping.is_set():
             with self._cv:
                 self._cv.wait_for(lambda: self._stopping.is_set()
