@@ -33,7 +33,9 @@ case $lang in
     set -- /usr/bin/phpunit --testdox ;;
   ruby)
     need /usr/bin/ruby ruby
-    set -- /usr/bin/ruby -w test/scenarios_test.rb --verbose ;;
+    /usr/bin/ruby -e 'require "active_job"' 2>/dev/null ||
+      serve_fail "clients/ruby: ActiveJob is missing (Debian package ruby-activejob); run scripts/deps.sh test"
+    set -- /usr/bin/ruby -w -Itest -e 'require "scenarios_test"; require "active_job_test"' -- --verbose ;;
   *) serve_fail "run.sh: unknown language $lang" ;;
 esac
 
