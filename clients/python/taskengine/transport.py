@@ -98,6 +98,7 @@ class Transport:
         raise AssertionError("unreachable")
 
     def _connection(self) -> Tuple[http.client.HTTPConnection, bool]:
+        """A kept-alive connection (True) or a new one (False)."""
         now = time.monotonic()
         with self._lock:
             while self._idle:
@@ -105,8 +106,11 @@ class Transport:
                 if now - since < _MAX_IDLE_SECONDS:
                     return conn, True
                 conn.close()
+        return self._new_connection(), False
+
+    def _new_connection(self) -> http.client.HTTPConnection:
         cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        return cls(self._host, self._port, timeout=self.timeout), False
+        return cls(self._host, self._port, timeout=self.timeout)
 
     def _give_back(self, conn: http.client.HTTPConnection) -> None:
         with self._lock:
@@ -143,7 +147,7 @@ class Transport:
                     ConnectionResetError) as e:
                 conn.close()
                 if reused and not fresh_try and not (abort and abort.aborted):
-                    conn, reused = self._connection()[0], False
+                    conn, reused = self._new_connection(), False
                     continue
                 raise TransportError(f"{method} {path}: {e}") from None
             except (OSError, http.client.HTTPException) as e:
