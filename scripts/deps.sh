@@ -15,7 +15,7 @@ build_pkgs=(
   libgtest-dev libgmock-dev
   libpq-dev postgresql-15
 )
-test_pkgs=(clang libclang-rt-14-dev llvm lld clang-format faketime dpkg-dev chromium nodejs)  # lld: every tree links with it when present (TASKENGINE_LINKER); clang-format: the format check; faketime: the clock drill (RD11); dpkg-dev: the .deb test; chromium, nodejs: the browser tests
+test_pkgs=(clang libclang-rt-14-dev llvm lld clang-format faketime dpkg-dev chromium nodejs python3 node-typescript php-cli php-curl phpunit ruby ruby-activejob)  # lld: every tree links with it when present (TASKENGINE_LINKER); clang-format: the format check; faketime: the clock drill (RD11); dpkg-dev: the .deb test; chromium, nodejs: the browser tests; nodejs, python3, node-typescript, php-cli, php-curl, phpunit, ruby, ruby-activejob: the client tests (tests/clients)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-build}" = "test" ]; then want+=("${test_pkgs[@]}"); fi
