@@ -14,7 +14,7 @@
 #     libraries, and each package's CMake config directory `<Pkg>_DIR`),
 # and with --tools the programs test.sh and its helpers start (PostgreSQL,
 # clang, clang-format, faketime and its preload library, node and chromium
-# for the browser tests).
+# for the browser tests, the interpreters and runners of the client tests).
 # Each path outside the source and build trees is mapped to its package with
 # dpkg's file lists. A path no package owns, or owned by a package outside
 # the closure of the list, fails the audit with the package named.
@@ -124,7 +124,8 @@ done
 if [ $check_tools -eq 1 ]; then
   pg_bin=/usr/lib/postgresql/15/bin
   for t in "$pg_bin/initdb" "$pg_bin/pg_ctl" "$pg_bin/postgres" "$pg_bin/psql" \
-           clang clang++ clang-format faketime runuser dpkg-shlibdeps dpkg-deb node chromium; do
+           clang clang++ clang-format faketime runuser dpkg-shlibdeps dpkg-deb node chromium \
+           /usr/bin/python3 /usr/bin/tsc /usr/bin/php /usr/bin/phpunit /usr/bin/ruby; do
     case "$t" in
       /*) p=$t ;;
       *) p=$(command -v "$t" || true) ;;

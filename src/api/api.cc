@@ -1,6 +1,7 @@
 #include "api/api.h"
 
 #include "api/routes.h"
+#include "api/seed_api.h"
 #include "engine/engine_internal.h"
 
 namespace taskengine::api {
@@ -28,6 +29,7 @@ Api::Api(Engine* engine, Authenticator* authenticator, ApiOptions options)
   RegisterTenantRoutes(*context_, *router_);
   RegisterAccountRoutes(*context_, *router_);
   RegisterDashboardRoutes(*context_, *dashboard_router_);
+  seed_api_ = std::make_unique<SeedApi>(router_.get());
 }
 
 Api::~Api() = default;
@@ -42,8 +44,12 @@ bool Api::IsDashboardPath(std::string_view path) {
 }
 
 RequestHandler Api::handler() const {
-  return [api = router_.get(), dashboard = dashboard_router_.get()](HttpRequest request,
-                                                                    Responder respond) {
+  return [api = router_.get(), dashboard = dashboard_router_.get(), seed = seed_api_.get()](
+             HttpRequest request, Responder respond) {
+    if (SeedApi::Handles(request.path)) {
+      seed->Handle(std::move(request), std::move(respond));
+      return;
+    }
     Router* router = IsDashboardPath(request.path) ? dashboard : api;
     router->Handle(std::move(request), std::move(respond));
   };

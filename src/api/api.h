@@ -85,6 +85,8 @@ struct ApiOptions {
 struct ApiContext;
 
 // Owns the router and the routes' shared state. Thread-safe once constructed.
+class SeedApi;
+
 class Api {
  public:
   // `engine` and `authenticator` are not owned and must outlive the Api.
@@ -102,7 +104,9 @@ class Api {
   // REQUIRES: before the server starts.
   void SetRateLimiter(RateLimiter* limiter);
   // The handler to give HttpServer: dashboard paths to dashboard_router(),
-  // everything else to router(). Valid while the Api lives.
+  // seed 001's task API (/api/tasks/..., /api/<tenant>/tasks/...;
+  // docs/seed-api.md) to its adapter over router(), everything else to
+  // router(). Valid while the Api lives.
   RequestHandler handler() const;
   // True for the paths the dashboard router answers.
   static bool IsDashboardPath(std::string_view path);
@@ -115,6 +119,7 @@ class Api {
   std::unique_ptr<ApiContext> context_;
   std::unique_ptr<Router> router_;
   std::unique_ptr<Router> dashboard_router_;
+  std::unique_ptr<SeedApi> seed_api_;  // /api/<tenant>/tasks/..., over router_
 };
 
 // docs/openapi.json as embedded at build time.

@@ -52,7 +52,21 @@ Json TenantStatsToJson(const TenantStats& t) {
   };
 }
 
-// GET /api/v1/stats
+// The answer refusing a `tenant` query parameter: 400 for a malformed id, 403
+// for a tenant not granted to the principal; nullopt when it may be used.
+std::optional<HttpResponse> RefuseTenantParam(const std::string& tenant,
+                                              const Principal& principal) {
+  if (!IsValidTenantId(tenant)) {
+    return StatusResponse(InvalidArgument("tenant: must match [a-z0-9][a-z0-9_-]{0,49}"));
+  }
+  if (!principal.MayAccessTenant(tenant)) {
+    return ErrorResponse(403, "forbidden", "tenant '" + tenant + "' is not granted to you");
+  }
+  return std::nullopt;
+}
+
+// GET /api/v1/stats?tenant= (optional: that tenant's figures only; 403 when
+// not granted)
 // -> {"scope": "global" | "tenants", "queued", "running", "by_status": {...},
 //     "oldest_due_age_ms",
 //     "queues": [{"queue", "queued", "running", "by_status", "oldest_due_at",
@@ -78,9 +92,15 @@ HttpResponse Stats(ApiContext& ctx, const RouteRequest& req) {
   const Principal& principal = PrincipalOf(req);
   auto query = QueryParams::Parse(req.http.query);
   if (!query.ok()) return StatusResponse(query.status());
-  if (Status s = query->RejectUnknown({}); !s.ok()) return StatusResponse(s);
+  if (Status s = query->RejectUnknown({"tenant"}); !s.ok()) return StatusResponse(s);
+  TenantScope scope = ScopeOf(principal);
+  const std::string* tenant = query->Get("tenant");
+  if (tenant != nullptr) {
+    if (auto refused = RefuseTenantParam(*tenant, principal)) return *refused;
+    scope.tenants = std::vector<TenantId>{TenantId(*tenant)};
+  }
   const Millis now = ctx.clock->NowMillis();
-  auto stats = ctx.store->GetStats(ScopeOf(principal));
+  auto stats = ctx.store->GetStats(scope);
   if (!stats.ok()) return StatusResponse(stats.status());
   auto workers = ctx.store->ListWorkers(kActiveWorkerWindowMs);
   if (!workers.ok()) return StatusResponse(workers.status());
@@ -111,7 +131,7 @@ HttpResponse Stats(ApiContext& ctx, const RouteRequest& req) {
   Json tenants = Json::array();
   for (const TenantStats& t : stats->tenants) tenants.push_back(TenantStatsToJson(t));
   Json out = {
-      {"scope", principal.all_tenants ? "global" : "tenants"},
+      {"scope", principal.all_tenants && tenant == nullptr ? "global" : "tenants"},
       {"queued", stats->totals[static_cast<int>(ExecutionStatus::kQueued)]},
       {"running", stats->totals[static_cast<int>(ExecutionStatus::kRunning)]},
       {"by_status", ByStatus(stats->totals)},
@@ -167,12 +187,7 @@ HttpResponse Lanes(ApiContext& ctx, const RouteRequest& req) {
   }
   std::vector<std::optional<TenantId>> scopes;
   if (const std::string* t = query->Get("tenant")) {
-    if (!IsValidTenantId(*t)) {
-      return StatusResponse(InvalidArgument("tenant: must match [a-z0-9][a-z0-9_-]{0,49}"));
-    }
-    if (!principal.MayAccessTenant(*t)) {
-      return ErrorResponse(403, "forbidden", "tenant '" + *t + "' is not granted to you");
-    }
+    if (auto refused = RefuseTenantParam(*t, principal)) return *refused;
     scopes.emplace_back(TenantId(*t));
   } else if (principal.all_tenants) {
     scopes.emplace_back(std::nullopt);

@@ -2,7 +2,7 @@
 // taskengine server, "sends" an e-mail once per execution through the effect
 // ledger, and completes. Stops gracefully on SIGINT/SIGTERM.
 //
-//   TASKENGINE_URL=http://127.0.0.1:8080 TASKENGINE_TOKEN=... ./taskengine_worker_example
+//   TASKENGINE_SERVER=http://127.0.0.1:8080 TASKENGINE_TOKEN=... ./taskengine_worker_example
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -25,7 +25,7 @@ const char* EnvOr(const char* name, const char* fallback) {
 
 int main() {
   using namespace taskengine_client;
-  Client client({EnvOr("TASKENGINE_URL", "http://127.0.0.1:8080"), EnvOr("TASKENGINE_TOKEN", "")});
+  Client client({EnvOr("TASKENGINE_SERVER", "http://127.0.0.1:8080"), EnvOr("TASKENGINE_TOKEN", "")});
 
   WorkerOptions options;
   options.queues = {"default"};
