@@ -8,7 +8,8 @@
 import assert from 'node:assert/strict';
 import {after, before, describe, test} from 'node:test';
 
-import {axeViolations, launchBrowser, logIn, newPage, PASSWORDS, requirements, Server, XSS} from './harness.mjs';
+import {axeViolations, launchBrowser, logIn, newPage, PASSWORDS, requirements, screenshot, Server, XSS}
+  from './harness.mjs';
 
 const T = {timeout: 60000};
 let server;
@@ -282,6 +283,10 @@ describe('dashboard', () => {
       await page.locator('main h1').waitFor();
       await page.waitForLoadState('networkidle');
       assert.deepEqual(await axeViolations(page), [], target);
+      const shots = {'/admin/tasks/': 'overview', '/admin/tasks/executions': 'executions',
+                     '/admin/tasks/jobs': 'jobs', '/admin/tasks/quarantine': 'quarantine',
+                     '/admin/tasks/executions/1': 'execution'};
+      if (shots[target]) await screenshot(page, shots[target]);
     }
     assert.deepEqual(page.pageErrors, []);
     await page.context().close();
@@ -412,6 +417,7 @@ describe('dashboard: lanes, workers, audit log, tenants', () => {
       assert.equal(await page.locator('main img').count(), 0);
       assert.deepEqual(page.dialogs, []);
       assert.deepEqual(await axeViolations(page), []);
+      await screenshot(page, 'lanes');
       // A tenant's view lists that tenant's lanes only.
       await page.goto('/admin/a/tasks/lanes');
       await eventually(async () => {
@@ -669,6 +675,7 @@ describe('dashboard: users and tokens', () => {
     await page.click('button:has-text("Add user")');
     assert.deepEqual(await confirmedStates(page), ['sending', 'accepted', 'confirmed']);
     const password = await page.locator('#user-secret-value').inputValue();
+    await screenshot(page, 'users');
     assert.ok(password.length >= 20, password);
     const listed = JSON.stringify((await server.api('GET', '/users')).body);
     assert.ok(listed.includes('"olga"') && !listed.includes(password));
@@ -717,6 +724,8 @@ describe('dashboard: users and tokens', () => {
     assert.deepEqual(await confirmedStates(page), ['sending', 'accepted', 'confirmed']);
     const secret = await page.locator('#token-secret-value').inputValue();
     assert.match(secret, /^te_[A-Za-z0-9_-]{43}$/);
+    await page.locator('main tbody tr', {hasText: 'token:billing'}).waitFor();
+    await screenshot(page, 'tokens');
     const use = () => fetch(server.url + '/api/v1/tenants', {headers: {Authorization: 'Bearer ' + secret}});
     const used = await use();
     assert.equal(used.status, 200);

@@ -242,6 +242,15 @@ export async function logIn(page, user) {
   await Promise.all([page.waitForURL(/\/admin\//), page.click('button[type=submit]')]);
 }
 
+// With TASKENGINE_SCREENSHOTS=<dir>, saves the page as <dir>/<name>.png (the
+// pictures of docs/dashboard.md); otherwise does nothing.
+export async function screenshot(page, name) {
+  const dir = process.env.TASKENGINE_SCREENSHOTS;
+  if (!dir) return;
+  await page.setViewportSize({width: 1280, height: 800});
+  await page.screenshot({path: path.join(dir, name + '.png'), fullPage: true});
+}
+
 let axeSource = null;
 
 // axe-core's serious and critical violations on the current page.
