@@ -355,10 +355,7 @@ class Session : public std::enable_shared_from_this<Session> {
     HttpRequest req;
     req.method_name = std::string(msg.method_string());
     req.method = ParseHttpMethod(req.method_name);
-    req.target = std::string(msg.target());
-    std::size_t q = req.target.find('?');
-    req.path = req.target.substr(0, q);
-    if (q != std::string::npos) req.query = req.target.substr(q + 1);
+    req.SetTarget(std::string(msg.target()));
     req.headers.reserve(8);
     for (const auto& field : msg) {
       req.headers.emplace_back(Lower(std::string(field.name_string())), std::string(field.value()));

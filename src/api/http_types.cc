@@ -37,6 +37,13 @@ HttpMethod ParseHttpMethod(std::string_view name) {
   return HttpMethod::kOther;
 }
 
+void HttpRequest::SetTarget(std::string request_target) {
+  target = std::move(request_target);
+  const std::size_t q = target.find('?');
+  path = target.substr(0, q);
+  query = q == std::string::npos ? std::string() : target.substr(q + 1);
+}
+
 const std::string* HttpRequest::Header(std::string_view lower_case_name) const {
   for (const auto& [name, value] : headers) {
     if (name == lower_case_name) return &value;

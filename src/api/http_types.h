@@ -41,6 +41,8 @@ struct HttpRequest {
 
   // The first header named `lower_case_name`, or nullptr.
   const std::string* Header(std::string_view lower_case_name) const;
+  // Sets target, and path and query from it.
+  void SetTarget(std::string request_target);
 };
 
 // One response. Content-Length, Date, Server and Connection are set by the server.

@@ -14,10 +14,7 @@ HttpRequest Request(HttpMethod method, std::string target, std::string token = "
   HttpRequest r;
   r.method = method;
   r.method_name = std::string(ToString(method));
-  r.target = target;
-  std::size_t q = target.find('?');
-  r.path = target.substr(0, q);
-  if (q != std::string::npos) r.query = target.substr(q + 1);
+  r.SetTarget(target);
   if (!token.empty()) r.headers.emplace_back("authorization", "Bearer " + token);
   return r;
 }

@@ -3,6 +3,7 @@
 // again), disable and enable users, revoke tokens. Everything goes through
 // api/accounts.h, as the CLI verbs do, and is audited with the caller and
 // the reason.
+#include <limits>
 #include <memory>
 
 #include "api/accounts.h"
@@ -134,12 +135,9 @@ HttpResponse RevokeTokenRoute(ApiContext& ctx, const RouteRequest& req) {
   const Principal& principal = PrincipalOf(req);
   if (!principal.all_tenants) return NeedsAllTenants("revoking tokens");
   const std::string& id_text = req.Param("id");
-  std::int64_t id = 0;
-  if (id_text.empty() || id_text.size() > 18 ||
-      id_text.find_first_not_of("0123456789") != std::string::npos ||
-      (id = std::stoll(id_text)) <= 0) {
-    return StatusResponse(InvalidArgument("token id: must be a positive integer"));
-  }
+  auto parsed = ParseInteger(id_text, 1, std::numeric_limits<std::int64_t>::max(), "token id");
+  if (!parsed.ok()) return StatusResponse(parsed.status());
+  const std::int64_t id = *parsed;
   auto reason = ReasonBody(req);
   if (!reason.ok()) return StatusResponse(reason.status());
   auto revoked = RevokeToken(*ctx.store, id, ActorOf(principal, *reason));

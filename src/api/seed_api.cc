@@ -22,14 +22,20 @@ using Out = nlohmann::ordered_json;
 constexpr std::string_view kPrefix = "/api/";
 constexpr char kDefaultRetryReason[] = "retried through the seed dashboard API";
 
-std::vector<std::string> Split(std::string_view path) {
+// The non-empty parts of `text` between `sep`s, trimmed of spaces and tabs.
+std::vector<std::string> Split(std::string_view text, char sep) {
   std::vector<std::string> out;
   std::size_t start = 0;
-  while (start <= path.size()) {
-    std::size_t slash = path.find('/', start);
-    if (slash == std::string_view::npos) slash = path.size();
-    if (slash > start) out.emplace_back(path.substr(start, slash - start));
-    start = slash + 1;
+  while (start <= text.size()) {
+    std::size_t end = text.find(sep, start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view part = text.substr(start, end - start);
+    const std::size_t first = part.find_first_not_of(" \t");
+    if (first != std::string_view::npos) {
+      part = part.substr(first, part.find_last_not_of(" \t") - first + 1);
+      out.emplace_back(part);
+    }
+    start = end + 1;
   }
   return out;
 }
@@ -214,10 +220,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
     HttpRequest r = request_;
     r.method = method;
     r.method_name = std::string(ToString(method));
-    r.target = target;
-    const std::size_t q = target.find('?');
-    r.path = target.substr(0, q);
-    r.query = q == std::string::npos ? "" : target.substr(q + 1);
+    r.SetTarget(std::move(target));
     std::erase_if(r.headers, [](const auto& h) {
       return h.first == "content-type" || h.first == "content-length" ||
              h.first == "idempotency-key";
@@ -413,16 +416,8 @@ void UpdateJob(const ExchangePtr& x, const std::string& id) {
         for (const Json& t : Field(current, "notify_targets")) {
           if (t.is_string() && !IsEmailAddress(t.get<std::string>())) targets.push_back(t);
         }
-        std::string list = emails.is_string() ? emails.get<std::string>() : "";
-        std::size_t start = 0;
-        while (start <= list.size()) {
-          std::size_t comma = list.find(',', start);
-          if (comma == std::string::npos) comma = list.size();
-          std::string one = list.substr(start, comma - start);
-          one.erase(0, one.find_first_not_of(" \t"));
-          one.erase(one.find_last_not_of(" \t") + 1);
-          if (!one.empty()) targets.push_back(one);
-          start = comma + 1;
+        if (emails.is_string()) {
+          for (std::string& one : Split(emails.get<std::string>(), ',')) targets.push_back(one);
         }
         patch["notify_targets"] = std::move(targets);
       }
@@ -515,12 +510,8 @@ void ListExecutions(const ExchangePtr& x) {
   if (const std::string* job = query->Get("jobId")) params.emplace_back("job", *job);
   if (const std::string* status = query->Get("status")) {
     std::string ours;
-    std::size_t start = 0;
-    while (start <= status->size()) {
-      std::size_t comma = status->find(',', start);
-      if (comma == std::string::npos) comma = status->size();
-      ours += (ours.empty() ? "" : ",") + OurStatus(status->substr(start, comma - start));
-      start = comma + 1;
+    for (const std::string& one : Split(*status, ',')) {
+      ours += (ours.empty() ? "" : ",") + OurStatus(one);
     }
     params.emplace_back("status", ours);
   }
@@ -636,12 +627,12 @@ bool IsId(const std::string& s) {
 
 bool SeedApi::Handles(std::string_view path) {
   if (!path.starts_with(kPrefix)) return false;
-  const std::vector<std::string> s = Split(path.substr(kPrefix.size()));
+  const std::vector<std::string> s = Split(path.substr(kPrefix.size()), '/');
   return (!s.empty() && s[0] == "tasks") || (s.size() >= 2 && s[1] == "tasks");
 }
 
 void SeedApi::Handle(HttpRequest request, Responder respond) const {
-  std::vector<std::string> s = Split(std::string_view(request.path).substr(kPrefix.size()));
+  std::vector<std::string> s = Split(std::string_view(request.path).substr(kPrefix.size()), '/');
   std::optional<std::string> tenant;
   if (s[0] != "tasks") {
     tenant = s[0];

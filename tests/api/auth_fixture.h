@@ -133,10 +133,7 @@ class AuthApiFixture : public ::testing::Test {
     HttpRequest r;
     r.method = method;
     r.method_name = std::string(ToString(method));
-    r.target = target;
-    const std::size_t q = target.find('?');
-    r.path = target.substr(0, q);
-    r.query = q == std::string::npos ? "" : target.substr(q + 1);
+    r.SetTarget(target);
     r.headers.emplace_back("host", kHost);
     for (const auto& [n, v] : headers) {
       std::string lower = n;

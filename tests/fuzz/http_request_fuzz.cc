@@ -121,10 +121,7 @@ HttpRequest ToRequest(http::request<http::string_body>& msg) {
   HttpRequest req;
   req.method_name = std::string(msg.method_string());
   req.method = taskengine::api::ParseHttpMethod(req.method_name);
-  req.target = std::string(msg.target());
-  const std::size_t q = req.target.find('?');
-  req.path = req.target.substr(0, q);
-  if (q != std::string::npos) req.query = req.target.substr(q + 1);
+  req.SetTarget(std::string(msg.target()));
   for (const auto& field : msg) {
     const auto name = field.name_string();
     req.headers.emplace_back(Lower(std::string_view(name.data(), name.size())),
