@@ -136,6 +136,22 @@ TEST_F(SecurityCliTest, UserAddValidatesAndRefusesDuplicates) {
   EXPECT_THAT(help.out, HasSubstr("--password-stdin"));
 }
 
+TEST_F(SecurityCliTest, UserDisableAndEnable) {
+  ASSERT_EQ(te_.Run({"user:add", "root", "--role=admin"}).exit_code, 0);
+  ASSERT_EQ(te_.Run({"user:add", "olga", "--role=viewer"}).exit_code, 0);
+  ProcessResult off = te_.Run({"user:disable", "olga"});
+  ASSERT_EQ(off.exit_code, 0) << off.Describe();
+  nlohmann::json users = te_.RunJson({"user:list"});
+  ASSERT_EQ(users["users"].size(), 2u);
+  EXPECT_EQ(users["users"][0]["name"], "olga");
+  EXPECT_EQ(users["users"][0]["disabled"], true);
+  EXPECT_EQ(te_.RunJson({"user:enable", "olga"})["disabled"], false);
+  EXPECT_EQ(te_.Run({"user:disable", "root"}).exit_code, 4) << "the last admin with every tenant";
+  EXPECT_EQ(te_.RunJson({"user:list"})["users"][1]["disabled"], false);
+  EXPECT_EQ(te_.Run({"user:disable", "nobody"}).exit_code, 2);
+  ASSERT_TRUE(LastAudit("user.enable").is_object());
+}
+
 TEST_F(SecurityCliTest, TokenCreateListRevoke) {
   nlohmann::json t = te_.RunJson(
       {"token:create", "--name=ci", "--scopes=read,dispatch", "--tenant=a", "--expires-in=30d"});
