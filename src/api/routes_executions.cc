@@ -8,7 +8,6 @@
 namespace taskengine::api {
 namespace {
 
-
 // The parameters of the execution search (views/execution_search.h).
 constexpr std::string_view kSearchParams[] = {"job",         "tenant",    "status",     "trigger",
                                               "queued_from", "queued_to", "ended_from", "ended_to",

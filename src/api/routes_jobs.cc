@@ -11,7 +11,6 @@
 namespace taskengine::api {
 namespace {
 
-
 // A tenant-bound principal sees the per-tenant definitions only (it may
 // dispatch those for its tenants); global ones need global tenant access.
 bool MaySeeJob(const Principal& p, const JobDefinition& job) {

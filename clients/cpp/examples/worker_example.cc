@@ -25,7 +25,8 @@ const char* EnvOr(const char* name, const char* fallback) {
 
 int main() {
   using namespace taskengine_client;
-  Client client({EnvOr("TASKENGINE_SERVER", "http://127.0.0.1:8080"), EnvOr("TASKENGINE_TOKEN", "")});
+  Client client(
+      {EnvOr("TASKENGINE_SERVER", "http://127.0.0.1:8080"), EnvOr("TASKENGINE_TOKEN", "")});
 
   WorkerOptions options;
   options.queues = {"default"};
