@@ -13,6 +13,8 @@ namespace taskengine {
 
 // Milliseconds since the Unix epoch, UTC. The unit of every stored time.
 using Millis = std::int64_t;
+inline constexpr Millis kMillisPerHour = 3'600'000;
+inline constexpr Millis kMillisPerDay = 24 * kMillisPerHour;
 
 // Thread-safe.
 class Clock {

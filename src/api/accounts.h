@@ -20,6 +20,7 @@ namespace taskengine::api {
 
 inline constexpr std::size_t kMinPasswordBytes = 12;
 inline constexpr std::size_t kMaxPrincipalBytes = 200;
+inline constexpr std::size_t kMaxPasswordBytes = 1024;
 inline constexpr std::int64_t kMaxTokenLifetimeDays = 3650;
 
 // Who acts and why: recorded in the audit log with every change.

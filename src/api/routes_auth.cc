@@ -3,15 +3,13 @@
 //                              (the password check runs on the LoginGuard's threads)
 //   POST /api/v1/auth/logout   ends the session server-side, clears the cookie
 //   GET  /api/v1/auth/session  who the caller is (token or session), with the CSRF token
+#include "api/accounts.h"
 #include "api/routes.h"
 #include "api/store_authenticator.h"
 #include "core/time_text.h"
 
 namespace taskengine::api {
 namespace {
-
-constexpr std::size_t kMaxUserField = 200;
-constexpr std::size_t kMaxPasswordField = 1024;
 
 HttpResponse Unauthenticated(std::string_view message) {
   HttpResponse r = ErrorResponse(401, "unauthenticated", message);
@@ -104,8 +102,8 @@ void Login(ApiContext& ctx, RouteRequest r, Responder respond) {
     return;
   }
   StrictObject in(*body, "request body");
-  std::optional<std::string> user = in.String("username", kMaxUserField);
-  std::optional<std::string> password = in.String("password", kMaxPasswordField);
+  std::optional<std::string> user = in.String("username", kMaxPrincipalBytes);
+  std::optional<std::string> password = in.String("password", kMaxPasswordBytes);
   Status parsed = in.Finish();
   if (!parsed.ok()) {
     respond.Send(StatusResponse(parsed));

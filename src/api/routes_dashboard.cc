@@ -18,6 +18,7 @@
 // Referrer-Policy; assets carry nosniff and an ETag.
 #include <sodium.h>
 
+#include "api/accounts.h"
 #include "api/embedded_files.h"
 #include "api/routes.h"
 
@@ -27,8 +28,6 @@ namespace {
 constexpr std::string_view kCsp =
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
-constexpr std::size_t kMaxUserField = 200;
-constexpr std::size_t kMaxPasswordField = 1024;
 constexpr std::size_t kMaxNext = 2000;
 
 const EmbeddedFile& Page(std::string_view name) {
@@ -227,9 +226,9 @@ void LoginSubmit(ApiContext& ctx, RouteRequest r, Responder respond) {
   const std::string* password = form->Get("password");
   const std::string* next_field = form->Get("next");
   std::string next = next_field != nullptr && IsSafeNext(*next_field) ? *next_field : "";
-  std::string shown_user = user != nullptr ? user->substr(0, kMaxUserField) : "";
+  std::string shown_user = user != nullptr ? user->substr(0, kMaxPrincipalBytes) : "";
   if (user == nullptr || password == nullptr || user->empty() || password->empty() ||
-      user->size() > kMaxUserField || password->size() > kMaxPasswordField) {
+      user->size() > kMaxPrincipalBytes || password->size() > kMaxPasswordBytes) {
     respond.Send(LoginPage(401, "invalid username or password", shown_user, next));
     return;
   }

@@ -30,6 +30,7 @@
 #include "api/routes.h"
 #include "api/worker_registry.h"
 #include "core/mutex.h"
+#include "core/utf8.h"
 
 namespace taskengine::api {
 namespace {
@@ -523,13 +524,7 @@ HttpResponse LogRoute(WorkerProtocol& wp, const RouteRequest& req) {
     }
   }
   if (Status s = in.Finish(); !s.ok()) return StatusResponse(s);
-  std::string_view text(*message);
-  if (text.size() > kMaxLogBytes) {
-    std::size_t cut = kMaxLogBytes;
-    // Do not cut a UTF-8 sequence in half.
-    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-    text = text.substr(0, cut);
-  }
+  const std::string_view text = CutUtf8(*message, kMaxLogBytes);
   const LeaseRef ref{*id, *version};
   if (Status s = wp.ctx.store->AppendLog(ref, level, text); !s.ok()) return LeaseError(s, ref);
   return NoContent();

@@ -1,5 +1,5 @@
 // Tests of the domain vocabulary: name rules (product.md §1), enum names and
-// their parsers, IsTerminal.
+// their parsers, IsTerminal; and the UTF-8 cut of bounded text fields.
 #include "taskengine/types.h"
 
 #include <gtest/gtest.h>
@@ -7,8 +7,25 @@
 #include <string>
 #include <vector>
 
+#include "core/utf8.h"
+
 namespace taskengine {
 namespace {
+
+TEST(CutUtf8, NeverSplitsASequence) {
+  EXPECT_EQ(CutUtf8("abc", 5), "abc");
+  EXPECT_EQ(CutUtf8("abc", 3), "abc");
+  EXPECT_EQ(CutUtf8("abcdef", 3), "abc");
+  const std::string e_acute =
+      "a\xC3\xA9"
+      "b";                              // a é b: é is 2 bytes
+  EXPECT_EQ(CutUtf8(e_acute, 2), "a");  // would end inside é
+  EXPECT_EQ(CutUtf8(e_acute, 3), "a\xC3\xA9");
+  const std::string euro = "\xE2\x82\xAC\xE2\x82\xAC";  // two 3-byte signs
+  EXPECT_EQ(CutUtf8(euro, 5), "\xE2\x82\xAC");
+  EXPECT_EQ(CutUtf8(euro, 2), "");
+  EXPECT_EQ(CutUtf8("", 0), "");
+}
 
 TEST(JobName, Boundaries) {
   EXPECT_TRUE(IsValidJobName("a"));

@@ -11,6 +11,7 @@
 #include "core/canonical_json.h"
 #include "core/prometheus_text.h"
 #include "core/time_text.h"
+#include "core/utf8.h"
 
 namespace taskengine {
 namespace {
@@ -23,10 +24,7 @@ constexpr int kMaxRoundsPerPass = 20;
 
 std::string Excerpt(std::string_view text, std::size_t max) {
   if (text.size() <= max) return std::string(text);
-  std::size_t cut = max;
-  // Not inside a UTF-8 sequence.
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return std::string(text.substr(0, cut)) + "...";
+  return std::string(CutUtf8(text, max)) + "...";
 }
 
 bool IsHttpUrl(std::string_view url) {

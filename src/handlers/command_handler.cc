@@ -21,6 +21,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/utf8.h"
 #include "platform/process.h"
 #include "taskengine/status.h"
 
@@ -43,21 +44,13 @@ constexpr std::size_t kMaxReadPerWake = 1 << 20;
 // pipes to close (they stay open only if a process escaped the group).
 constexpr milliseconds kPostKillDrain{500};
 // Longest timeout honoured; larger values are clamped (avoids overflow).
-constexpr Millis kMaxTimeoutMs = 365LL * 24 * 3600 * 1000;
+constexpr Millis kMaxCommandTimeoutMs = 365LL * 24 * 3600 * 1000;
 constexpr std::size_t kMaxErrorLineBytes = 512;
 // Protocol lines nested deeper than this are treated as text (bounds the
 // recursion of JSON serialization).
 constexpr int kMaxProtocolDepth = 64;
 constexpr std::string_view kTruncatedMark = " [truncated]";
 constexpr std::string_view kReservedEnvPrefix = "TASKENGINE_";
-
-// Cuts `s` to at most `max` bytes without splitting a UTF-8 sequence.
-std::string_view CutUtf8(std::string_view s, std::size_t max) {
-  if (s.size() <= max) return s;
-  std::size_t cut = max;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return s.substr(0, cut);
-}
 
 // What the job definition's config asks to run.
 struct CommandSpec {
@@ -657,7 +650,7 @@ milliseconds ChooseTimeout(const CommandSpec& spec, const JobContext& ctx,
   } else if (ctx.timeout_ms() > 0) {
     ms = ctx.timeout_ms();
   }
-  return milliseconds(std::clamp<Millis>(ms, 1, kMaxTimeoutMs));
+  return milliseconds(std::clamp<Millis>(ms, 1, kMaxCommandTimeoutMs));
 }
 
 std::vector<std::string> BuildEnv(

@@ -21,6 +21,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "core/utf8.h"
+
 namespace taskengine {
 namespace {
 
@@ -31,7 +33,7 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr std::size_t kMaxRetryAfterBytes = 256;
 // Largest configurable response cap and timeout (bounds mistakes, not policy).
 constexpr std::int64_t kMaxResponseCap = 64LL << 20;
-constexpr std::int64_t kMaxTimeoutMs = 24LL * 3600 * 1000;
+constexpr std::int64_t kMaxHttpTimeoutMs = 24LL * 3600 * 1000;
 // Largest Retry-After honoured.
 constexpr Millis kMaxRetryAfterMs = 24LL * 3600 * 1000;
 
@@ -49,14 +51,6 @@ std::string_view Trim(std::string_view s) {
     s.remove_suffix(1);
   }
   return s;
-}
-
-// Cuts `s` to at most `max` bytes without splitting a UTF-8 sequence.
-std::string_view CutUtf8(std::string_view s, std::size_t max) {
-  if (s.size() <= max) return s;
-  std::size_t cut = max;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return s.substr(0, cut);
 }
 
 // --- config ------------------------------------------------------------------
@@ -652,11 +646,11 @@ Result<HttpHandlerConfig> ParseHttpHandlerConfig(std::string_view config_json) {
     }
   }
   if (auto it = j.find("timeout_ms"); it != j.end()) {
-    TE_ASSIGN_OR_RETURN(c.timeout_ms, PositiveInt(*it, "timeout_ms", kMaxTimeoutMs));
+    TE_ASSIGN_OR_RETURN(c.timeout_ms, PositiveInt(*it, "timeout_ms", kMaxHttpTimeoutMs));
   }
   if (auto it = j.find("connect_timeout_ms"); it != j.end()) {
     TE_ASSIGN_OR_RETURN(c.connect_timeout_ms,
-                        PositiveInt(*it, "connect_timeout_ms", kMaxTimeoutMs));
+                        PositiveInt(*it, "connect_timeout_ms", kMaxHttpTimeoutMs));
   }
   if (auto it = j.find("max_response_bytes"); it != j.end()) {
     TE_ASSIGN_OR_RETURN(std::int64_t cap, PositiveInt(*it, "max_response_bytes", kMaxResponseCap));

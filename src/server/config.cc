@@ -36,8 +36,6 @@ bool IsSchemaName(std::string_view name) {
   return true;
 }
 
-constexpr std::int64_t kDay = 86'400'000;
-
 // A [http] public_hosts entry: a DNS name or an IP address (IPv6 with or
 // without brackets), without a port.
 bool IsPublicHost(const std::string& name) {
@@ -437,8 +435,8 @@ Status ReadJob(TableReader& r, const toml::table& table, std::string_view file,
   } else {
     return r.Error(*r.Get("catch_up"), "catch_up", "must be \"coalesce\", \"all\" or \"none\"");
   }
-  TE_RETURN_IF_ERROR(r.Int("catch_up_window_ms", 0, 7 * kDay, &job->catch_up_window_ms));
-  TE_RETURN_IF_ERROR(r.Int("window_ms", 0, 366 * kDay, &job->window_ms));
+  TE_RETURN_IF_ERROR(r.Int("catch_up_window_ms", 0, 7 * kMillisPerDay, &job->catch_up_window_ms));
+  TE_RETURN_IF_ERROR(r.Int("window_ms", 0, 366 * kMillisPerDay, &job->window_ms));
   if (auto checked = CheckJobSchedule(*job); !checked.ok()) {  // cron, zone, whole-minute window
     // Named at the key the scheduler refused.
     std::string_view key = "timezone";
@@ -451,12 +449,12 @@ Status ReadJob(TableReader& r, const toml::table& table, std::string_view file,
     return InvalidArgument(Where(file, n != nullptr ? n->source() : table.source()) + ": " +
                            r.Qualified(key) + ": " + checked.status().message());
   }
-  TE_RETURN_IF_ERROR(r.Int("timeout_ms", 1, 7 * kDay, &job->timeout_ms));
-  TE_RETURN_IF_ERROR(r.Int("lease_ms", 100, kDay, &job->lease_ms));
+  TE_RETURN_IF_ERROR(r.Int("timeout_ms", 1, 7 * kMillisPerDay, &job->timeout_ms));
+  TE_RETURN_IF_ERROR(r.Int("lease_ms", 100, kMillisPerDay, &job->lease_ms));
   RetryPolicy& p = job->retry;
   TE_RETURN_IF_ERROR(r.Int("max_attempts", 1, 1000, &p.max_attempts));
-  TE_RETURN_IF_ERROR(r.Int("backoff_base_ms", 0, kDay, &p.backoff_base_ms));
-  TE_RETURN_IF_ERROR(r.Int("backoff_cap_ms", 0, 7 * kDay, &p.backoff_cap_ms));
+  TE_RETURN_IF_ERROR(r.Int("backoff_base_ms", 0, kMillisPerDay, &p.backoff_base_ms));
+  TE_RETURN_IF_ERROR(r.Int("backoff_cap_ms", 0, 7 * kMillisPerDay, &p.backoff_cap_ms));
   if (p.backoff_cap_ms < p.backoff_base_ms) {
     const toml::node* n = r.Get("backoff_cap_ms");
     return InvalidArgument(Where(file, n != nullptr ? n->source() : table.source()) + ": " +

@@ -10,9 +10,6 @@
 #include "storage/list_codec.h"
 
 namespace taskengine::storage_internal {
-namespace {
-constexpr Millis kHourMs = 3'600'000;
-}  // namespace
 
 // --- validation --------------------------------------------------------------
 
@@ -298,7 +295,7 @@ void SortBlockedFirst(std::vector<LaneStatus>& lanes) {
                    [](const LaneStatus& a, const LaneStatus& b) { return a.blocked > b.blocked; });
 }
 
-std::int64_t FirstRecentOutcomeHour(Millis now) { return now / kHourMs - 23; }
+std::int64_t FirstRecentOutcomeHour(Millis now) { return now / kMillisPerHour - 23; }
 
 void StatusCounters::CountTransition(const StateRow& row, const Transition& t, Millis now) {
   const ExecutionStatus from = row.state.status;
@@ -306,7 +303,7 @@ void StatusCounters::CountTransition(const StateRow& row, const Transition& t, M
   if (from == to) return;
   counts[{row.tenant, row.queue, static_cast<int>(from)}] -= 1;
   counts[{row.tenant, row.queue, static_cast<int>(to)}] += 1;
-  if (IsTerminal(to)) outcomes[{now / kHourMs, row.tenant, static_cast<int>(to)}] += 1;
+  if (IsTerminal(to)) outcomes[{now / kMillisPerHour, row.tenant, static_cast<int>(to)}] += 1;
   if (!record_events) return;
   const std::optional<LifecycleKind> kind = LifecycleKindOf(from, to, t.failure_class, t.trigger);
   if (!kind) return;

@@ -80,6 +80,18 @@ std::string StoreFactoryName(const ::testing::TestParamInfo<StoreFactory>& info)
 // gtest prints parameters in failure messages.
 void PrintTo(const StoreFactory& factory, std::ostream* os);
 
+// The lease of the jobs the cases define with an explicit one.
+inline constexpr Millis kCaseLeaseMs = 10'000;
+// The default retry policy's first backoff (attempt 1, no jitter).
+inline constexpr Millis kFirstBackoffMs = 5'000;
+
+// The ids of `executions`, in their order.
+inline std::vector<std::int64_t> ExecutionIds(const std::vector<Execution>& executions) {
+  std::vector<std::int64_t> ids;
+  for (const Execution& e : executions) ids.push_back(e.id.value);
+  return ids;
+}
+
 // A RandomSource whose answer a case may change. Thread-safe.
 class SettableRandom final : public RandomSource {
  public:

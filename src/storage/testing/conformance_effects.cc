@@ -11,16 +11,12 @@
 namespace taskengine {
 namespace {
 
-constexpr Millis kLease = 10'000;
-// The default policy's first backoff (attempt 1, no jitter).
-constexpr Millis kFirstBackoff = 5'000;
-
-// A job of the default queue and policy whose lease is kLease.
+// A job of the default queue and policy whose lease is kCaseLeaseMs.
 JobDefinition NotifyJob() {
   JobDefinition job;
   job.name = JobName("notify");
   job.handler = "noop";
-  job.lease_ms = kLease;
+  job.lease_ms = kCaseLeaseMs;
   return job;
 }
 
@@ -103,7 +99,7 @@ TEST_P(StoreConformance, E1_LaterClaimAfterARetrySeesAlreadyDone) {
   ReserveAndCommit(first, "charge", "ch_1");
   const Millis committed_at = Now();
   ASSERT_OK(store().Fail(Ref(first), FailureClass::kRetryable, "sink 503 after the charge"));
-  Advance(kFirstBackoff);
+  Advance(kFirstBackoffMs);
 
   const Lease second = ClaimOne("default", "w2");
   ASSERT_EQ(second.id, id);
@@ -130,7 +126,7 @@ TEST_P(StoreConformance, E1_UnconfirmedReservationOfAnEarlierClaimIsAmbiguous) {
   ASSERT_EQ(Reserve(first, "charge").answer, EffectAnswer::kProceed);
   // The sink timed out: the worker cannot tell whether the charge happened.
   ASSERT_OK(store().Fail(Ref(first), FailureClass::kRetryable, "timeout"));
-  Advance(kFirstBackoff);
+  Advance(kFirstBackoffMs);
 
   const Lease second = ClaimOne("default", "w2");
   ASSERT_EQ(second.id, id);
@@ -189,11 +185,11 @@ TEST_P(StoreConformance, E1_StaleClaimIsAnsweredStaleAndRecordsNothing) {
   expect_stale(LeaseRef{id, ClaimVersion(first.version.value - 1)}, "an older version");
   expect_stale(LeaseRef{never_claimed, Get(never_claimed).claim_version}, "a queued execution");
 
-  Advance(kLease + 1);
+  Advance(kCaseLeaseMs + 1);
   ASSERT_OK_AND_ASSIGN(SweepReport report, store().SweepExpired(100));
   ASSERT_EQ(report.requeued, 1);
   expect_stale(Ref(first), "the expired claim, requeued");
-  Advance(kFirstBackoff);
+  Advance(kFirstBackoffMs);
   std::vector<Lease> leases = ClaimN("default", 1, "w2");
   ASSERT_EQ(leases.size(), 1u);
   const Lease second = leases[0];
@@ -282,7 +278,7 @@ TEST_P(StoreConformance, E1_CommitWithAStaleClaimIsStale) {
   const ExecutionId id = AdmitOne(MakeRequest("notify", 1));
   const Lease first = ClaimOne();
   ASSERT_EQ(Reserve(first, "send-email").answer, EffectAnswer::kProceed);
-  Advance(kLease + 1);
+  Advance(kCaseLeaseMs + 1);
   ASSERT_OK_AND_ASSIGN(SweepReport report, store().SweepExpired(100));
   ASSERT_EQ(report.requeued, 1);
 
@@ -292,7 +288,7 @@ TEST_P(StoreConformance, E1_CommitWithAStaleClaimIsStale) {
       << "requeued: the claim is over";
   EXPECT_EQ(Snapshot(), before);
 
-  Advance(kFirstBackoff);
+  Advance(kFirstBackoffMs);
   const Lease second = ClaimOne("default", "w2");
   ASSERT_EQ(second.id, id);
   before = Snapshot();
@@ -348,7 +344,7 @@ TEST_P(StoreConformance, E1_ReleaseEffectDropsOnlyTheCurrentClaimsReservation) {
 
   ASSERT_EQ(Reserve(first, "unknown-outcome").answer, EffectAnswer::kProceed);
   ASSERT_OK(store().Fail(Ref(first), FailureClass::kRetryable, "timeout"));
-  Advance(kFirstBackoff);
+  Advance(kFirstBackoffMs);
   const Lease second = ClaimOne("default", "w2");
   before = Snapshot();
   ASSERT_OK(store().ReleaseEffect(Ref(second), "unknown-outcome"));
@@ -367,7 +363,7 @@ TEST_P(StoreConformance, E3_CurrentClaimMayConfirmAnAmbiguousReservation) {
   const Lease first = ClaimOne();
   ASSERT_EQ(Reserve(first, "publish").answer, EffectAnswer::kProceed);
   ASSERT_OK(store().Fail(Ref(first), FailureClass::kRetryable, "timeout"));
-  Advance(kFirstBackoff);
+  Advance(kFirstBackoffMs);
   const Lease second = ClaimOne("default", "w2");
   ASSERT_EQ(Reserve(second, "publish").answer, EffectAnswer::kAmbiguous);
 
@@ -398,10 +394,10 @@ TEST_P(StoreConformance, RD2_RedeliveryAfterACrashLeavesOneEffect) {
   ReserveAndCommit(first, "notice", "msg-1");
   const Millis committed_at = Now();
   // w1 dies before Complete: its lease expires and the sweeper requeues.
-  Advance(kLease + 1);
+  Advance(kCaseLeaseMs + 1);
   ASSERT_OK_AND_ASSIGN(SweepReport report, store().SweepExpired(100));
   ASSERT_EQ(report.requeued, 1);
-  Advance(kFirstBackoff);
+  Advance(kFirstBackoffMs);
 
   const Lease second = ClaimOne("default", "w2");
   ASSERT_EQ(second.id, id);
@@ -425,10 +421,10 @@ TEST_P(StoreConformance, RD3_OnlyTheCurrentClaimReservesAndCommits) {
   DefineJob(NotifyJob());
   const ExecutionId id = AdmitOne(MakeRequest("notify", 1));
   const Lease w1 = ClaimOne("default", "w1");
-  Advance(kLease + 1);  // w1 stalls before its effect
+  Advance(kCaseLeaseMs + 1);  // w1 stalls before its effect
   ASSERT_OK_AND_ASSIGN(SweepReport report, store().SweepExpired(100));
   ASSERT_EQ(report.requeued, 1);
-  Advance(kFirstBackoff);
+  Advance(kFirstBackoffMs);
   const Lease w2 = ClaimOne("default", "w2");
   ASSERT_EQ(w2.id, id);
 
@@ -459,10 +455,10 @@ TEST_P(StoreConformance, RD3_AReservationOfTheExpiredClaimIsAmbiguousToTheNextOn
   const ExecutionId id = AdmitOne(MakeRequest("notify", 1));
   const Lease w1 = ClaimOne("default", "w1");
   ASSERT_EQ(Reserve(w1, "publish").answer, EffectAnswer::kProceed);
-  Advance(kLease + 1);  // w1 stalls inside the effect
+  Advance(kCaseLeaseMs + 1);  // w1 stalls inside the effect
   ASSERT_OK_AND_ASSIGN(SweepReport report, store().SweepExpired(100));
   ASSERT_EQ(report.requeued, 1);
-  Advance(kFirstBackoff);
+  Advance(kFirstBackoffMs);
   const Lease w2 = ClaimOne("default", "w2");
   ASSERT_EQ(w2.id, id);
 

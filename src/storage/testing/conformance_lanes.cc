@@ -11,8 +11,6 @@
 namespace taskengine {
 namespace {
 
-constexpr Millis kFirstBackoff = 5'000;  // the default policy, attempt 1, no jitter
-
 AdmitRequest InLane(AdmitRequest r, const std::string& lane) {
   r.lane_key = lane;
   return r;
@@ -107,7 +105,7 @@ TEST_P(StoreConformance, O1_LaneOrderIsByIdNeverByTime) {
   EXPECT_EQ(lane.head, first);
   EXPECT_EQ(lane.head_status, ExecutionStatus::kQueued);
   EXPECT_FALSE(lane.blocked);
-  Advance(kFirstBackoff);
+  Advance(kFirstBackoffMs);
   lease = ClaimOne();
   EXPECT_EQ(lease.id, first);
 

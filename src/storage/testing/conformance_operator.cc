@@ -13,14 +13,11 @@
 namespace taskengine {
 namespace {
 
-constexpr Millis kLease = 10'000;
-constexpr Millis kFirstBackoff = 5'000;  // the default policy, attempt 1, no jitter
-
 JobDefinition WorkJob(const std::string& name = "work") {
   JobDefinition job;
   job.name = JobName(name);
   job.handler = "noop";
-  job.lease_ms = kLease;
+  job.lease_ms = kCaseLeaseMs;
   return job;
 }
 
@@ -351,7 +348,7 @@ TEST_P(StoreConformance, C1_SweeperFinishesACancelWhoseWorkerDied) {
   ASSERT_OK(store().RequestCancel(clean, By("alice")));
   ASSERT_OK(store().RequestCancel(escaped, By("alice")));
   // The workers die without learning of the cancellation.
-  Advance(kLease + 1);
+  Advance(kCaseLeaseMs + 1);
 
   ASSERT_OK_AND_ASSIGN(SweepReport report, store().SweepExpired(100));
   EXPECT_EQ(report.recovered, 3);
@@ -431,7 +428,7 @@ TEST_P(StoreConformance, Q1_UnsupportedSchemaBoundIsTheJobsAtAdmission) {
 
   ASSERT_OK_AND_ASSIGN(FinishReply first, FailUnsupportedSchema(store(), ClaimOne()));
   EXPECT_EQ(first.status, ExecutionStatus::kQueued);
-  Advance(kFirstBackoff);
+  Advance(kFirstBackoffMs);
   ASSERT_OK_AND_ASSIGN(FinishReply second, FailUnsupportedSchema(store(), ClaimOne()));
   EXPECT_EQ(second.status, ExecutionStatus::kQuarantined);
   EXPECT_EQ(Get(id).failure_class, FailureClass::kPermanent);
@@ -448,7 +445,7 @@ TEST_P(StoreConformance, R1_ReplayOfQuarantinedOrFailedQueuesTheSameExecution) {
   ASSERT_OK(store().Fail(Ref(first), FailureClass::kPermanent, "bad input"));
   const ExecutionId failed = AdmitOne(MakeRequest("work", 2, "globex"));
   ASSERT_OK(store().Fail(Ref(ClaimOne()), FailureClass::kRetryable, "503"));
-  Advance(kFirstBackoff);
+  Advance(kFirstBackoffMs);
   ASSERT_OK(store().Fail(Ref(ClaimOne()), FailureClass::kRetryable, "503"));
   ASSERT_EQ(Get(failed).status, ExecutionStatus::kFailed);
   ASSERT_EQ(Get(failed).attempt, 2);
@@ -523,12 +520,12 @@ TEST_P(StoreConformance, R1_TriggerBecomesRetryThenReplay) {
   ASSERT_OK(store().Fail(Ref(ClaimOne()), FailureClass::kRetryable, "503"));
   EXPECT_EQ(Get(id).status, ExecutionStatus::kQueued);
   EXPECT_EQ(Get(id).trigger, Trigger::kRetry);
-  Advance(kFirstBackoff);
+  Advance(kFirstBackoffMs);
 
   // An expired lease whose handler ran is retried too.
   const Lease second = ClaimOne();
   EXPECT_EQ(Get(id).trigger, Trigger::kRetry) << "a claim keeps the trigger";
-  Advance(kLease + 1);
+  Advance(kCaseLeaseMs + 1);
   ASSERT_OK(store().SweepExpired(100).status());
   EXPECT_EQ(Get(id).status, ExecutionStatus::kQueued);
   EXPECT_EQ(Get(id).attempt, 2);
@@ -587,12 +584,12 @@ TEST_P(StoreConformance, LifecycleEventsFollowCommittedStatusChanges) {
   EXPECT_EQ(seen[0].failure_class, FailureClass::kRetryable);
   EXPECT_EQ(seen[0].started_at, started);
   EXPECT_EQ(seen[0].worker, "w1");
-  EXPECT_EQ(seen[0].run_at, Now() + kFirstBackoff);
+  EXPECT_EQ(seen[0].run_at, Now() + kFirstBackoffMs);
 
   // The other execution's lease expires: an orphan, queued again.
   const Lease other_lease = ClaimOne();
   ASSERT_EQ(other_lease.id, other);
-  Advance(kLease + 1);
+  Advance(kCaseLeaseMs + 1);
   ASSERT_OK(store().SweepExpired(100).status());
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_EQ(seen[1].kind, LifecycleKind::kOrphaned);
@@ -604,7 +601,7 @@ TEST_P(StoreConformance, LifecycleEventsFollowCommittedStatusChanges) {
   EXPECT_EQ(seen.size(), 2u);
 
   // The last attempt fails: one terminal event.
-  Advance(kFirstBackoff);
+  Advance(kFirstBackoffMs);
   std::vector<Lease> leases = ClaimN("default", 10);
   ASSERT_EQ(leases.size(), 2u);
   for (const Lease& l : leases) {

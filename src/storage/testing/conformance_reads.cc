@@ -5,16 +5,6 @@
 #include "storage/testing/conformance.h"
 
 namespace taskengine {
-namespace {
-
-std::vector<std::int64_t> Ids(const std::vector<Execution>& items) {
-  std::vector<std::int64_t> ids;
-  for (const Execution& e : items) ids.push_back(e.id.value);
-  return ids;
-}
-
-}  // namespace
-
 TEST_P(StoreConformance, Reads_ListFiltersByJobTenantStatusAndQueuedTime) {
   DefineJob("report");
   DefineJob("export", "exports");
@@ -37,7 +27,7 @@ TEST_P(StoreConformance, Reads_ListFiltersByJobTenantStatusAndQueuedTime) {
     EXPECT_TRUE(page.ok()) << page.status().ToString();
     if (!page.ok()) return std::vector<std::int64_t>{-1};
     EXPECT_EQ(page->next_before.value, 0);
-    return Ids(page->items);
+    return ExecutionIds(page->items);
   };
   using V = std::vector<std::int64_t>;
   ExecutionFilter f;

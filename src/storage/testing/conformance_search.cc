@@ -14,12 +14,6 @@ namespace {
 
 using Predicate = std::function<bool(const Execution&)>;
 
-std::vector<std::int64_t> Ids(const std::vector<Execution>& executions) {
-  std::vector<std::int64_t> out;
-  for (const Execution& e : executions) out.push_back(e.id.value);
-  return out;
-}
-
 std::vector<std::int64_t> Matching(const std::vector<Execution>& all, const Predicate& keep) {
   std::vector<std::int64_t> out;
   for (const Execution& e : all) {
@@ -164,7 +158,7 @@ TEST_P(StoreConformance, I1_SearchCriteriaAndTheirCombinationsMatchAFilter) {
     ASSERT_OK_AND_ASSIGN(ExecutionPage page, store().ListExecutions(f));
     std::vector<std::int64_t> expected_page;
     for (std::size_t i = 3; i < want.size() && i < 7; ++i) expected_page.push_back(want[i]);
-    EXPECT_EQ(Ids(page.items), expected_page);
+    EXPECT_EQ(ExecutionIds(page.items), expected_page);
     EXPECT_EQ(page.total, static_cast<std::int64_t>(want.size()));
     EXPECT_FALSE(page.total_is_lower_bound);
     EXPECT_EQ(page.next_before.value != 0, want.size() > 7);
