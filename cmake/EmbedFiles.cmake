@@ -18,4 +18,7 @@ function(te_embed_files output)
     DEPENDS ${paths} ${script}
     COMMENT "Embedding ${E_SYMBOL}"
     VERBATIM)
+  # Data arrays compile on their own: no gain in a unity batch, and each
+  # generated file has the same internal names.
+  set_source_files_properties(${output} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 endfunction()

@@ -1,5 +1,6 @@
 # te_add_test(<name> SOURCES <files...> LIBS <targets...> LABELS <labels...> [TIMEOUT <s>]
-#             [RUNS_BINARY] [DEFINES <defs...>] [INCLUDES <dirs...>])
+#             [COST <s>] [LOCK <resource>] [RUNS_BINARY] [DEFINES <defs...>]
+#             [INCLUDES <dirs...>])
 # Builds a GoogleTest executable and registers it with CTest under its labels
 # (unit, conformance, integration, drill, load, slow). RUNS_BINARY: the test
 # starts the `taskengine` binary, whose path it gets as TASKENGINE_BIN. Tests labelled `load`
@@ -18,6 +19,16 @@
 # with one of these labels: CI's Release tree builds the drills only, and
 # the ASan+UBSan tree everything else (see test.sh), so that no test source
 # is compiled twice.
+#
+# COST: about how many seconds the test takes at CI size. `ctest -j` starts
+# the costly tests first, so that a long drill does not begin last and run
+# alone on one core while the other idles (CTest's own timing history, kept in
+# the build tree, takes over once it exists). LOCK: tests naming the same
+# resource never run at the same time (CTest's RESOURCE_LOCK). The sized load
+# drills that keep both cores busy (RD9, RD10, RD11, the multi-node command
+# drill) take `load`: side by side on 2 cores they took up to five times as
+# long as each alone (RD10 315 s against 64 s), their workers starving each
+# other past their leases.
 option(TASKENGINE_BUILD_LOAD_DRILLS "Build the process-heavy load drills (label load)" ON)
 set(TASKENGINE_TEST_LABELS "" CACHE STRING "Build only the tests with one of these labels (empty: all)")
 set(TASKENGINE_TEST_OPT "-O1" CACHE STRING "Compile options (a list) for test sources")
@@ -30,7 +41,7 @@ function(te_test_code target)
 endfunction()
 
 function(te_add_test name)
-  cmake_parse_arguments(T "RUNS_BINARY" "TIMEOUT" "SOURCES;LIBS;LABELS;DEFINES;INCLUDES" ${ARGN})
+  cmake_parse_arguments(T "RUNS_BINARY" "TIMEOUT;COST;LOCK" "SOURCES;LIBS;LABELS;DEFINES;INCLUDES" ${ARGN})
   if(NOT TASKENGINE_BUILD_TESTS)
     return()
   endif()
@@ -67,4 +78,10 @@ function(te_add_test name)
   endif()
   set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "TASKENGINE_SOURCE_DIR=${PROJECT_SOURCE_DIR};TASKENGINE_BINARY_DIR=${PROJECT_BINARY_DIR}")
+  if(T_COST)
+    set_tests_properties(${name} PROPERTIES COST ${T_COST})
+  endif()
+  if(T_LOCK)
+    set_tests_properties(${name} PROPERTIES RESOURCE_LOCK ${T_LOCK})
+  endif()
 endfunction()

@@ -10,9 +10,9 @@
 // counts raw arrivals (no deduplication), so D is: no key arrived twice,
 // every committed ledger entry and every succeeded execution has exactly one
 // arrival, and an arrival without a ledger commit only belongs to an
-// execution quarantined as ambiguous. No process per job, so the full 20,000
-// runs in the Release suite (about a minute on a 2-core machine); the
-// sanitizer stage sets TASKENGINE_MULTINODE_JOBS=200.
+// execution quarantined as ambiguous. No process per job: the full 20,000
+// take about two minutes on a 2-core machine (`./test.sh --full`); CI's
+// Release suite runs 6,000 (test.sh sets TASKENGINE_MULTINODE_JOBS).
 //
 // multinode_command_drill_test runs the same drill with the `command`
 // handler's effect verbs in real processes (800 jobs). CountingHttpSinkTest
