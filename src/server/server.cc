@@ -22,7 +22,9 @@ namespace {
 
 constexpr const char* kCommandHandler = "command";
 constexpr const char* kHttpHandler = "http";
-constexpr std::int64_t kDay = 86'400'000;
+// Run by a remote worker that knows the job by name (a worker SDK); no
+// handler of the server runs it.
+constexpr const char* kRemoteHandler = "remote";
 constexpr std::size_t kMaxText = 200;
 
 // A failed check: kInvalidArgument "job 'NAME': <field> <problem>", the field
@@ -171,7 +173,32 @@ std::map<std::string, std::string> CommandEnvironment(const ServerConfig& config
   return env;
 }
 
-std::vector<std::string> BuiltinHandlerNames() { return {kCommandHandler, kHttpHandler}; }
+// A `remote` job: no config (its worker holds the code), and a queue this
+// server's worker pool does not claim from, which would fail it for want of
+// a handler.
+Status CheckRemoteJob(const JobDefinition& job, const ServerConfig& config, std::string* field) {
+  auto parsed =
+      nlohmann::json::parse(job.config_json.empty() ? "{}" : job.config_json, nullptr, false);
+  if (!parsed.is_object() || !parsed.empty()) {
+    return BadConfig(job, "a remote job has no config (its worker knows the job by name): {}",
+                     field);
+  }
+  const auto queue = std::find_if(config.queues.begin(), config.queues.end(),
+                                  [&](const QueueConfig& q) { return q.name == job.queue; });
+  if (queue == config.queues.end() || queue->pool) {
+    return Bad(job, "queue",
+               "'" + job.queue +
+                   "' is claimed by this server's worker pool, which cannot run a remote job: "
+                   "give the job a [[queue]] declared with pool = false, which only remote "
+                   "workers lease from",
+               field);
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> BuiltinHandlerNames() {
+  return {kCommandHandler, kHttpHandler, kRemoteHandler};
+}
 
 Status CheckJobDefinition(const JobDefinition& job, const ServerConfig& config,
                           std::string* field) {
@@ -226,8 +253,8 @@ Status CheckJobDefinition(const JobDefinition& job, const ServerConfig& config,
     return Bad(job, "timezone", "must be an IANA time zone name, e.g. Europe/Paris", field);
   }
   TE_RETURN_IF_ERROR(
-      CheckRange(job, "catch_up_window_ms", job.catch_up_window_ms, 0, 7 * kDay, field));
-  TE_RETURN_IF_ERROR(CheckRange(job, "window_ms", job.window_ms, 0, 366 * kDay, field));
+      CheckRange(job, "catch_up_window_ms", job.catch_up_window_ms, 0, 7 * kMillisPerDay, field));
+  TE_RETURN_IF_ERROR(CheckRange(job, "window_ms", job.window_ms, 0, 366 * kMillisPerDay, field));
   if (job.window_ms % 60'000 != 0) {
     return Bad(job, "window_ms", "must be a whole number of minutes", field);
   }
@@ -235,12 +262,14 @@ Status CheckJobDefinition(const JobDefinition& job, const ServerConfig& config,
     if (field != nullptr) *field = "timezone";  // the other causes are checked above
     return schedule.status();
   }
-  TE_RETURN_IF_ERROR(CheckRange(job, "timeout_ms", job.timeout_ms, 1, 7 * kDay, field));
-  TE_RETURN_IF_ERROR(CheckRange(job, "lease_ms", job.lease_ms, 100, kDay, field));
+  TE_RETURN_IF_ERROR(CheckRange(job, "timeout_ms", job.timeout_ms, 1, 7 * kMillisPerDay, field));
+  TE_RETURN_IF_ERROR(CheckRange(job, "lease_ms", job.lease_ms, 100, kMillisPerDay, field));
   const RetryPolicy& p = job.retry;
   TE_RETURN_IF_ERROR(CheckRange(job, "max_attempts", p.max_attempts, 1, 1000, field));
-  TE_RETURN_IF_ERROR(CheckRange(job, "backoff_base_ms", p.backoff_base_ms, 0, kDay, field));
-  TE_RETURN_IF_ERROR(CheckRange(job, "backoff_cap_ms", p.backoff_cap_ms, 0, 7 * kDay, field));
+  TE_RETURN_IF_ERROR(
+      CheckRange(job, "backoff_base_ms", p.backoff_base_ms, 0, kMillisPerDay, field));
+  TE_RETURN_IF_ERROR(
+      CheckRange(job, "backoff_cap_ms", p.backoff_cap_ms, 0, 7 * kMillisPerDay, field));
   if (p.backoff_cap_ms < p.backoff_base_ms) {
     return Bad(job, "backoff_cap_ms",
                "(" + std::to_string(p.backoff_cap_ms) + ") must not be below backoff_base_ms (" +
@@ -273,6 +302,7 @@ Status CheckJobDefinition(const JobDefinition& job, const ServerConfig& config,
   if (job.handler == kCommandHandler) {
     TE_RETURN_IF_ERROR(CheckCommandConfig(job, config, field));
   }
+  if (job.handler == kRemoteHandler) TE_RETURN_IF_ERROR(CheckRemoteJob(job, config, field));
   if (job.handler == kHttpHandler) {
     auto http = ParseHttpHandlerConfig(job.config_json, config.http_targets);
     if (!http.ok()) {

@@ -42,7 +42,10 @@ EngineOptions ToEngineOptions(const ServerConfig& config, EngineMode mode);
 //                    without a " (deleted)" suffix; omitted when unreadable)
 std::map<std::string, std::string> CommandEnvironment(const ServerConfig& config);
 
-// The names of the handlers OpenEngine registers, sorted: {"command", "http"}.
+// The handlers a job may name, sorted: {"command", "http", "remote"}.
+// OpenEngine registers the first two; `remote` jobs run in remote workers
+// that know them by name (the worker SDKs) and need a queue declared with
+// pool = false.
 std::vector<std::string> BuiltinHandlerNames();
 
 // THE check of a job definition, shared by config loading (`serve`,
@@ -54,7 +57,8 @@ std::vector<std::string> BuiltinHandlerNames();
 // handler reads it with a profile/target reference expanded from `config`
 // (named_config.h) — `command`: an "argv" array of strings whose first
 // element is an absolute path, then CheckCommandHandlerConfig; `http`:
-// ParseHttpHandlerConfig (scheme, allow_hosts, allow_private, headers, ...).
+// ParseHttpHandlerConfig (scheme, allow_hosts, allow_private, headers, ...);
+// `remote`: config {} and a queue declared with pool = false.
 // kInvalidArgument "job 'NAME': FIELD problem" otherwise, FIELD (the JSON
 // name, e.g. "schedule") also in *field when given.
 Status CheckJobDefinition(const JobDefinition& job, const ServerConfig& config,

@@ -184,6 +184,42 @@ TEST(OpenEngineTest, SeedsAreCheckedAgainstTheHandlers) {
   EXPECT_OK(CheckJobsAgainstHandlers(c));
 }
 
+// A remote job (run by a worker SDK that knows it by name) has no config and
+// a queue that only remote workers lease from: the pool would fail it.
+TEST(OpenEngineTest, RemoteJobsNeedAQueueThePoolLeavesAlone) {
+  TempDir dir;
+  ServerConfig c = ConfigWithHello(dir);
+  c.jobs[0].handler = "remote";
+  c.jobs[0].config_json = "{}";
+  Status s = CheckJobsAgainstHandlers(c);  // queue "default": the pool claims from it
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("job 'hello': queue 'default' is claimed by this server's "
+                                     "worker pool, which cannot run a remote job"));
+  EXPECT_THAT(s.message(), HasSubstr("pool = false"));
+
+  QueueConfig apps;
+  apps.name = "apps";
+  apps.pool = false;
+  c.queues.push_back(apps);
+  c.jobs[0].queue = "apps";
+  EXPECT_OK(CheckJobsAgainstHandlers(c));
+  c.jobs[0].config_json = "";  // a definition without config reads as {}
+  EXPECT_OK(CheckJobsAgainstHandlers(c));
+
+  for (const char* config : {R"({"argv":["/bin/true"]})", R"({"profile":"x"})", "[]"}) {
+    c.jobs[0].config_json = config;
+    s = CheckJobsAgainstHandlers(c);
+    EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << config;
+    EXPECT_THAT(s.message(), HasSubstr("job 'hello' (handler remote): a remote job has no config"))
+        << config;
+  }
+
+  // `migrate` seeds it; nothing in the server runs it.
+  c.jobs[0].config_json = "{}";
+  auto opened = OpenEngine(c, EngineMode::kMigrate);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+}
+
 // The command handler's children learn where the database and the binary are.
 TEST(CommandEnvironmentTest, AbsoluteDatabaseSyncAndBinary) {
   ServerConfig c;

@@ -38,6 +38,14 @@ poll_interval_ms = 50
 sweep_interval_ms = 200
 shutdown_grace_ms = 5000
 
+[[queue]]
+name = "default"
+
+# Only remote workers lease from it (remote jobs).
+[[queue]]
+name = "apps"
+pool = false
+
 [[command_profile]]
 name = "echo"
 argv = ["/bin/sh", "-c", "cat > /dev/null; echo '{\"result\": \"profiled\"}'"]
@@ -387,6 +395,24 @@ TEST_F(JobDefinitionsTest, ApiCreatesEditsEnablesDisablesAndDeletes) {
   EXPECT_EQ(client_->Post("/api/v1/jobs", admin, body).status, 409);
   json target = {{"name", "hook2"}, {"handler", "http"}, {"config", {{"target", "hook"}}}};
   EXPECT_EQ(client_->Post("/api/v1/jobs", admin, target).status, 201);
+
+  // A remote job (a worker SDK knows it by name): no config, and a queue
+  // that the server's pool leaves alone.
+  json remote = {{"name", "sms"}, {"handler", "remote"}, {"reason", "sdk"}};
+  r = client_->Post("/api/v1/jobs", admin, remote);
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.json()["error"]["details"].value("field", ""), "queue") << r.body;
+  EXPECT_THAT(r.body, HasSubstr("pool = false"));
+  remote["queue"] = "apps";
+  remote["config"] = {{"argv", {"/bin/true"}}};
+  r = client_->Post("/api/v1/jobs", admin, remote);
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.json()["error"]["details"].value("field", ""), "config") << r.body;
+  remote.erase("config");
+  r = client_->Post("/api/v1/jobs", admin, remote);
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(r.json()["handler"], "remote");
+  EXPECT_EQ(r.json()["queue"], "apps");
 
   // PATCH: editable fields, scope fixed, read-only and tenant-bound refused.
   const json edit = {{"timezone", "Asia/Tokyo"}, {"catch_up", "none"}, {"reason", "tokyo"}};
