@@ -108,6 +108,31 @@ timezone = "America/New_York"
 config = { argv = ["/bin/true"] }
 `;
 
+// Starts `taskengine <args> serve` in `cwd` on an ephemeral port; resolves
+// {child, url} once it listens (rejects with its output if it exits first or
+// does not listen within `timeoutMs`).
+export async function startServe(args, cwd, timeoutMs = 20000) {
+  const child = spawn(process.env.TASKENGINE_BIN, [...args, 'serve'],
+                      {cwd, env: {...process.env, TASKENGINE_HTTP_PORT: '0'},
+                       stdio: ['ignore', 'pipe', 'pipe']});
+  let log = '';
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('serve did not start:\n' + log)), timeoutMs);
+    const onData = (chunk) => {
+      log += chunk;
+      const m = /listening on (http:\/\/127\.0\.0\.1:[0-9]+)/.exec(log);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('exit', (code) => reject(new Error(`serve exited ${code}:\n${log}`)));
+  });
+  return {child, url};
+}
+
 export class Server {
   constructor() {
     this.dir = mkdtempSync(path.join(tmpdir(), 'te-browser-'));
@@ -137,24 +162,8 @@ export class Server {
             PASSWORDS.alice + '\n');
     this.te(['user:add', 'victor', '--role=viewer', '--password-stdin'], PASSWORDS.victor + '\n');
     this.token = JSON.parse(this.te(['token:create', '--name', 'tests', '--scopes=admin', '--json'])).secret;
-    this.child = spawn(process.env.TASKENGINE_BIN, ['--config', this.config, '--db', this.db, 'serve'],
-                       {cwd: this.dir, env: {...process.env, TASKENGINE_HTTP_PORT: '0'},
-                        stdio: ['ignore', 'pipe', 'pipe']});
-    let log = '';
-    this.url = await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('serve did not start:\n' + log)), 20000);
-      const onData = (chunk) => {
-        log += chunk;
-        const m = /listening on (http:\/\/127\.0\.0\.1:[0-9]+)/.exec(log);
-        if (m) {
-          clearTimeout(timer);
-          resolve(m[1]);
-        }
-      };
-      this.child.stdout.on('data', onData);
-      this.child.stderr.on('data', onData);
-      this.child.on('exit', (code) => reject(new Error(`serve exited ${code}:\n${log}`)));
-    });
+    ({child: this.child, url: this.url} =
+      await startServe(['--config', this.config, '--db', this.db], this.dir));
     return this;
   }
 

@@ -9,12 +9,12 @@
 // A navigation is timed from page.goto() to the first element that shows
 // the page's data: the overview's "Succeeded (24 h)" figure, the executions
 // table's first row. Each page is opened once before the timed runs.
-import {spawn, spawnSync} from 'node:child_process';
+import {spawnSync} from 'node:child_process';
 import {mkdtempSync, rmSync, writeFileSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import path from 'node:path';
 
-import {launchBrowser, newPage} from './harness.mjs';
+import {launchBrowser, newPage, startServe} from './harness.mjs';
 
 const bin = process.env.TASKENGINE_BIN;
 const db = process.env.P10_DB;
@@ -60,28 +60,13 @@ if (added.status !== 0 && !/exists/.test(added.stderr)) {
   process.exit(1);
 }
 
-const serve = spawn(bin, ['--config', config, '--db', db, 'serve'],
-                    {cwd: dir, env: {...process.env, TASKENGINE_HTTP_PORT: '0'},
-                     stdio: ['ignore', 'pipe', 'pipe']});
-let log = '';
-const url = await new Promise((resolve, reject) => {
-  const timer = setTimeout(() => reject(new Error('serve did not start:\n' + log)), 120000);
-  const onData = (chunk) => {
-    log += chunk;
-    const m = /listening on (http:\/\/127\.0\.0\.1:[0-9]+)/.exec(log);
-    if (m) {
-      clearTimeout(timer);
-      resolve(m[1]);
-    }
-  };
-  serve.stdout.on('data', onData);
-  serve.stderr.on('data', onData);
-  serve.on('exit', (code) => reject(new Error(`serve exited ${code}:\n${log}`)));
-});
+// Opening 5,000,000 executions takes longer than an empty database.
+const {child: serve, url} = await startServe(['--config', config, '--db', db], dir, 120000);
 
-const browser = await launchBrowser();
 const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
+let browser = null;
 try {
+  browser = await launchBrowser();
   const page = await newPage(browser, {url});
   await page.goto('/login');
   await page.fill('#username', 'p10');
@@ -118,7 +103,7 @@ try {
                 `(${r.times.length} runs; target <= 300 ms, ratio ${(m / 300).toFixed(2)})`);
   }
 } finally {
-  await browser.close();
+  if (browser) await browser.close();
   serve.kill('SIGTERM');
   await new Promise((res) => serve.once('exit', res));
   rmSync(dir, {recursive: true, force: true});
