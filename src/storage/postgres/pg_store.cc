@@ -19,6 +19,7 @@
 #include "storage/list_codec.h"
 #include "storage/postgres/pg_conn.h"
 #include "storage/postgres/pg_schema.h"
+#include "storage/sql_statements.h"
 #include "storage/store_actions.h"
 #include "storage/store_rows.h"
 #include "storage/store_rules.h"
@@ -30,6 +31,7 @@ namespace {
 // SQLite backend (list_codec.h, store_rules.h,
 // store_rows.h, store_actions.h).
 using namespace storage_internal;
+using namespace storage_internal::pg_sql;  // the shared statements, with $N placeholders
 
 using pg::Params;
 using pg::PgConn;
@@ -64,9 +66,6 @@ constexpr const char* kLockState =
 constexpr const char* kLockInOrder =
     "SELECT " TE_PG_STATE_COLUMNS
     " FROM executions WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE";
-constexpr const char* kSelectExecution =
-    "SELECT " TE_PG_EXECUTION_COLUMNS " FROM executions WHERE id = $1";
-constexpr const char* kExists = "SELECT 1 FROM executions WHERE id = $1";
 // What enqueue() admits from SQL (version 11); a write only when it changes.
 constexpr const char* kSetPayloadLimit =
     "INSERT INTO settings (name, value) VALUES ('max_payload_bytes', $1)"
@@ -75,21 +74,6 @@ constexpr const char* kSetPayloadLimit =
 
 // I6: the ending of execution $1 at $2 waits in the outbox for its
 // notification (a newer ending of the same execution replaces an older one).
-constexpr const char* kInsertNotifyPending =
-    "INSERT INTO notify_outbox (execution_id, job, ended_at) SELECT id, job, $2 FROM executions"
-    " WHERE id = $1 ON CONFLICT (execution_id) DO UPDATE SET job = excluded.job,"
-    " ended_at = excluded.ended_at";
-constexpr const char* kListNotifyPending =
-    "SELECT execution_id, job, ended_at FROM notify_outbox ORDER BY execution_id LIMIT $1";
-constexpr const char* kListNotifyState =
-    "SELECT job, sent_at, suppressed, suppressed_since FROM notify_state ORDER BY job";
-constexpr const char* kDeleteNotifyPending =
-    "DELETE FROM notify_outbox WHERE execution_id = $1 AND ended_at = $2";
-constexpr const char* kUpsertNotifyState =
-    "INSERT INTO notify_state (job, sent_at, suppressed, suppressed_since) VALUES ($1, $2, $3, $4)"
-    " ON CONFLICT (job) DO UPDATE SET sent_at = excluded.sent_at, suppressed = excluded.suppressed,"
-    " suppressed_since = excluded.suppressed_since";
-constexpr const char* kDeleteNotifyState = "DELETE FROM notify_state WHERE job = $1";
 
 constexpr const char* kApplyTransition =
     "UPDATE executions SET status = $2, run_at = $3, attempt = $4, consecutive_lease_expiries = $5,"
@@ -146,25 +130,10 @@ constexpr const char* kApplySuccesses =
     " permanent, ambiguous, failure_class, cancel_requested, clear_lease, finished_at, result)"
     " WHERE e.id = v.id";
 
-constexpr const char* kHeartbeat =
-    "UPDATE executions SET lease_expires_at = $2, progress = COALESCE($3, progress)"
-    " WHERE id = $1";
-
-constexpr const char* kInsertLog =
-    "INSERT INTO execution_logs (execution_id, attempt, at, level, message)"
-    " VALUES ($1, $2, $3, $4, $5)";
-
 constexpr const char* kExpired = "SELECT " TE_PG_STATE_COLUMNS
                                  " FROM executions WHERE status = 1 AND lease_expires_at < $1"
                                  " ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED";
 
-constexpr const char* kFindByKey =
-    "SELECT id, fingerprint, status FROM executions"
-    " WHERE job = $1 AND tenant = $2 AND idempotency_key = $3";
-constexpr const char* kJobPolicy =
-    "SELECT queue, max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts,"
-    " max_ambiguous_attempts, max_consecutive_lease_expiries, lease_ms,"
-    " max_unsupported_schema_attempts FROM job_definitions WHERE name = $1";
 // ON CONFLICT on the idempotency index: of two concurrent admissions with one
 // key, one inserts and the other finds nothing returned and reads the winner.
 constexpr const char* kInsertExecution =
@@ -207,19 +176,10 @@ constexpr const char* kInsertExecutions =
 // "<tenant>/<key>" (tenant ids hold no '/'); admit_from_sql takes the same one.
 constexpr const char* kLockLane =
     "SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 7))";
-constexpr const char* kLaneOpen =
-    "SELECT 1 FROM executions WHERE tenant = $1 AND lane_key = $2 AND lane_key <> ''"
-    " AND status IN (0, 1, 3, 4) LIMIT 1";
-constexpr const char* kLaneHasUnparkedOpen =
-    "SELECT 1 FROM executions WHERE tenant = $1 AND lane_key = $2 AND lane_key <> ''"
-    " AND status IN (0, 1, 3, 4) AND lane_parked = 0 LIMIT 1";
 constexpr const char* kLaneUnparkNext =
     "UPDATE executions SET lane_parked = 0, run_at = GREATEST(run_at, $3) WHERE id = ("
     "SELECT id FROM executions WHERE tenant = $1 AND lane_key = $2 AND lane_key <> ''"
     " AND status IN (0, 1, 3, 4) AND lane_parked = 1 ORDER BY id LIMIT 1) RETURNING queue, status";
-constexpr const char* kLaneHead =
-    "SELECT id, status FROM executions WHERE tenant = $1 AND lane_key = $2 AND lane_key <> ''"
-    " AND status IN (0, 1, 3, 4) ORDER BY id LIMIT 1";
 constexpr const char* kLaneCounts =
     "SELECT COUNT(*) FILTER (WHERE status = 0), COUNT(*) FILTER (WHERE status = 1)"
     " FROM executions WHERE tenant = $1 AND lane_key = $2 AND lane_key <> ''"
@@ -233,34 +193,9 @@ constexpr const char* kOpenLanesOfTenant =
     " WHERE lane_key <> '' AND status IN (0, 1, 3, 4) AND tenant = $2 GROUP BY tenant, lane_key"
     " ORDER BY blocked DESC, lane_key LIMIT $1";
 // Effects (E1).
-constexpr const char* kGetEffect =
-    "SELECT committed, reserved_by, attempt, reserved_at, committed_at, detail FROM effects"
-    " WHERE execution_id = $1 AND name = $2";
-constexpr const char* kReserveEffect =
-    "INSERT INTO effects (execution_id, name, reserved_by, attempt, reserved_at)"
-    " VALUES ($1, $2, $3, $4, $5)";
-constexpr const char* kCommitEffect =
-    "UPDATE effects SET committed = 1, committed_at = $3, detail = $4, reserved_by = $5,"
-    " attempt = $6 WHERE execution_id = $1 AND name = $2";
-constexpr const char* kReleaseEffect =
-    "DELETE FROM effects WHERE execution_id = $1 AND name = $2 AND committed = 0"
-    " AND reserved_by = $3";
-constexpr const char* kListEffects =
-    "SELECT name, committed, reserved_by, attempt, reserved_at, committed_at, detail FROM effects"
-    " WHERE execution_id = $1 ORDER BY reserved_at, name";
 // C1: an effect may have escaped when it was committed, or reserved and never
 // confirmed (its outcome is unknown): either makes a cancel partial.
-constexpr const char* kMayHaveEscapedEffects =
-    "SELECT EXISTS (SELECT 1 FROM effects WHERE execution_id = $1)";
-constexpr const char* kAssumeEffectsDone =
-    "UPDATE effects SET committed = 1, committed_at = $2, detail = $3"
-    " WHERE execution_id = $1 AND committed = 0";
-constexpr const char* kDropUnconfirmedEffects =
-    "DELETE FROM effects WHERE execution_id = $1 AND committed = 0";
 // Audit, replays, grants.
-constexpr const char* kInsertAudit =
-    "INSERT INTO audit_log (at, actor, tenant, action, target, before_json, after_json, reason)"
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 constexpr const char* kListAudit =
     "SELECT id, at, actor, tenant, action, target, before_json, after_json, reason FROM audit_log"
     " WHERE ($1::text = '' OR target = $1) AND ($2::bigint = 0 OR id < $2) ORDER BY id DESC LIMIT "
@@ -275,20 +210,7 @@ constexpr const char* kListAudit =
 constexpr const char* kPurgeCandidates =
     "SELECT id, tenant, queue, status, finished_at FROM executions WHERE" TE_PURGEABLE
     " ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED";
-constexpr const char* kCountPurgeable =
-    "SELECT COUNT(*), COALESCE(MIN(finished_at), 0), COALESCE(MAX(finished_at), 0)"
-    " FROM executions WHERE" TE_PURGEABLE;
-constexpr const char* kCountPurgeableLogs =
-    "SELECT COUNT(*) FROM execution_logs WHERE at < $2 OR execution_id IN"
-    " (SELECT id FROM executions WHERE" TE_PURGEABLE ")";
-constexpr const char* kCountPurgeableAttempts =
-    "SELECT COUNT(*) FROM execution_attempts WHERE execution_id IN"
-    " (SELECT id FROM executions WHERE" TE_PURGEABLE ")";
-constexpr const char* kCountPurgeableEffects =
-    "SELECT COUNT(*) FROM effects WHERE execution_id IN"
-    " (SELECT id FROM executions WHERE" TE_PURGEABLE ")";
 #undef TE_PURGEABLE
-constexpr const char* kCountOldAudit = "SELECT COUNT(*) FROM audit_log WHERE at < $1";
 constexpr const char* kDeleteExecutionsLogs =
     "DELETE FROM execution_logs WHERE execution_id = ANY($1::bigint[])";
 constexpr const char* kDeleteExecutionsAttempts =
@@ -298,21 +220,10 @@ constexpr const char* kDeleteExecutionsEffects =
 constexpr const char* kDeleteExecutions = "DELETE FROM executions WHERE id = ANY($1::bigint[])";
 // Log lines and audit records are appended in time order: the oldest by id
 // until the first young one.
-constexpr const char* kOldestLogs = "SELECT id, at FROM execution_logs ORDER BY id LIMIT $1";
 constexpr const char* kDeleteLogsUpTo = "DELETE FROM execution_logs WHERE id <= $1 AND at < $2";
-constexpr const char* kOldestAudit = "SELECT id, at FROM audit_log ORDER BY id LIMIT $1";
 constexpr const char* kDeleteAuditUpTo = "DELETE FROM audit_log WHERE id <= $1 AND at < $2";
-constexpr const char* kGetPendingReplay =
-    "SELECT requested_by, reason, ambiguous FROM replay_requests WHERE execution_id = $1";
-constexpr const char* kInsertPendingReplay =
-    "INSERT INTO replay_requests (execution_id, requested_by, reason, requested_at, ambiguous)"
-    " VALUES ($1, $2, $3, $4, $5)";
-constexpr const char* kDeletePendingReplay = "DELETE FROM replay_requests WHERE execution_id = $1";
 constexpr const char* kGrant =
     "INSERT INTO grants (principal, tenant) VALUES ($1, $2) ON CONFLICT DO NOTHING";
-constexpr const char* kRevoke = "DELETE FROM grants WHERE principal = $1 AND tenant = $2";
-constexpr const char* kIsGranted =
-    "SELECT EXISTS (SELECT 1 FROM grants WHERE principal = $1 AND tenant IN ($2, '*'))";
 
 #define TE_PG_JOB_COLUMNS                                                                         \
   "name, display_name, handler, queue, scope, schedule, timezone, timeout_ms, lease_ms, "         \
@@ -335,12 +246,6 @@ constexpr const char* kUpsertJob =
     " notify_on_failure = $26, notify_targets = $27";
 constexpr const char* kJobVersion =
     "SELECT updated_at FROM job_definitions WHERE name = $1 FOR UPDATE";
-constexpr const char* kCountOpenOfJob =
-    "SELECT COUNT(*) FROM executions WHERE job = $1 AND status IN (0, 1)";
-constexpr const char* kDeleteJob = "DELETE FROM job_definitions WHERE name = $1";
-constexpr const char* kDeleteJobScheduleState = "DELETE FROM schedule_state WHERE job = $1";
-constexpr const char* kGetJob = "SELECT " TE_PG_JOB_COLUMNS " FROM job_definitions WHERE name = $1";
-constexpr const char* kListJobs = "SELECT " TE_PG_JOB_COLUMNS " FROM job_definitions ORDER BY name";
 
 constexpr const char* kInsertAttempt =
     "INSERT INTO execution_attempts (execution_id, attempt, claim_version, worker,"
@@ -348,28 +253,16 @@ constexpr const char* kInsertAttempt =
     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (execution_id, claim_version)"
     " DO UPDATE SET attempt = $2, worker = $4, started_at = $5, ended_at = $6, outcome = $7,"
     " failure_class = $8, released = $9, error = $10";
-constexpr const char* kListAttempts =
-    "SELECT attempt, claim_version, worker, started_at, ended_at, outcome, failure_class,"
-    " released, error FROM execution_attempts WHERE execution_id = $1 ORDER BY claim_version";
 // Tenants and scheduling (T3, T4).
 constexpr const char* kUpsertTenant =
     "INSERT INTO tenants (id, name, active, created_at) VALUES ($1, $2, $3, $4)"
     " ON CONFLICT (id) DO UPDATE SET name = $2, active = $3";
-constexpr const char* kGetTenant = "SELECT id, name, active, created_at FROM tenants WHERE id = $1";
-constexpr const char* kListTenants =
-    "SELECT id, name, active, created_at FROM tenants WHERE ($1 = 0 OR active = 1) ORDER BY id";
 // Under READ COMMITTED, ON CONFLICT DO UPDATE locks the existing row and
 // evaluates the WHERE on its latest version: two nodes never both take it.
 constexpr const char* kAcquireLock =
     "INSERT INTO scheduler_locks (name, holder, expires_at) VALUES ($1, $2, $3)"
     " ON CONFLICT (name) DO UPDATE SET holder = $2, expires_at = $3"
     " WHERE scheduler_locks.holder = $2 OR scheduler_locks.expires_at <= $4";
-constexpr const char* kLockHolder = "SELECT holder FROM scheduler_locks WHERE name = $1";
-constexpr const char* kReleaseLock = "DELETE FROM scheduler_locks WHERE name = $1 AND holder = $2";
-constexpr const char* kListScheduleStates =
-    "SELECT job, last_fire_at, last_evaluated_at, skipped_fires, last_skipped_at FROM "
-    "schedule_state"
-    " ORDER BY job";
 constexpr const char* kUpdateScheduleState =
     "INSERT INTO schedule_state AS s (job, last_fire_at, last_evaluated_at, skipped_fires,"
     " last_skipped_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (job) DO UPDATE SET"
@@ -381,31 +274,18 @@ constexpr const char* kUpsertUser =
     "INSERT INTO users (name, password_hash, scopes, tenants, disabled, created_at)"
     " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO UPDATE SET password_hash = $2,"
     " scopes = $3, tenants = $4, disabled = $5";
-constexpr const char* kGetUser =
-    "SELECT name, password_hash, scopes, tenants, disabled, created_at FROM users WHERE name = $1";
-constexpr const char* kListUsers =
-    "SELECT name, password_hash, scopes, tenants, disabled, created_at FROM users ORDER BY name";
 #define TE_PG_TOKEN_COLUMNS                                                                 \
   "id, name, secret_hash, principal, scopes, tenants, created_at, expires_at, revoked_at, " \
   "last_used_at"
 constexpr const char* kCreateToken =
     "INSERT INTO api_tokens (name, secret_hash, principal, scopes, tenants, created_at, expires_at)"
     " VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id";
-constexpr const char* kFindToken =
-    "SELECT " TE_PG_TOKEN_COLUMNS " FROM api_tokens WHERE secret_hash = $1";
-constexpr const char* kListTokens = "SELECT " TE_PG_TOKEN_COLUMNS " FROM api_tokens ORDER BY id";
-constexpr const char* kRevokeToken =
-    "UPDATE api_tokens SET revoked_at = CASE WHEN revoked_at = 0 THEN $2 ELSE revoked_at END"
-    " WHERE id = $1";
-constexpr const char* kTouchToken = "UPDATE api_tokens SET last_used_at = $2 WHERE id = $1";
 constexpr const char* kCreateSession =
     "INSERT INTO sessions (id_hash, user_name, csrf_token, created_at, last_seen_at, expires_at)"
     " VALUES ($1, $2, $3, $4, $5, $6)";
 constexpr const char* kGetSession =
     "SELECT id_hash, user_name, csrf_token, created_at, last_seen_at, expires_at FROM sessions"
     " WHERE id_hash = $1";
-constexpr const char* kTouchSession = "UPDATE sessions SET last_seen_at = $2 WHERE id_hash = $1";
-constexpr const char* kDeleteSession = "DELETE FROM sessions WHERE id_hash = $1";
 // Workers (W5).
 constexpr const char* kReportWorker =
     "INSERT INTO workers (id, hostname, pid, state, current_execution, processed, failed,"
@@ -443,9 +323,6 @@ constexpr const char* kOldestDue =
     " WHERE queue = $1 AND status = 0 AND lane_parked = 0 AND run_at <= $2";
 constexpr const char* kOldestQuarantined =
     "SELECT finished_at FROM executions WHERE status = 4 ORDER BY id LIMIT 1";
-constexpr const char* kGetLogs =
-    "SELECT execution_id, attempt, at, level, message FROM execution_logs"
-    " WHERE execution_id = $1 ORDER BY id LIMIT $2";
 // $2 / $1: NULL for every tenant, else the tenants in scope.
 constexpr const char* kQueuedDepths =
     "SELECT queue, COUNT(*), COUNT(*) FILTER (WHERE run_at <= $1), MIN(queued_at) FROM executions"

@@ -15,6 +15,7 @@
 #include "core/mutex.h"
 #include "core/state_machine.h"
 #include "storage/list_codec.h"
+#include "storage/sql_statements.h"
 #include "storage/sqlite/schema.h"
 #include "storage/sqlite/sqlite_db.h"
 #include "storage/store_actions.h"
@@ -28,6 +29,7 @@ namespace {
 // PostgreSQL backend (list_codec.h, store_rules.h,
 // store_rows.h, store_actions.h).
 using namespace storage_internal;
+using namespace storage_internal::sql;  // the shared statements
 
 using sqlite::Connection;
 using sqlite::Stmt;
@@ -57,45 +59,8 @@ std::string JsonStringArray(const std::vector<std::string>& items) {
 
 // --- SQL -------------------------------------------------------------------
 
-#define TE_EXECUTION_COLUMNS                                                                  \
-  "id, job, tenant, queue, status, trigger, requester, worker, attempt, idempotency_key, "    \
-  "payload, fingerprint, result, progress, error, failure_class, scheduled_at, run_at, "      \
-  "queued_at, started_at, finished_at, claim_version, lease_expires_at, cancel_requested, "   \
-  "lane_key, parent_id, consecutive_lease_expiries, permanent_failures, ambiguous_failures, " \
-  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                   \
-  "max_ambiguous_attempts, "                                                                  \
-  "max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts"
-
-// The columns the state machine and fencing look at.
-#define TE_STATE_COLUMNS                                                                        \
-  "id, status, attempt, claim_version, consecutive_lease_expiries, permanent_failures, "        \
-  "ambiguous_failures, cancel_requested, failure_class, max_attempts, backoff_base_ms, "        \
-  "backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, "                            \
-  "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at, "                 \
-  "max_unsupported_schema_attempts, lane_key, tenant, status, worker, queue, handler_started, " \
-  "job"
-
-constexpr const char* kSelectState = "SELECT " TE_STATE_COLUMNS " FROM executions WHERE id = ?1";
-constexpr const char* kSelectExecution =
-    "SELECT " TE_EXECUTION_COLUMNS " FROM executions WHERE id = ?1";
-
-// I6: the ending of execution ?1 at ?2 waits in the outbox for its
-// notification (a newer ending of the same execution replaces an older one).
-constexpr const char* kInsertNotifyPending =
-    "INSERT INTO notify_outbox (execution_id, job, ended_at) SELECT id, job, ?2 FROM executions"
-    " WHERE id = ?1 ON CONFLICT (execution_id) DO UPDATE SET job = excluded.job,"
-    " ended_at = excluded.ended_at";
-constexpr const char* kListNotifyPending =
-    "SELECT execution_id, job, ended_at FROM notify_outbox ORDER BY execution_id LIMIT ?1";
-constexpr const char* kListNotifyState =
-    "SELECT job, sent_at, suppressed, suppressed_since FROM notify_state ORDER BY job";
-constexpr const char* kDeleteNotifyPending =
-    "DELETE FROM notify_outbox WHERE execution_id = ?1 AND ended_at = ?2";
-constexpr const char* kUpsertNotifyState =
-    "INSERT INTO notify_state (job, sent_at, suppressed, suppressed_since) VALUES (?1, ?2, ?3, ?4)"
-    " ON CONFLICT (job) DO UPDATE SET sent_at = excluded.sent_at, suppressed = excluded.suppressed,"
-    " suppressed_since = excluded.suppressed_since";
-constexpr const char* kDeleteNotifyState = "DELETE FROM notify_state WHERE job = ?1";
+constexpr const char* kSelectState =
+    "SELECT " TE_SQL_STATE_COLUMNS " FROM executions WHERE id = ?1";
 
 constexpr const char* kApplyTransition =
     "UPDATE executions SET status = ?2, run_at = ?3, attempt = ?4, consecutive_lease_expiries = ?5,"
@@ -108,7 +73,7 @@ constexpr const char* kApplyTransition =
 
 // The state columns, then what a worker needs (from kStateColumnCount on).
 constexpr const char* kClaimDue =
-    "SELECT " TE_STATE_COLUMNS
+    "SELECT " TE_SQL_STATE_COLUMNS
     ", job, payload, COALESCE(idempotency_key, '')"
     " FROM executions INDEXED BY executions_due"
     " WHERE queue = ?1 AND status = 0 AND lane_parked = 0 AND run_at <= ?2"
@@ -116,7 +81,7 @@ constexpr const char* kClaimDue =
 // kClaimDue for a claimer that names the handlers it can run (?4: a
 // HandlerFilter list): executions of other handlers are skipped.
 constexpr const char* kClaimDueForHandlers =
-    "SELECT " TE_STATE_COLUMNS
+    "SELECT " TE_SQL_STATE_COLUMNS
     ", job, payload, COALESCE(idempotency_key, '')"
     " FROM executions INDEXED BY executions_due"
     " WHERE queue = ?1 AND status = 0 AND lane_parked = 0 AND run_at <= ?2"
@@ -132,25 +97,10 @@ constexpr const char* kMarkStarted =
     "UPDATE executions SET handler_started = 1 WHERE id = ?1 AND claim_version = ?2"
     " AND status = 1";
 
-constexpr const char* kHeartbeat =
-    "UPDATE executions SET lease_expires_at = ?2, progress = COALESCE(?3, progress)"
-    " WHERE id = ?1";
-
-constexpr const char* kInsertLog =
-    "INSERT INTO execution_logs (execution_id, attempt, at, level, message)"
-    " VALUES (?1, ?2, ?3, ?4, ?5)";
-
-constexpr const char* kExpired = "SELECT " TE_STATE_COLUMNS
+constexpr const char* kExpired = "SELECT " TE_SQL_STATE_COLUMNS
                                  " FROM executions WHERE status = 1 AND lease_expires_at < ?1"
                                  " ORDER BY lease_expires_at LIMIT ?2";
 
-constexpr const char* kFindByKey =
-    "SELECT id, fingerprint, status FROM executions"
-    " WHERE job = ?1 AND tenant = ?2 AND idempotency_key = ?3";
-constexpr const char* kJobPolicy =
-    "SELECT queue, max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts,"
-    " max_ambiguous_attempts, max_consecutive_lease_expiries, lease_ms,"
-    " max_unsupported_schema_attempts FROM job_definitions WHERE name = ?1";
 constexpr const char* kInsertExecution =
     "INSERT INTO executions (job, tenant, queue, status, trigger, requester, idempotency_key,"
     " payload, fingerprint, scheduled_at, run_at, queued_at, lane_key, parent_id, max_attempts,"
@@ -159,19 +109,10 @@ constexpr const char* kInsertExecution =
     " VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
     " ?19, ?20, ?21, ?22)";
 // Lanes (O1). A lane is (tenant, lane key): ?1 is the tenant, ?2 the key.
-constexpr const char* kLaneOpen =
-    "SELECT 1 FROM executions WHERE tenant = ?1 AND lane_key = ?2 AND lane_key <> ''"
-    " AND status IN (0, 1, 3, 4) LIMIT 1";
-constexpr const char* kLaneHasUnparkedOpen =
-    "SELECT 1 FROM executions WHERE tenant = ?1 AND lane_key = ?2 AND lane_key <> ''"
-    " AND status IN (0, 1, 3, 4) AND lane_parked = 0 LIMIT 1";
 constexpr const char* kLaneUnparkNext =
     "UPDATE executions SET lane_parked = 0, run_at = MAX(run_at, ?3) WHERE id = ("
     "SELECT id FROM executions WHERE tenant = ?1 AND lane_key = ?2 AND lane_key <> ''"
     " AND status IN (0, 1, 3, 4) AND lane_parked = 1 ORDER BY id LIMIT 1)";
-constexpr const char* kLaneHead =
-    "SELECT id, status FROM executions WHERE tenant = ?1 AND lane_key = ?2 AND lane_key <> ''"
-    " AND status IN (0, 1, 3, 4) ORDER BY id LIMIT 1";
 constexpr const char* kLaneCounts =
     "SELECT SUM(status = 0), SUM(status = 1) FROM executions WHERE tenant = ?1 AND lane_key = ?2"
     " AND lane_key <> '' AND status IN (0, 1, 3, 4)";
@@ -181,62 +122,13 @@ constexpr const char* kOpenLanes =
     "SELECT tenant, lane_key, MAX(status IN (3, 4)) AS blocked FROM executions"
     " WHERE lane_key <> '' AND status IN (0, 1, 3, 4) AND (?2 IS NULL OR tenant = ?2)"
     " GROUP BY tenant, lane_key ORDER BY blocked DESC, tenant, lane_key LIMIT ?1";
-// Effects (E1).
-constexpr const char* kGetEffect =
-    "SELECT committed, reserved_by, attempt, reserved_at, committed_at, detail FROM effects"
-    " WHERE execution_id = ?1 AND name = ?2";
-constexpr const char* kReserveEffect =
-    "INSERT INTO effects (execution_id, name, reserved_by, attempt, reserved_at)"
-    " VALUES (?1, ?2, ?3, ?4, ?5)";
-constexpr const char* kCommitEffect =
-    "UPDATE effects SET committed = 1, committed_at = ?3, detail = ?4, reserved_by = ?5,"
-    " attempt = ?6 WHERE execution_id = ?1 AND name = ?2";
-constexpr const char* kReleaseEffect =
-    "DELETE FROM effects WHERE execution_id = ?1 AND name = ?2 AND committed = 0"
-    " AND reserved_by = ?3";
-constexpr const char* kListEffects =
-    "SELECT name, committed, reserved_by, attempt, reserved_at, committed_at, detail FROM effects"
-    " WHERE execution_id = ?1 ORDER BY reserved_at, name";
-// C1: an effect may have escaped when it was committed, or reserved and never
-// confirmed (its outcome is unknown): either makes a cancel partial.
-constexpr const char* kMayHaveEscapedEffects =
-    "SELECT EXISTS (SELECT 1 FROM effects WHERE execution_id = ?1)";
-constexpr const char* kAssumeEffectsDone =
-    "UPDATE effects SET committed = 1, committed_at = ?2, detail = ?3"
-    " WHERE execution_id = ?1 AND committed = 0";
-constexpr const char* kDropUnconfirmedEffects =
-    "DELETE FROM effects WHERE execution_id = ?1 AND committed = 0";
-// Audit, replays, grants.
-constexpr const char* kInsertAudit =
-    "INSERT INTO audit_log (at, actor, tenant, action, target, before_json, after_json, reason)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+// Audit.
 constexpr const char* kListAudit =
     "SELECT id, at, actor, tenant, action, target, before_json, after_json, reason FROM audit_log"
     " WHERE (?1 = '' OR target = ?1) AND (?2 = 0 OR id < ?2) ORDER BY id DESC LIMIT ?3";
-// Retention (I7). An ended execution may go unless it holds its lane (a
-// failed or quarantined one with a lane key: HoldsLane) or waits for a replay
-// approval; oldest ended first, by executions_by_finished_at.
-#define TE_PURGEABLE                                                    \
-  " finished_at > 0 AND finished_at < ?1 AND status IN (2, 3, 4, 5, 6)" \
-  " AND NOT (status IN (3, 4) AND lane_key <> '')"                      \
-  " AND NOT EXISTS (SELECT 1 FROM replay_requests r WHERE r.execution_id = executions.id)"
 constexpr const char* kPurgeCandidates =
     "SELECT id, tenant, queue, status, finished_at FROM executions"
-    " INDEXED BY executions_by_finished_at WHERE" TE_PURGEABLE " ORDER BY finished_at LIMIT ?2";
-constexpr const char* kCountPurgeable =
-    "SELECT COUNT(*), COALESCE(MIN(finished_at), 0), COALESCE(MAX(finished_at), 0)"
-    " FROM executions WHERE" TE_PURGEABLE;
-constexpr const char* kCountPurgeableLogs =
-    "SELECT COUNT(*) FROM execution_logs WHERE at < ?2 OR execution_id IN"
-    " (SELECT id FROM executions WHERE" TE_PURGEABLE ")";
-constexpr const char* kCountPurgeableAttempts =
-    "SELECT COUNT(*) FROM execution_attempts WHERE execution_id IN"
-    " (SELECT id FROM executions WHERE" TE_PURGEABLE ")";
-constexpr const char* kCountPurgeableEffects =
-    "SELECT COUNT(*) FROM effects WHERE execution_id IN"
-    " (SELECT id FROM executions WHERE" TE_PURGEABLE ")";
-#undef TE_PURGEABLE
-constexpr const char* kCountOldAudit = "SELECT COUNT(*) FROM audit_log WHERE at < ?1";
+    " INDEXED BY executions_by_finished_at WHERE" TE_SQL_PURGEABLE " ORDER BY finished_at LIMIT ?2";
 constexpr const char* kDeleteExecutionLogs =
     "DELETE FROM execution_logs WHERE execution_id = ?1 RETURNING 1";
 constexpr const char* kDeleteExecutionAttempts =
@@ -246,31 +138,14 @@ constexpr const char* kDeleteExecutionEffects =
 constexpr const char* kDeleteExecution = "DELETE FROM executions WHERE id = ?1";
 // Log lines and audit records are appended in time order: the oldest by id
 // until the first young one.
-constexpr const char* kOldestLogs = "SELECT id, at FROM execution_logs ORDER BY id LIMIT ?1";
 constexpr const char* kDeleteLogsUpTo =
     "DELETE FROM execution_logs WHERE id <= ?1 AND at < ?2 RETURNING 1";
-constexpr const char* kOldestAudit = "SELECT id, at FROM audit_log ORDER BY id LIMIT ?1";
 constexpr const char* kDeleteAuditUpTo =
     "DELETE FROM audit_log WHERE id <= ?1 AND at < ?2 RETURNING 1";
-constexpr const char* kGetPendingReplay =
-    "SELECT requested_by, reason, ambiguous FROM replay_requests WHERE execution_id = ?1";
-constexpr const char* kInsertPendingReplay =
-    "INSERT INTO replay_requests (execution_id, requested_by, reason, requested_at, ambiguous)"
-    " VALUES (?1, ?2, ?3, ?4, ?5)";
-constexpr const char* kDeletePendingReplay = "DELETE FROM replay_requests WHERE execution_id = ?1";
 constexpr const char* kGrant = "INSERT OR IGNORE INTO grants (principal, tenant) VALUES (?1, ?2)";
-constexpr const char* kRevoke = "DELETE FROM grants WHERE principal = ?1 AND tenant = ?2";
-constexpr const char* kIsGranted =
-    "SELECT EXISTS (SELECT 1 FROM grants WHERE principal = ?1 AND tenant IN (?2, '*'))";
 
-#define TE_JOB_COLUMNS                                                                            \
-  "name, display_name, handler, queue, scope, schedule, timezone, timeout_ms, lease_ms, "         \
-  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                       \
-  "max_ambiguous_attempts, max_consecutive_lease_expiries, lane_template, config_json, enabled, " \
-  "created_at, updated_at, accepted_schema_versions, max_unsupported_schema_attempts, catch_up, " \
-  "catch_up_window_ms, window_ms, seed_digest, notify_on_failure, notify_targets"
 constexpr const char* kUpsertJob =
-    "INSERT INTO job_definitions (" TE_JOB_COLUMNS
+    "INSERT INTO job_definitions (" TE_SQL_JOB_COLUMNS
     ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
     " ?19, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27) ON CONFLICT(name) DO UPDATE SET "
     "display_name = ?2, "
@@ -283,12 +158,6 @@ constexpr const char* kUpsertJob =
     " catch_up_window_ms = ?23, window_ms = ?24, seed_digest = ?25,"
     " notify_on_failure = ?26, notify_targets = ?27";
 constexpr const char* kJobVersion = "SELECT updated_at FROM job_definitions WHERE name = ?1";
-constexpr const char* kCountOpenOfJob =
-    "SELECT COUNT(*) FROM executions WHERE job = ?1 AND status IN (0, 1)";
-constexpr const char* kDeleteJob = "DELETE FROM job_definitions WHERE name = ?1";
-constexpr const char* kDeleteJobScheduleState = "DELETE FROM schedule_state WHERE job = ?1";
-constexpr const char* kGetJob = "SELECT " TE_JOB_COLUMNS " FROM job_definitions WHERE name = ?1";
-constexpr const char* kListJobs = "SELECT " TE_JOB_COLUMNS " FROM job_definitions ORDER BY name";
 
 // List variants: each is a static statement so it is prepared once; the
 // optional filters are "?N IS NULL OR ..." and the leading column picks the index.
@@ -296,26 +165,14 @@ constexpr const char* kInsertAttempt =
     "INSERT OR REPLACE INTO execution_attempts (execution_id, attempt, claim_version, worker,"
     " started_at, ended_at, outcome, failure_class, released, error)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
-constexpr const char* kListAttempts =
-    "SELECT attempt, claim_version, worker, started_at, ended_at, outcome, failure_class,"
-    " released, error FROM execution_attempts WHERE execution_id = ?1 ORDER BY claim_version";
 // Tenants and scheduling (T3, T4).
 constexpr const char* kUpsertTenant =
     "INSERT INTO tenants (id, name, active, created_at) VALUES (?1, ?2, ?3, ?4)"
     " ON CONFLICT(id) DO UPDATE SET name = ?2, active = ?3";
-constexpr const char* kGetTenant = "SELECT id, name, active, created_at FROM tenants WHERE id = ?1";
-constexpr const char* kListTenants =
-    "SELECT id, name, active, created_at FROM tenants WHERE (?1 = 0 OR active = 1) ORDER BY id";
 constexpr const char* kAcquireLock =
     "INSERT INTO scheduler_locks (name, holder, expires_at) VALUES (?1, ?2, ?3)"
     " ON CONFLICT(name) DO UPDATE SET holder = ?2, expires_at = ?3"
     " WHERE scheduler_locks.holder = ?2 OR scheduler_locks.expires_at <= ?4";
-constexpr const char* kLockHolder = "SELECT holder FROM scheduler_locks WHERE name = ?1";
-constexpr const char* kReleaseLock = "DELETE FROM scheduler_locks WHERE name = ?1 AND holder = ?2";
-constexpr const char* kListScheduleStates =
-    "SELECT job, last_fire_at, last_evaluated_at, skipped_fires, last_skipped_at FROM "
-    "schedule_state"
-    " ORDER BY job";
 constexpr const char* kUpdateScheduleState =
     "INSERT INTO schedule_state (job, last_fire_at, last_evaluated_at, skipped_fires,"
     " last_skipped_at) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(job) DO UPDATE SET"
@@ -326,31 +183,15 @@ constexpr const char* kUpsertUser =
     "INSERT INTO users (name, password_hash, scopes, tenants, disabled, created_at)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(name) DO UPDATE SET password_hash = ?2,"
     " scopes = ?3, tenants = ?4, disabled = ?5";
-constexpr const char* kGetUser =
-    "SELECT name, password_hash, scopes, tenants, disabled, created_at FROM users WHERE name = ?1";
-constexpr const char* kListUsers =
-    "SELECT name, password_hash, scopes, tenants, disabled, created_at FROM users ORDER BY name";
-#define TE_TOKEN_COLUMNS                                                                    \
-  "id, name, secret_hash, principal, scopes, tenants, created_at, expires_at, revoked_at, " \
-  "last_used_at"
 constexpr const char* kCreateToken =
     "INSERT INTO api_tokens (name, secret_hash, principal, scopes, tenants, created_at, expires_at)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
-constexpr const char* kFindToken =
-    "SELECT " TE_TOKEN_COLUMNS " FROM api_tokens WHERE secret_hash = ?1";
-constexpr const char* kListTokens = "SELECT " TE_TOKEN_COLUMNS " FROM api_tokens ORDER BY id";
-constexpr const char* kRevokeToken =
-    "UPDATE api_tokens SET revoked_at = CASE WHEN revoked_at = 0 THEN ?2 ELSE revoked_at END"
-    " WHERE id = ?1";
-constexpr const char* kTouchToken = "UPDATE api_tokens SET last_used_at = ?2 WHERE id = ?1";
 constexpr const char* kCreateSession =
     "INSERT INTO sessions (id_hash, user, csrf_token, created_at, last_seen_at, expires_at)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 constexpr const char* kGetSession =
     "SELECT id_hash, user, csrf_token, created_at, last_seen_at, expires_at FROM sessions"
     " WHERE id_hash = ?1";
-constexpr const char* kTouchSession = "UPDATE sessions SET last_seen_at = ?2 WHERE id_hash = ?1";
-constexpr const char* kDeleteSession = "DELETE FROM sessions WHERE id_hash = ?1";
 // Workers (W5).
 constexpr const char* kReportWorker =
     "INSERT INTO workers (id, hostname, pid, state, current_execution, processed, failed,"
@@ -380,10 +221,6 @@ constexpr const char* kOldestDue =
 constexpr const char* kOldestQuarantined =
     "SELECT finished_at FROM executions INDEXED BY executions_by_status"
     " WHERE status = 4 ORDER BY id LIMIT 1";
-constexpr const char* kGetLogs =
-    "SELECT execution_id, attempt, at, level, message FROM execution_logs"
-    " WHERE execution_id = ?1 ORDER BY id LIMIT ?2";
-constexpr const char* kExists = "SELECT 1 FROM executions WHERE id = ?1";
 // ?2: NULL for every tenant, else a JSON array of the tenants in scope.
 constexpr const char* kQueuedDepths =
     "SELECT queue, COUNT(*), SUM(run_at <= ?1), MIN(queued_at) FROM executions"
@@ -1275,7 +1112,7 @@ class SqliteStore final : public ActionStore {
       const std::vector<ListPart> parts = PlanListParts(f);
       std::vector<std::vector<Execution>> rows(parts.size());
       for (std::size_t i = 0; i < parts.size(); ++i) {
-        ListSql q = BuildListSql(f, parts[i], TE_EXECUTION_COLUMNS, ListPartRowLimit(f),
+        ListSql q = BuildListSql(f, parts[i], TE_SQL_EXECUTION_COLUMNS, ListPartRowLimit(f),
                                  /*count_only=*/false, '?');
         TE_ASSIGN_OR_RETURN(Stmt s, PrepareList(c, q));
         while (true) {
