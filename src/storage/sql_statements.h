@@ -1,12 +1,13 @@
 // The SQL statements that read the same on every SQL backend, written once
-// with numbered placeholders (?1, ?2, ...) as SQLite reads them.
-// PostgreSQL reads the same text with $1, $2, ... (pg_sql below, converted
-// at compile time: same length, so the text keeps its layout). Statements
-// that really differ between backends (claims, upserts, returning, row locks)
-// stay with their backend.
+// with numbered placeholders (?1, ?2, ...) as SQLite reads them; a backend
+// whose driver wants another form rewrites each text when it first prepares
+// it (TranslatePlaceholders, sql_session.h). Arguments are typed, so no cast
+// is needed. Statements that really differ between dialects are named in
+// SqlDialect below; those that differ in how a backend works (claims, batch
+// writes, counters) stay with their backend.
 #pragma once
 
-#include <cstddef>
+#include "storage/store_rows.h"  // TE_WORKER_COLUMNS
 
 namespace taskengine::storage_internal {
 
@@ -180,78 +181,101 @@ inline constexpr char kGetLogs[] =
     " WHERE execution_id = ?1 ORDER BY id LIMIT ?2";
 inline constexpr char kExists[] = "SELECT 1 FROM executions WHERE id = ?1";
 
+inline constexpr char kListAudit[] =
+    "SELECT id, at, actor, tenant, action, target, before_json, after_json, reason FROM audit_log"
+    " WHERE (?1 = '' OR target = ?1) AND (?2 = 0 OR id < ?2) ORDER BY id DESC LIMIT ?3";
+inline constexpr char kListWorkers[] =
+    "SELECT " TE_WORKER_COLUMNS
+    " FROM workers WHERE (?1 = 0 OR last_heartbeat_at >= ?2) ORDER BY id";
+inline constexpr char kCreateSession[] =
+    "INSERT INTO sessions (id_hash, user_name, csrf_token, created_at, last_seen_at, expires_at)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+inline constexpr char kGetSession[] =
+    "SELECT id_hash, user_name, csrf_token, created_at, last_seen_at, expires_at FROM sessions"
+    " WHERE id_hash = ?1";
+// Lanes (Q1): the open lanes, blocked ones first (of one tenant: ?2).
+inline constexpr char kOpenLanes[] =
+    "SELECT tenant, lane_key, MAX(CASE WHEN status IN (3, 4) THEN 1 ELSE 0 END) AS blocked"
+    " FROM executions WHERE lane_key <> '' AND status IN (0, 1, 3, 4)"
+    " GROUP BY tenant, lane_key ORDER BY blocked DESC, tenant, lane_key LIMIT ?1";
+inline constexpr char kOpenLanesOfTenant[] =
+    "SELECT tenant, lane_key, MAX(CASE WHEN status IN (3, 4) THEN 1 ELSE 0 END) AS blocked"
+    " FROM executions WHERE lane_key <> '' AND status IN (0, 1, 3, 4) AND tenant = ?2"
+    " GROUP BY tenant, lane_key ORDER BY blocked DESC, lane_key LIMIT ?1";
+inline constexpr char kLaneCounts[] =
+    "SELECT SUM(CASE WHEN status = 0 THEN 1 ELSE 0 END), SUM(CASE WHEN status = 1 THEN 1 ELSE 0"
+    " END) FROM executions WHERE tenant = ?1 AND lane_key = ?2 AND lane_key <> ''"
+    " AND status IN (0, 1, 3, 4)";
+
+// --- upserts and row locks as SQLite and PostgreSQL write them ---
+
+inline constexpr char kJobVersion[] = "SELECT updated_at FROM job_definitions WHERE name = ?1";
+inline constexpr char kJobVersionForUpdate[] =
+    "SELECT updated_at FROM job_definitions WHERE name = ?1 FOR UPDATE";
+// A job's version (updated_at) always grows, even within one millisecond.
+inline constexpr char kUpsertJob[] =
+    "INSERT INTO job_definitions (" TE_SQL_JOB_COLUMNS
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
+    " ?19, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27) ON CONFLICT (name) DO UPDATE SET"
+    " display_name = ?2, handler = ?3, queue = ?4, scope = ?5, schedule = ?6, timezone = ?7,"
+    " timeout_ms = ?8, lease_ms = ?9, max_attempts = ?10, backoff_base_ms = ?11,"
+    " backoff_cap_ms = ?12, max_permanent_attempts = ?13, max_ambiguous_attempts = ?14,"
+    " max_consecutive_lease_expiries = ?15, lane_template = ?16, config_json = ?17,"
+    " enabled = ?18, updated_at = CASE WHEN ?19 > job_definitions.updated_at THEN ?19"
+    " ELSE job_definitions.updated_at + 1 END, accepted_schema_versions = ?20,"
+    " max_unsupported_schema_attempts = ?21, catch_up = ?22, catch_up_window_ms = ?23,"
+    " window_ms = ?24, seed_digest = ?25, notify_on_failure = ?26, notify_targets = ?27";
+inline constexpr char kGrant[] =
+    "INSERT INTO grants (principal, tenant) VALUES (?1, ?2) ON CONFLICT DO NOTHING";
+inline constexpr char kUpsertTenant[] =
+    "INSERT INTO tenants (id, name, active, created_at) VALUES (?1, ?2, ?3, ?4)"
+    " ON CONFLICT (id) DO UPDATE SET name = ?2, active = ?3";
+// The lock ?1 goes to ?2 until ?3 unless another holder has it beyond ?4.
+inline constexpr char kAcquireLock[] =
+    "INSERT INTO scheduler_locks (name, holder, expires_at) VALUES (?1, ?2, ?3)"
+    " ON CONFLICT (name) DO UPDATE SET holder = ?2, expires_at = ?3"
+    " WHERE scheduler_locks.holder = ?2 OR scheduler_locks.expires_at <= ?4";
+inline constexpr char kUpsertUser[] =
+    "INSERT INTO users (name, password_hash, scopes, tenants, disabled, created_at)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (name) DO UPDATE SET password_hash = ?2,"
+    " scopes = ?3, tenants = ?4, disabled = ?5";
+inline constexpr char kReportWorker[] =
+    "INSERT INTO workers (id, hostname, pid, state, current_execution, processed, failed,"
+    " started_at, last_heartbeat_at, kind, threads, busy, current_executions)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+    " ON CONFLICT (id) DO UPDATE SET hostname = ?2, pid = ?3, state = ?4, current_execution = ?5,"
+    " processed = ?6, failed = ?7, started_at = ?8, last_heartbeat_at = ?9, kind = ?10,"
+    " threads = ?11, busy = ?12, current_executions = ?13";
+inline constexpr char kCreateToken[] =
+    "INSERT INTO api_tokens (name, secret_hash, principal, scopes, tenants, created_at, expires_at)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id";
+
 }  // namespace sql
 
-// A statement of `sql` with each ?N placeholder written $N. The statements
-// hold no '?' but in their placeholders.
-template <std::size_t N>
-struct DollarSql {
-  consteval explicit DollarSql(const char (&sql)[N]) {
-    for (std::size_t i = 0; i < N; ++i) text[i] = sql[i] == '?' ? '$' : sql[i];
-  }
-  // The text, at a fixed address (PgConn prepares by address).
-  constexpr operator const char*() const { return text; }  // NOLINT(google-explicit-constructor)
-  char text[N] = {};
+// The statements of the shared store logic (SqlStore, sql_store.h) whose text
+// depends on the dialect: upserts, and row locks where the backend has them.
+struct SqlDialect {
+  const char* job_version;  // ?1 = name; locks the row where rows lock
+  const char* upsert_job;
+  const char* grant;
+  const char* upsert_tenant;
+  const char* acquire_lock;
+  const char* upsert_user;
+  const char* report_worker;
+  const char* upsert_notify_state;
+  const char* create_token;  // answers the new id
 };
 
-namespace pg_sql {
+// SQLite: one writer at a time, so no row locks.
+inline constexpr SqlDialect kSqliteDialect{
+    sql::kJobVersion,   sql::kUpsertJob,         sql::kGrant,
+    sql::kUpsertTenant, sql::kAcquireLock,       sql::kUpsertUser,
+    sql::kReportWorker, sql::kUpsertNotifyState, sql::kCreateToken,
+};
+inline constexpr SqlDialect kPostgresDialect{
+    sql::kJobVersionForUpdate, sql::kUpsertJob,         sql::kGrant,
+    sql::kUpsertTenant,        sql::kAcquireLock,       sql::kUpsertUser,
+    sql::kReportWorker,        sql::kUpsertNotifyState, sql::kCreateToken,
+};
 
-inline constexpr DollarSql kSelectExecution{sql::kSelectExecution};
-inline constexpr DollarSql kInsertNotifyPending{sql::kInsertNotifyPending};
-inline constexpr DollarSql kListNotifyPending{sql::kListNotifyPending};
-inline constexpr DollarSql kListNotifyState{sql::kListNotifyState};
-inline constexpr DollarSql kDeleteNotifyPending{sql::kDeleteNotifyPending};
-inline constexpr DollarSql kUpsertNotifyState{sql::kUpsertNotifyState};
-inline constexpr DollarSql kDeleteNotifyState{sql::kDeleteNotifyState};
-inline constexpr DollarSql kHeartbeat{sql::kHeartbeat};
-inline constexpr DollarSql kInsertLog{sql::kInsertLog};
-inline constexpr DollarSql kFindByKey{sql::kFindByKey};
-inline constexpr DollarSql kJobPolicy{sql::kJobPolicy};
-inline constexpr DollarSql kLaneOpen{sql::kLaneOpen};
-inline constexpr DollarSql kLaneHasUnparkedOpen{sql::kLaneHasUnparkedOpen};
-inline constexpr DollarSql kLaneHead{sql::kLaneHead};
-inline constexpr DollarSql kGetEffect{sql::kGetEffect};
-inline constexpr DollarSql kReserveEffect{sql::kReserveEffect};
-inline constexpr DollarSql kCommitEffect{sql::kCommitEffect};
-inline constexpr DollarSql kReleaseEffect{sql::kReleaseEffect};
-inline constexpr DollarSql kListEffects{sql::kListEffects};
-inline constexpr DollarSql kMayHaveEscapedEffects{sql::kMayHaveEscapedEffects};
-inline constexpr DollarSql kAssumeEffectsDone{sql::kAssumeEffectsDone};
-inline constexpr DollarSql kDropUnconfirmedEffects{sql::kDropUnconfirmedEffects};
-inline constexpr DollarSql kInsertAudit{sql::kInsertAudit};
-inline constexpr DollarSql kCountPurgeable{sql::kCountPurgeable};
-inline constexpr DollarSql kCountPurgeableLogs{sql::kCountPurgeableLogs};
-inline constexpr DollarSql kCountPurgeableAttempts{sql::kCountPurgeableAttempts};
-inline constexpr DollarSql kCountPurgeableEffects{sql::kCountPurgeableEffects};
-inline constexpr DollarSql kCountOldAudit{sql::kCountOldAudit};
-inline constexpr DollarSql kOldestLogs{sql::kOldestLogs};
-inline constexpr DollarSql kOldestAudit{sql::kOldestAudit};
-inline constexpr DollarSql kGetPendingReplay{sql::kGetPendingReplay};
-inline constexpr DollarSql kInsertPendingReplay{sql::kInsertPendingReplay};
-inline constexpr DollarSql kDeletePendingReplay{sql::kDeletePendingReplay};
-inline constexpr DollarSql kRevoke{sql::kRevoke};
-inline constexpr DollarSql kIsGranted{sql::kIsGranted};
-inline constexpr DollarSql kCountOpenOfJob{sql::kCountOpenOfJob};
-inline constexpr DollarSql kDeleteJob{sql::kDeleteJob};
-inline constexpr DollarSql kDeleteJobScheduleState{sql::kDeleteJobScheduleState};
-inline constexpr DollarSql kGetJob{sql::kGetJob};
-inline constexpr DollarSql kListJobs{sql::kListJobs};
-inline constexpr DollarSql kListAttempts{sql::kListAttempts};
-inline constexpr DollarSql kGetTenant{sql::kGetTenant};
-inline constexpr DollarSql kListTenants{sql::kListTenants};
-inline constexpr DollarSql kLockHolder{sql::kLockHolder};
-inline constexpr DollarSql kReleaseLock{sql::kReleaseLock};
-inline constexpr DollarSql kListScheduleStates{sql::kListScheduleStates};
-inline constexpr DollarSql kGetUser{sql::kGetUser};
-inline constexpr DollarSql kListUsers{sql::kListUsers};
-inline constexpr DollarSql kFindToken{sql::kFindToken};
-inline constexpr DollarSql kListTokens{sql::kListTokens};
-inline constexpr DollarSql kRevokeToken{sql::kRevokeToken};
-inline constexpr DollarSql kTouchToken{sql::kTouchToken};
-inline constexpr DollarSql kTouchSession{sql::kTouchSession};
-inline constexpr DollarSql kDeleteSession{sql::kDeleteSession};
-inline constexpr DollarSql kGetLogs{sql::kGetLogs};
-inline constexpr DollarSql kExists{sql::kExists};
-
-}  // namespace pg_sql
 }  // namespace taskengine::storage_internal

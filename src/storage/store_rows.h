@@ -23,6 +23,7 @@ class Row {
   virtual std::string Text(int col) const = 0;
   // Valid as long as the backend's cursor is on this row.
   virtual std::string_view TextView(int col) const = 0;
+  virtual bool IsNull(int col) const = 0;
 
  protected:
   ~Row() = default;

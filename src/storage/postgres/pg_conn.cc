@@ -29,27 +29,41 @@ Status StatusForSqlState(std::string_view sqlstate, std::string message) {
 
 // --- Params --------------------------------------------------------------------
 
+// Parameter type OIDs (pg_type.h): typed parameters need no casts in the SQL.
+namespace {
+constexpr unsigned kBoolOid = 16;
+constexpr unsigned kInt8Oid = 20;
+constexpr unsigned kTextOid = 25;
+constexpr unsigned kTextArrayOid = 1009;
+constexpr unsigned kInt8ArrayOid = 1016;
+constexpr unsigned kUnknownOid = 0;  // NULL: the server infers the type
+}  // namespace
+
 Params& Params::Add(std::int64_t v) {
   values_.push_back(std::to_string(v));
   null_.push_back(false);
+  types_.push_back(kInt8Oid);
   return *this;
 }
 
 Params& Params::Add(bool v) {
   values_.emplace_back(v ? "true" : "false");
   null_.push_back(false);
+  types_.push_back(kBoolOid);
   return *this;
 }
 
 Params& Params::Add(std::string_view v) {
   values_.emplace_back(v);
   null_.push_back(false);
+  types_.push_back(kTextOid);
   return *this;
 }
 
 Params& Params::AddNull() {
   values_.emplace_back();
   null_.push_back(true);
+  types_.push_back(kUnknownOid);
   return *this;
 }
 
@@ -64,6 +78,7 @@ Params& Params::AddArray(const std::vector<std::int64_t>& values) {
   text += '}';
   values_.push_back(std::move(text));
   null_.push_back(false);
+  types_.push_back(kInt8ArrayOid);
   return *this;
 }
 
@@ -85,7 +100,26 @@ Params& Params::AddTextArray(const std::vector<std::optional<std::string>>& valu
   text += '}';
   values_.push_back(std::move(text));
   null_.push_back(false);
+  types_.push_back(kTextArrayOid);
   return *this;
+}
+
+Params Params::From(const storage_internal::SqlArgs& args) {
+  Params p;
+  for (const storage_internal::SqlValue& v : args.values()) {
+    switch (v.kind) {
+      case storage_internal::SqlValue::Kind::kNull:
+        p.AddNull();
+        break;
+      case storage_internal::SqlValue::Kind::kInt:
+        p.Add(v.number);
+        break;
+      case storage_internal::SqlValue::Kind::kText:
+        p.Add(std::string_view(v.text));
+        break;
+    }
+  }
+  return p;
 }
 
 const char* const* Params::values() const {
@@ -233,8 +267,12 @@ Result<PgResult> PgConn::Query(const char* sql, const Params& params) {
   auto it = prepared_.find(sql);
   if (it == prepared_.end()) {
     std::string name = "te" + std::to_string(prepared_.size());
-    TE_ASSIGN_OR_RETURN(PgResult prep,
-                        Check(PQprepare(conn_, name.c_str(), sql, 0, nullptr), "prepare"));
+    const std::string text =
+        storage_internal::TranslatePlaceholders(sql, storage_internal::PlaceholderStyle::kDollar)
+            .text;
+    TE_ASSIGN_OR_RETURN(PgResult prep, Check(PQprepare(conn_, name.c_str(), text.c_str(),
+                                                       params.size(), params.types()),
+                                             "prepare"));
     (void)prep;
     it = prepared_.emplace(sql, std::move(name)).first;
   }
@@ -248,8 +286,12 @@ Result<PgResult> PgConn::QueryText(const std::string& sql, const Params& params)
   auto it = prepared_text_.find(sql);
   if (it == prepared_text_.end()) {
     std::string name = "tt" + std::to_string(prepared_text_.size());
-    TE_ASSIGN_OR_RETURN(PgResult prep,
-                        Check(PQprepare(conn_, name.c_str(), sql.c_str(), 0, nullptr), "prepare"));
+    const std::string text =
+        storage_internal::TranslatePlaceholders(sql, storage_internal::PlaceholderStyle::kDollar)
+            .text;
+    TE_ASSIGN_OR_RETURN(PgResult prep, Check(PQprepare(conn_, name.c_str(), text.c_str(),
+                                                       params.size(), params.types()),
+                                             "prepare"));
     (void)prep;
     it = prepared_text_.emplace(sql, std::move(name)).first;
   }

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "storage/sql_session.h"
 #include "taskengine/status.h"
 
 struct pg_conn;
@@ -30,9 +31,13 @@ bool IsRetryable(std::string_view sqlstate);
 // The Status for a failed statement with `sqlstate` and `message`.
 Status StatusForSqlState(std::string_view sqlstate, std::string message);
 
-// Statement parameters in libpq's text format. Not thread-safe.
+// Statement parameters in libpq's text format, typed (bigint, text, boolean,
+// bigint[], text[]; NULL untyped), so the SQL needs no casts. Not thread-safe.
 class Params {
  public:
+  // The shared layer's arguments (sql_session.h).
+  static Params From(const storage_internal::SqlArgs& args);
+
   Params& Add(std::int64_t v);
   Params& Add(int v) { return Add(static_cast<std::int64_t>(v)); }
   Params& Add(bool v);
@@ -50,10 +55,13 @@ class Params {
   int size() const { return static_cast<int>(values_.size()); }
   // Pointers into this object's storage, valid until the next Add.
   const char* const* values() const;
+  // The type OID of each parameter (0: let the server infer it).
+  const unsigned* types() const { return types_.data(); }
 
  private:
   std::vector<std::string> values_;
   std::vector<bool> null_;
+  std::vector<unsigned> types_;
   mutable std::vector<const char*> pointers_;
 };
 
@@ -102,7 +110,9 @@ class PgConn {
   Result<PgResult> Exec(const std::string& sql);
   // Runs `sql` as a prepared statement: prepared on first use by this
   // connection under a name derived from the address of `sql`, which must
-  // therefore outlive the connection (a string literal or a constant).
+  // therefore outlive the connection (a string literal or a constant). The
+  // placeholders may be written $N or ?N (the shared statements); the types
+  // of the first call's parameters are the statement's.
   Result<PgResult> Query(const char* sql, const Params& params = Params());
   // Runs a built `sql` (a search) as a prepared statement, prepared on first
   // use and cached by its text: callers build few distinct texts.

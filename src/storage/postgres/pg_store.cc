@@ -20,6 +20,7 @@
 #include "storage/postgres/pg_conn.h"
 #include "storage/postgres/pg_schema.h"
 #include "storage/sql_statements.h"
+#include "storage/sql_store.h"
 #include "storage/store_actions.h"
 #include "storage/store_rows.h"
 #include "storage/store_rules.h"
@@ -31,7 +32,7 @@ namespace {
 // SQLite backend (list_codec.h, store_rules.h,
 // store_rows.h, store_actions.h).
 using namespace storage_internal;
-using namespace storage_internal::pg_sql;  // the shared statements, with $N placeholders
+using namespace storage_internal::sql;  // the shared statements (?N, read as $N)
 
 using pg::Params;
 using pg::PgConn;
@@ -180,26 +181,6 @@ constexpr const char* kLaneUnparkNext =
     "UPDATE executions SET lane_parked = 0, run_at = GREATEST(run_at, $3) WHERE id = ("
     "SELECT id FROM executions WHERE tenant = $1 AND lane_key = $2 AND lane_key <> ''"
     " AND status IN (0, 1, 3, 4) AND lane_parked = 1 ORDER BY id LIMIT 1) RETURNING queue, status";
-constexpr const char* kLaneCounts =
-    "SELECT COUNT(*) FILTER (WHERE status = 0), COUNT(*) FILTER (WHERE status = 1)"
-    " FROM executions WHERE tenant = $1 AND lane_key = $2 AND lane_key <> ''"
-    " AND status IN (0, 1, 3, 4)";
-constexpr const char* kOpenLanes =
-    "SELECT tenant, lane_key, bool_or(status IN (3, 4)) AS blocked FROM executions"
-    " WHERE lane_key <> '' AND status IN (0, 1, 3, 4) GROUP BY tenant, lane_key"
-    " ORDER BY blocked DESC, tenant, lane_key LIMIT $1";
-constexpr const char* kOpenLanesOfTenant =
-    "SELECT tenant, lane_key, bool_or(status IN (3, 4)) AS blocked FROM executions"
-    " WHERE lane_key <> '' AND status IN (0, 1, 3, 4) AND tenant = $2 GROUP BY tenant, lane_key"
-    " ORDER BY blocked DESC, lane_key LIMIT $1";
-// Effects (E1).
-// C1: an effect may have escaped when it was committed, or reserved and never
-// confirmed (its outcome is unknown): either makes a cancel partial.
-// Audit, replays, grants.
-constexpr const char* kListAudit =
-    "SELECT id, at, actor, tenant, action, target, before_json, after_json, reason FROM audit_log"
-    " WHERE ($1::text = '' OR target = $1) AND ($2::bigint = 0 OR id < $2) ORDER BY id DESC LIMIT "
-    "$3";
 // Retention (I7): as the SQLite backend decides (an ended execution goes
 // unless it holds its lane or waits for a replay approval), oldest ended
 // first. Candidates are locked and skipped when another node holds them.
@@ -222,8 +203,6 @@ constexpr const char* kDeleteExecutions = "DELETE FROM executions WHERE id = ANY
 // until the first young one.
 constexpr const char* kDeleteLogsUpTo = "DELETE FROM execution_logs WHERE id <= $1 AND at < $2";
 constexpr const char* kDeleteAuditUpTo = "DELETE FROM audit_log WHERE id <= $1 AND at < $2";
-constexpr const char* kGrant =
-    "INSERT INTO grants (principal, tenant) VALUES ($1, $2) ON CONFLICT DO NOTHING";
 
 #define TE_PG_JOB_COLUMNS                                                                         \
   "name, display_name, handler, queue, scope, schedule, timezone, timeout_ms, lease_ms, "         \
@@ -231,21 +210,6 @@ constexpr const char* kGrant =
   "max_ambiguous_attempts, max_consecutive_lease_expiries, lane_template, config_json, enabled, " \
   "created_at, updated_at, accepted_schema_versions, max_unsupported_schema_attempts, catch_up, " \
   "catch_up_window_ms, window_ms, seed_digest, notify_on_failure, notify_targets"
-constexpr const char* kUpsertJob =
-    "INSERT INTO job_definitions (" TE_PG_JOB_COLUMNS
-    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,"
-    " $19, $19, $20, $21, $22, $23, $24, $25, $26, $27) ON CONFLICT (name) DO UPDATE SET "
-    "display_name = $2,"
-    " handler = $3, queue = $4, scope = $5, schedule = $6, timezone = $7, timeout_ms = $8,"
-    " lease_ms = $9, max_attempts = $10, backoff_base_ms = $11, backoff_cap_ms = $12,"
-    " max_permanent_attempts = $13, max_ambiguous_attempts = $14,"
-    " max_consecutive_lease_expiries = $15, lane_template = $16, config_json = $17, enabled = $18,"
-    " updated_at = GREATEST($19, job_definitions.updated_at + 1),"
-    " accepted_schema_versions = $20, max_unsupported_schema_attempts = $21,"
-    " catch_up = $22, catch_up_window_ms = $23, window_ms = $24, seed_digest = $25,"
-    " notify_on_failure = $26, notify_targets = $27";
-constexpr const char* kJobVersion =
-    "SELECT updated_at FROM job_definitions WHERE name = $1 FOR UPDATE";
 
 constexpr const char* kInsertAttempt =
     "INSERT INTO execution_attempts (execution_id, attempt, claim_version, worker,"
@@ -253,50 +217,15 @@ constexpr const char* kInsertAttempt =
     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (execution_id, claim_version)"
     " DO UPDATE SET attempt = $2, worker = $4, started_at = $5, ended_at = $6, outcome = $7,"
     " failure_class = $8, released = $9, error = $10";
-// Tenants and scheduling (T3, T4).
-constexpr const char* kUpsertTenant =
-    "INSERT INTO tenants (id, name, active, created_at) VALUES ($1, $2, $3, $4)"
-    " ON CONFLICT (id) DO UPDATE SET name = $2, active = $3";
-// Under READ COMMITTED, ON CONFLICT DO UPDATE locks the existing row and
-// evaluates the WHERE on its latest version: two nodes never both take it.
-constexpr const char* kAcquireLock =
-    "INSERT INTO scheduler_locks (name, holder, expires_at) VALUES ($1, $2, $3)"
-    " ON CONFLICT (name) DO UPDATE SET holder = $2, expires_at = $3"
-    " WHERE scheduler_locks.holder = $2 OR scheduler_locks.expires_at <= $4";
 constexpr const char* kUpdateScheduleState =
     "INSERT INTO schedule_state AS s (job, last_fire_at, last_evaluated_at, skipped_fires,"
     " last_skipped_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (job) DO UPDATE SET"
     " last_fire_at = GREATEST(s.last_fire_at, $2), last_evaluated_at = "
     "GREATEST(s.last_evaluated_at, $3),"
     " skipped_fires = s.skipped_fires + $4, last_skipped_at = GREATEST(s.last_skipped_at, $5)";
-// Principals (X1).
-constexpr const char* kUpsertUser =
-    "INSERT INTO users (name, password_hash, scopes, tenants, disabled, created_at)"
-    " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO UPDATE SET password_hash = $2,"
-    " scopes = $3, tenants = $4, disabled = $5";
 #define TE_PG_TOKEN_COLUMNS                                                                 \
   "id, name, secret_hash, principal, scopes, tenants, created_at, expires_at, revoked_at, " \
   "last_used_at"
-constexpr const char* kCreateToken =
-    "INSERT INTO api_tokens (name, secret_hash, principal, scopes, tenants, created_at, expires_at)"
-    " VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id";
-constexpr const char* kCreateSession =
-    "INSERT INTO sessions (id_hash, user_name, csrf_token, created_at, last_seen_at, expires_at)"
-    " VALUES ($1, $2, $3, $4, $5, $6)";
-constexpr const char* kGetSession =
-    "SELECT id_hash, user_name, csrf_token, created_at, last_seen_at, expires_at FROM sessions"
-    " WHERE id_hash = $1";
-// Workers (W5).
-constexpr const char* kReportWorker =
-    "INSERT INTO workers (id, hostname, pid, state, current_execution, processed, failed,"
-    " started_at, last_heartbeat_at, kind, threads, busy, current_executions)"
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
-    " ON CONFLICT (id) DO UPDATE SET hostname = $2, pid = $3, state = $4, current_execution = $5,"
-    " processed = $6, failed = $7, started_at = $8, last_heartbeat_at = $9, kind = $10,"
-    " threads = $11, busy = $12, current_executions = $13";
-constexpr const char* kListWorkers =
-    "SELECT " TE_WORKER_COLUMNS
-    " FROM workers WHERE ($1::bigint = 0 OR last_heartbeat_at >= $2) ORDER BY id";
 // Counters (P8).
 // A transaction's counter changes in one statement, into the stripe of its
 // connection (migration 5): concurrent writers on other connections do not
@@ -349,10 +278,35 @@ class PgRow final : public storage_internal::Row {
   std::int64_t Int(int col) const override { return r_.Int(i_, col); }
   std::string Text(int col) const override { return r_.Text(i_, col); }
   std::string_view TextView(int col) const override { return r_.TextView(i_, col); }
+  bool IsNull(int col) const override { return r_.IsNull(i_, col); }
 
  private:
   const PgResult& r_;
   const int i_;
+};
+
+// A pooled connection inside one transaction, as the shared store logic
+// (sql_store.h) sees it.
+class PgSession final : public SqlSession {
+ public:
+  explicit PgSession(PgConn& c) : c_(c) {}
+
+  Result<std::int64_t> Run(const char* sql, const SqlArgs& args, RowSink each) override {
+    TE_ASSIGN_OR_RETURN(PgResult r, c_.Query(sql, Params::From(args)));
+    return Rows(r, each);
+  }
+  Result<std::int64_t> RunText(const std::string& sql, const SqlArgs& args, RowSink each) override {
+    TE_ASSIGN_OR_RETURN(PgResult r, c_.QueryText(sql, Params::From(args)));
+    return Rows(r, each);
+  }
+
+ private:
+  static std::int64_t Rows(const PgResult& r, RowSink each) {
+    for (int i = 0; i < r.rows(); ++i) each(PgRow(r, i));
+    return r.affected();
+  }
+
+  PgConn& c_;
 };
 
 std::string QuoteIdentifier(const std::string& name) { return "\"" + name + "\""; }
@@ -390,11 +344,11 @@ struct Tx {
 // --- the store -----------------------------------------------------------------
 
 // See pg_store.h. Thread-safe: each call takes its own pooled connection.
-class PostgresStore final : public ActionStore {
+class PostgresStore final : public SqlStore {
  public:
   explicit PostgresStore(const PostgresStoreOptions& o)
-      : options_(o),
-        clock_(o.clock != nullptr ? o.clock : SystemClock::Get()),
+      : SqlStore(kPostgresDialect, o.clock != nullptr ? o.clock : SystemClock::Get()),
+        options_(o),
         owned_random_(o.random != nullptr
                           ? nullptr
                           : std::make_unique<SeededRandom>(
@@ -469,82 +423,6 @@ class PostgresStore final : public ActionStore {
   }
 
   // --- job definitions ---
-
-  Status UpsertJob(const JobDefinition& job) override {
-    TE_RETURN_IF_ERROR(ValidateJob(job));
-    const Millis now = clock_->NowMillis();
-    return Write<bool>([&](Tx& tx) -> Result<bool> {
-             TE_RETURN_IF_ERROR(WriteJob(tx, job, now));
-             return true;
-           })
-        .status();
-  }
-
-  Status ChangeJob(const JobChange& change) override {
-    if (change.kind == JobChange::Kind::kDelete) {
-      if (!IsValidJobName(change.job.name.value)) return NotFound("no job named that");
-    } else {
-      TE_RETURN_IF_ERROR(ValidateJob(change.job));
-    }
-    if (change.audit) TE_RETURN_IF_ERROR(ValidateAuditRecord(*change.audit));
-    const Millis now = clock_->NowMillis();
-    const std::string& name = change.job.name.value;
-    return Write<bool>([&](Tx& tx) -> Result<bool> {
-             TE_ASSIGN_OR_RETURN(PgResult v, tx.Q(kJobVersion, Params().Add(name)));
-             const bool exists = v.rows() > 0;
-             TE_RETURN_IF_ERROR(CheckJobChange(change, exists, exists ? v.Int(0, 0) : 0));
-             if (change.kind == JobChange::Kind::kDelete) {
-               TE_ASSIGN_OR_RETURN(PgResult n, tx.Q(kCountOpenOfJob, Params().Add(name)));
-               TE_RETURN_IF_ERROR(CheckJobDeletable(name, n.rows() > 0 ? n.Int(0, 0) : 0));
-               TE_RETURN_IF_ERROR(tx.Q(kDeleteJob, Params().Add(name)).status());
-               TE_RETURN_IF_ERROR(tx.Q(kDeleteJobScheduleState, Params().Add(name)).status());
-             } else {
-               TE_RETURN_IF_ERROR(WriteJob(tx, change.job, now));
-             }
-             if (change.audit) {
-               AuditRecord r = *change.audit;
-               if (r.at == 0) r.at = now;
-               TE_RETURN_IF_ERROR(InsertAudit(tx, r));
-             }
-             return true;
-           })
-        .status();
-  }
-
-  // Inserts `job`, or replaces the row of its name (keeping created_at).
-  static Status WriteJob(Tx& tx, const JobDefinition& job, Millis now) {
-    Params p;
-    p.Add(job.name.value).Add(job.display_name).Add(job.handler).Add(job.queue);
-    p.Add(static_cast<int>(job.scope)).Add(job.schedule).Add(job.timezone);
-    p.Add(job.timeout_ms).Add(job.lease_ms).Add(job.retry.max_attempts);
-    p.Add(job.retry.backoff_base_ms).Add(job.retry.backoff_cap_ms);
-    p.Add(job.retry.max_permanent_attempts).Add(job.retry.max_ambiguous_attempts);
-    p.Add(job.retry.max_consecutive_lease_expiries).Add(job.lane_template);
-    p.Add(job.config_json).Add(job.enabled ? 1 : 0).Add(now);
-    p.Add(FormatIntList(job.accepted_schema_versions));
-    p.Add(job.retry.max_unsupported_schema_attempts);
-    p.Add(static_cast<int>(job.catch_up)).Add(job.catch_up_window_ms);
-    p.Add(job.window_ms).Add(job.seed_digest);
-    p.Add(job.notify_on_failure ? 1 : 0).Add(JoinList(job.notify_targets));
-    return tx.Q(kUpsertJob, p).status();
-  }
-
-  Result<JobDefinition> GetJob(const JobName& name) override {
-    return ReadTx<JobDefinition>([&](Tx& tx) -> Result<JobDefinition> {
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kGetJob, Params().Add(name.value)));
-      if (s.rows() == 0) return NotFound("no job named '" + name.value + "'");
-      return ReadJobRow(PgRow(s, 0));
-    });
-  }
-
-  Result<std::vector<JobDefinition>> ListJobs() override {
-    return ReadTx<std::vector<JobDefinition>>([&](Tx& tx) -> Result<std::vector<JobDefinition>> {
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListJobs));
-      std::vector<JobDefinition> out;
-      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadJobRow(PgRow(s, i)));
-      return out;
-    });
-  }
 
   // --- admission ---
 
@@ -708,7 +586,8 @@ class PostgresStore final : public ActionStore {
       }
       TE_ASSIGN_OR_RETURN(LockedRows rows, LockInOrder(tx, ids));
       SuccessBatch successes;
-      PgActionTx actions(*this, tx);
+      PgSession session(tx.c);
+      PgActionTx actions(*this, tx, session);
       for (const FinishRequest& f : requests) {
         TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, rows.Get(tx, f.lease.id));
         TE_ASSIGN_OR_RETURN(FinishDecision d, DecideFinish(actions, row, f, now, *random_));
@@ -745,7 +624,8 @@ class PostgresStore final : public ActionStore {
         TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kExpired, Params().Add(now).Add(max_batch)));
         for (int i = 0; i < s.rows(); ++i) expired.push_back(ReadStateRow(PgRow(s, i)));
       }
-      PgActionTx actions(*this, tx);
+      PgSession session(tx.c);
+      PgActionTx actions(*this, tx, session);
       return RecoverExpired(actions, expired, max_batch, now, *random_);
     });
   }
@@ -786,352 +666,25 @@ class PostgresStore final : public ActionStore {
 
   // ReserveEffect, CommitEffect, ReleaseEffect: ActionStore (store_actions.h).
 
-  Result<std::vector<EffectRecord>> GetEffects(ExecutionId id) override {
-    return ReadTx<std::vector<EffectRecord>>([&](Tx& tx) -> Result<std::vector<EffectRecord>> {
-      TE_RETURN_IF_ERROR(RequireExecution(tx, id));
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListEffects, Params().Add(id.value)));
-      std::vector<EffectRecord> out;
-      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadEffectRow(PgRow(s, i), id));
-      return out;
-    });
-  }
-
   // --- operator actions ---
 
   // RequestCancel, Replay, ApproveReplay: ActionStore (store_actions.h).
 
-  Status AppendAudit(const AuditRecord& record) override {
-    TE_RETURN_IF_ERROR(ValidateAuditRecord(record));
-    return Write<bool>([&](Tx& tx) -> Result<bool> {
-             AuditRecord r = record;
-             if (r.at == 0) r.at = clock_->NowMillis();
-             TE_RETURN_IF_ERROR(InsertAudit(tx, r));
-             return true;
-           })
-        .status();
-  }
-
-  Result<std::vector<AuditRecord>> ListAudit(const AuditFilter& f) override {
-    TE_RETURN_IF_ERROR(ValidateListLimit(f.limit));
-    return ReadTx<std::vector<AuditRecord>>([&](Tx& tx) -> Result<std::vector<AuditRecord>> {
-      TE_ASSIGN_OR_RETURN(PgResult s,
-                          tx.Q(kListAudit, Params().Add(f.target).Add(f.before_id).Add(f.limit)));
-      std::vector<AuditRecord> out;
-      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadAuditRow(PgRow(s, i)));
-      return out;
-    });
-  }
-
   // --- grants ---
-
-  Status Grant(std::string_view principal, std::string_view tenant) override {
-    return WriteGrant(kGrant, principal, tenant);
-  }
-  Status Revoke(std::string_view principal, std::string_view tenant) override {
-    return WriteGrant(kRevoke, principal, tenant);
-  }
-  Result<bool> IsGranted(std::string_view principal, std::string_view tenant) override {
-    return ReadTx<bool>([&](Tx& tx) -> Result<bool> {
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kIsGranted, Params().Add(principal).Add(tenant)));
-      return s.rows() > 0 && s.Int(0, 0) != 0;
-    });
-  }
 
   // --- lanes ---
 
-  Result<LaneStatus> GetLane(const TenantId& tenant, std::string_view lane) override {
-    return ReadTx<LaneStatus>([&](Tx& tx) { return LaneOf(tx, tenant.value, lane); });
-  }
-
-  Result<std::vector<LaneStatus>> ListLanes(const LaneFilter& filter) override {
-    TE_RETURN_IF_ERROR(ValidateListLimit(filter.limit));
-    return ReadTx<std::vector<LaneStatus>>([&](Tx& tx) -> Result<std::vector<LaneStatus>> {
-      std::vector<std::pair<std::string, std::string>> names;  // (tenant, lane)
-      {
-        Params p;
-        p.Add(filter.limit);
-        if (filter.tenant) p.Add(filter.tenant->value);
-        TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(filter.tenant ? kOpenLanesOfTenant : kOpenLanes, p));
-        for (int i = 0; i < s.rows(); ++i) names.emplace_back(s.Text(i, 0), s.Text(i, 1));
-      }
-      std::vector<LaneStatus> out;
-      for (const auto& [tenant, name] : names) {
-        TE_ASSIGN_OR_RETURN(LaneStatus lane, LaneOf(tx, tenant, name));
-        out.push_back(std::move(lane));
-      }
-      SortBlockedFirst(out);
-      return out;
-    });
-  }
-
   // --- failure notifications (I6) ---
-
-  Result<NotifyOutbox> ReadNotifyOutbox(int max_pending) override {
-    TE_RETURN_IF_ERROR(ValidateNotifyLimit(max_pending));
-    return ReadTx<NotifyOutbox>([&](Tx& tx) -> Result<NotifyOutbox> {
-      NotifyOutbox out;
-      TE_ASSIGN_OR_RETURN(PgResult p, tx.Q(kListNotifyPending, Params().Add(max_pending)));
-      for (int i = 0; i < p.rows(); ++i) out.pending.push_back(ReadNotifyPendingRow(PgRow(p, i)));
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListNotifyState, Params()));
-      for (int i = 0; i < s.rows(); ++i) out.jobs.push_back(ReadNotifyStateRow(PgRow(s, i)));
-      return out;
-    });
-  }
-
-  Status UpdateNotifyOutbox(const NotifyOutboxUpdate& update) override {
-    return Write<bool>([&](Tx& tx) -> Result<bool> {
-             for (const NotifyPending& p : update.done) {
-               TE_RETURN_IF_ERROR(
-                   tx.Q(kDeleteNotifyPending, Params().Add(p.execution.value).Add(p.ended_at))
-                       .status());
-             }
-             for (const NotifyJobState& j : update.jobs) {
-               if (IsEmptyNotifyState(j)) {
-                 TE_RETURN_IF_ERROR(tx.Q(kDeleteNotifyState, Params().Add(j.job.value)).status());
-                 continue;
-               }
-               Params p;
-               p.Add(j.job.value).Add(FormatIntList(j.sent_at)).Add(j.suppressed);
-               p.Add(j.suppressed_since);
-               TE_RETURN_IF_ERROR(tx.Q(kUpsertNotifyState, p).status());
-             }
-             return true;
-           })
-        .status();
-  }
 
   // --- tenants ---
 
-  Status UpsertTenant(const Tenant& tenant) override {
-    TE_RETURN_IF_ERROR(ValidateTenant(tenant));
-    return Write<bool>([&](Tx& tx) -> Result<bool> {
-             Params p;
-             p.Add(tenant.id.value)
-                 .Add(tenant.name)
-                 .Add(tenant.active ? 1 : 0)
-                 .Add(clock_->NowMillis());
-             TE_RETURN_IF_ERROR(tx.Q(kUpsertTenant, p).status());
-             return true;
-           })
-        .status();
-  }
-
-  Result<Tenant> GetTenant(const TenantId& id) override {
-    return ReadTx<Tenant>([&](Tx& tx) -> Result<Tenant> {
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kGetTenant, Params().Add(id.value)));
-      if (s.rows() == 0) return NotFound("no tenant '" + id.value + "'");
-      return ReadTenantRow(PgRow(s, 0));
-    });
-  }
-
-  Result<std::vector<Tenant>> ListTenants(bool active_only) override {
-    return ReadTx<std::vector<Tenant>>([&](Tx& tx) -> Result<std::vector<Tenant>> {
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListTenants, Params().Add(active_only ? 1 : 0)));
-      std::vector<Tenant> out;
-      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadTenantRow(PgRow(s, i)));
-      return out;
-    });
-  }
-
   // --- scheduling ---
-
-  Result<bool> AcquireLock(std::string_view name, std::string_view holder, Millis ttl_ms) override {
-    TE_RETURN_IF_ERROR(ValidateLock(name, holder, ttl_ms));
-    return Write<bool>([&](Tx& tx) -> Result<bool> {
-      const Millis now = clock_->NowMillis();
-      TE_RETURN_IF_ERROR(
-          tx.Q(kAcquireLock, Params().Add(name).Add(holder).Add(now + ttl_ms).Add(now)).status());
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLockHolder, Params().Add(name)));
-      return s.rows() > 0 && s.TextView(0, 0) == holder;
-    });
-  }
-
-  Status ReleaseLock(std::string_view name, std::string_view holder) override {
-    return Write<bool>([&](Tx& tx) -> Result<bool> {
-             TE_RETURN_IF_ERROR(tx.Q(kReleaseLock, Params().Add(name).Add(holder)).status());
-             return true;
-           })
-        .status();
-  }
-
-  Result<std::vector<ScheduleState>> ListScheduleStates() override {
-    return ReadTx<std::vector<ScheduleState>>([&](Tx& tx) -> Result<std::vector<ScheduleState>> {
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListScheduleStates));
-      std::vector<ScheduleState> out;
-      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadScheduleStateRow(PgRow(s, i)));
-      return out;
-    });
-  }
 
   // --- principals ---
 
-  Status UpsertUser(const User& user) override {
-    TE_RETURN_IF_ERROR(ValidateUser(user));
-    return Write<bool>([&](Tx& tx) -> Result<bool> {
-             Params p;
-             p.Add(user.name).Add(user.password_hash).Add(JoinList(user.scopes));
-             p.Add(JoinList(user.tenants)).Add(user.disabled ? 1 : 0).Add(clock_->NowMillis());
-             TE_RETURN_IF_ERROR(tx.Q(kUpsertUser, p).status());
-             return true;
-           })
-        .status();
-  }
-
-  Result<User> GetUser(std::string_view name) override {
-    return ReadTx<User>([&](Tx& tx) -> Result<User> {
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kGetUser, Params().Add(name)));
-      if (s.rows() == 0) return NotFound("no user '" + std::string(name) + "'");
-      return ReadUserRow(PgRow(s, 0));
-    });
-  }
-
-  Result<std::vector<User>> ListUsers() override {
-    return ReadTx<std::vector<User>>([&](Tx& tx) -> Result<std::vector<User>> {
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListUsers));
-      std::vector<User> out;
-      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadUserRow(PgRow(s, i)));
-      return out;
-    });
-  }
-
-  Result<std::int64_t> CreateToken(const ApiToken& token) override {
-    TE_RETURN_IF_ERROR(ValidateToken(token));
-    return Write<std::int64_t>([&](Tx& tx) -> Result<std::int64_t> {
-      Params p;
-      p.Add(token.name).Add(token.secret_hash).Add(token.principal);
-      p.Add(JoinList(token.scopes)).Add(JoinList(token.tenants));
-      p.Add(clock_->NowMillis()).Add(token.expires_at);
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kCreateToken, p));
-      if (s.rows() == 0) return Internal("INSERT ... RETURNING id returned no row");
-      return s.Int(0, 0);
-    });
-  }
-
-  Result<ApiToken> FindToken(std::string_view secret_hash) override {
-    return ReadTx<ApiToken>([&](Tx& tx) -> Result<ApiToken> {
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kFindToken, Params().Add(secret_hash)));
-      if (s.rows() == 0) return NotFound("no such token");
-      return ReadTokenRow(PgRow(s, 0));
-    });
-  }
-
-  Status RevokeToken(std::int64_t id) override {
-    return Write<bool>([&](Tx& tx) -> Result<bool> {
-             TE_ASSIGN_OR_RETURN(PgResult s,
-                                 tx.Q(kRevokeToken, Params().Add(id).Add(clock_->NowMillis())));
-             if (s.affected() == 0) return NotFound("no token " + std::to_string(id));
-             return true;
-           })
-        .status();
-  }
-
-  Result<std::vector<ApiToken>> ListTokens() override {
-    return ReadTx<std::vector<ApiToken>>([&](Tx& tx) -> Result<std::vector<ApiToken>> {
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListTokens));
-      std::vector<ApiToken> out;
-      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadTokenRow(PgRow(s, i)));
-      return out;
-    });
-  }
-
-  Status TouchToken(std::int64_t id) override {
-    return Write<bool>([&](Tx& tx) -> Result<bool> {
-             TE_RETURN_IF_ERROR(
-                 tx.Q(kTouchToken, Params().Add(id).Add(clock_->NowMillis())).status());
-             return true;
-           })
-        .status();
-  }
-
-  Status CreateSession(const Session& session) override {
-    TE_RETURN_IF_ERROR(ValidateSession(session));
-    return Write<bool>([&](Tx& tx) -> Result<bool> {
-             const Millis now = clock_->NowMillis();
-             Params p;
-             p.Add(session.id_hash).Add(session.user).Add(session.csrf_token);
-             p.Add(now).Add(now).Add(session.expires_at);
-             TE_RETURN_IF_ERROR(tx.Q(kCreateSession, p).status());
-             return true;
-           })
-        .status();
-  }
-
-  Result<Session> GetSession(std::string_view id_hash) override {
-    return ReadTx<Session>([&](Tx& tx) -> Result<Session> {
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kGetSession, Params().Add(id_hash)));
-      if (s.rows() == 0) return NotFound("no such session");
-      return ReadSessionRow(PgRow(s, 0));
-    });
-  }
-
-  Status TouchSession(std::string_view id_hash) override {
-    return Write<bool>([&](Tx& tx) -> Result<bool> {
-             TE_RETURN_IF_ERROR(
-                 tx.Q(kTouchSession, Params().Add(id_hash).Add(clock_->NowMillis())).status());
-             return true;
-           })
-        .status();
-  }
-
-  Status DeleteSession(std::string_view id_hash) override {
-    return Write<bool>([&](Tx& tx) -> Result<bool> {
-             TE_RETURN_IF_ERROR(tx.Q(kDeleteSession, Params().Add(id_hash)).status());
-             return true;
-           })
-        .status();
-  }
-
   // --- workers ---
 
-  Status ReportWorker(const WorkerInfo& w) override {
-    TE_RETURN_IF_ERROR(ValidateWorker(w));
-    return Write<bool>([&](Tx& tx) -> Result<bool> {
-             const Millis now = clock_->NowMillis();
-             Params p;
-             p.Add(w.id.value).Add(w.hostname).Add(static_cast<std::int64_t>(w.pid));
-             p.Add(static_cast<int>(w.state))
-                 .Add(w.current.empty() ? std::int64_t{0} : w.current.front().value)
-                 .Add(w.processed)
-                 .Add(w.failed);
-             p.Add(w.started_at > 0 ? w.started_at : now).Add(now);
-             p.Add(static_cast<int>(w.kind)).Add(w.threads).Add(w.busy);
-             p.Add(FormatIdList(w.current, kMaxWorkerCurrent));
-             TE_RETURN_IF_ERROR(tx.Q(kReportWorker, p).status());
-             return true;
-           })
-        .status();
-  }
-
-  Result<std::vector<WorkerInfo>> ListWorkers(Millis seen_within_ms) override {
-    const Millis now = clock_->NowMillis();
-    return ReadTx<std::vector<WorkerInfo>>([&](Tx& tx) -> Result<std::vector<WorkerInfo>> {
-      TE_ASSIGN_OR_RETURN(
-          PgResult s, tx.Q(kListWorkers, Params().Add(seen_within_ms).Add(now - seen_within_ms)));
-      std::vector<WorkerInfo> out;
-      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadWorkerRow(PgRow(s, i)));
-      return out;
-    });
-  }
-
   // --- reads ---
-
-  Result<Execution> GetExecution(ExecutionId id) override {
-    return ReadTx<Execution>([&](Tx& tx) -> Result<Execution> {
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kSelectExecution, Params().Add(id.value)));
-      if (s.rows() == 0) return NotFound("no execution " + std::to_string(id.value));
-      return ReadExecutionRow(PgRow(s, 0));
-    });
-  }
-
-  Result<std::vector<AttemptRecord>> GetAttempts(ExecutionId id) override {
-    return ReadTx<std::vector<AttemptRecord>>([&](Tx& tx) -> Result<std::vector<AttemptRecord>> {
-      TE_RETURN_IF_ERROR(RequireExecution(tx, id));
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kListAttempts, Params().Add(id.value)));
-      std::vector<AttemptRecord> out;
-      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadAttemptRow(PgRow(s, i), id));
-      return out;
-    });
-  }
 
   Result<ExecutionPage> ListExecutions(const ExecutionFilter& f) override {
     TE_RETURN_IF_ERROR(ValidateExecutionFilter(f));
@@ -1162,17 +715,6 @@ class PostgresStore final : public ActionStore {
       }
       SetCountedTotal(page, counts);
       return page;
-    });
-  }
-
-  Result<std::vector<LogEntry>> GetLogs(ExecutionId id, int limit) override {
-    TE_RETURN_IF_ERROR(ValidateLogLimit(limit));
-    return ReadTx<std::vector<LogEntry>>([&](Tx& tx) -> Result<std::vector<LogEntry>> {
-      TE_RETURN_IF_ERROR(RequireExecution(tx, id));
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kGetLogs, Params().Add(id.value).Add(limit)));
-      std::vector<LogEntry> out;
-      for (int i = 0; i < s.rows(); ++i) out.push_back(ReadLogRow(PgRow(s, i)));
-      return out;
     });
   }
 
@@ -1260,7 +802,8 @@ class PostgresStore final : public ActionStore {
  protected:
   Status WithActionTx(const std::function<Status(ActionTx&, Millis)>& body) override {
     return Write<bool>([&](Tx& tx) -> Result<bool> {
-             PgActionTx actions(*this, tx);
+             PgSession session(tx.c);
+             PgActionTx actions(*this, tx, session);
              TE_RETURN_IF_ERROR(body(actions, clock_->NowMillis()));
              return true;
            })
@@ -1411,40 +954,12 @@ class PostgresStore final : public ActionStore {
     if (f) f();
   }
 
-  Status WriteGrant(const char* sql, std::string_view principal, std::string_view tenant) {
-    TE_RETURN_IF_ERROR(ValidateGrant(principal, tenant));
-    return Write<bool>([&](Tx& tx) -> Result<bool> {
-             TE_RETURN_IF_ERROR(tx.Q(sql, Params().Add(principal).Add(tenant)).status());
-             return true;
-           })
-        .status();
-  }
-
   static Result<int> ReadVersion(Tx& tx) {
     TE_ASSIGN_OR_RETURN(PgResult has, tx.Q(kHasVersionTable));
     if (has.rows() == 0 || has.Int(0, 0) == 0) return 0;
     TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kReadVersion));
     if (s.rows() == 0) return 0;
     return static_cast<int>(s.Int(0, 0));
-  }
-
-  static Status RequireExecution(Tx& tx, ExecutionId id) {
-    TE_ASSIGN_OR_RETURN(PgResult e, tx.Q(kExists, Params().Add(id.value)));
-    if (e.rows() == 0) return NotFound("no execution " + std::to_string(id.value));
-    return Status::Ok();
-  }
-
-  static Result<LaneStatus> LaneOf(Tx& tx, std::string_view tenant, std::string_view lane) {
-    LaneStatus out;
-    out.tenant = TenantId(std::string(tenant));
-    out.lane = std::string(lane);
-    {
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLaneHead, Params().Add(tenant).Add(lane)));
-      if (s.rows() > 0) ReadLaneHeadRow(PgRow(s, 0), out);
-    }
-    TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLaneCounts, Params().Add(tenant).Add(lane)));
-    if (s.rows() > 0) ReadLaneCountsRow(PgRow(s, 0), out);
-    return out;
   }
 
   // Locks the execution's row for the rest of the transaction; nullopt when
@@ -1612,76 +1127,20 @@ class PostgresStore final : public ActionStore {
     return Status::Ok();
   }
 
-  static Status InsertAudit(Tx& tx, const AuditRecord& r) {
-    Params p;
-    p.Add(r.at).Add(r.actor).Add(r.tenant).Add(r.action).Add(r.target);
-    p.Add(r.before_json).Add(r.after_json).Add(r.reason);
-    return tx.Q(kInsertAudit, p).status();
-  }
-
   // The steps of the shared operator actions and sweep (store_actions.h) in
   // one transaction. LoadState locks the execution's row.
-  class PgActionTx final : public ActionTx {
+  class PgActionTx final : public SqlActionTx {
    public:
-    PgActionTx(PostgresStore& store, Tx& tx) : store_(store), tx_(tx) {}
+    PgActionTx(PostgresStore& store, Tx& tx, SqlSession& session)
+        : SqlActionTx(session), store_(store), tx_(tx) {}
 
     Result<std::optional<StateRow>> LoadState(ExecutionId id) override {
       return LockState(tx_, id);
-    }
-    Result<bool> MayHaveEscapedEffects(ExecutionId id) override {
-      TE_ASSIGN_OR_RETURN(PgResult s, tx_.Q(kMayHaveEscapedEffects, Params().Add(id.value)));
-      return s.rows() > 0 && s.Int(0, 0) != 0;
     }
     Status Apply(const StateRow& row, const Transition& t, Millis now,
                  std::optional<std::string_view> result, std::optional<std::string_view> error,
                  std::optional<int> progress) override {
       return store_.Apply(tx_, row, t, now, result, error, progress);
-    }
-    Status InsertAudit(const AuditRecord& record) override {
-      return PostgresStore::InsertAudit(tx_, record);
-    }
-    Result<std::optional<PendingReplay>> GetPendingReplay(ExecutionId id) override {
-      TE_ASSIGN_OR_RETURN(PgResult p, tx_.Q(kGetPendingReplay, Params().Add(id.value)));
-      if (p.rows() == 0) return std::optional<PendingReplay>();
-      return std::optional<PendingReplay>(ReadPendingReplayRow(PgRow(p, 0)));
-    }
-    Status InsertPendingReplay(const ReplayRequest& request, Millis now) override {
-      Params p;
-      p.Add(request.id.value).Add(request.action.actor).Add(request.action.reason).Add(now);
-      p.Add(static_cast<int>(request.ambiguous));
-      return tx_.Q(kInsertPendingReplay, p).status();
-    }
-    Status DeletePendingReplay(ExecutionId id) override {
-      return tx_.Q(kDeletePendingReplay, Params().Add(id.value)).status();
-    }
-    Status AssumeEffectsDone(ExecutionId id, Millis now, const std::string& detail) override {
-      return tx_.Q(kAssumeEffectsDone, Params().Add(id.value).Add(now).Add(detail)).status();
-    }
-    Status DropUnconfirmedEffects(ExecutionId id) override {
-      return tx_.Q(kDropUnconfirmedEffects, Params().Add(id.value)).status();
-    }
-    Result<std::optional<StoredEffect>> GetEffect(ExecutionId id, std::string_view name) override {
-      TE_ASSIGN_OR_RETURN(PgResult s, tx_.Q(kGetEffect, Params().Add(id.value).Add(name)));
-      if (s.rows() == 0) return std::optional<StoredEffect>();
-      return std::optional<StoredEffect>(ReadStoredEffectRow(PgRow(s, 0)));
-    }
-    Status InsertEffect(const LeaseRef& lease, std::string_view name, int attempt,
-                        Millis now) override {
-      Params p;
-      p.Add(lease.id.value).Add(name).Add(lease.version.value).Add(attempt).Add(now);
-      return tx_.Q(kReserveEffect, p).status();
-    }
-    Status UpdateCommittedEffect(const LeaseRef& lease, std::string_view name,
-                                 std::string_view detail, int attempt, Millis now) override {
-      Params p;
-      p.Add(lease.id.value).Add(name).Add(now).Add(detail).Add(lease.version.value);
-      p.Add(attempt);
-      return tx_.Q(kCommitEffect, p).status();
-    }
-    Status DeleteReservedEffect(const LeaseRef& lease, std::string_view name) override {
-      Params p;
-      p.Add(lease.id.value).Add(name).Add(lease.version.value);
-      return tx_.Q(kReleaseEffect, p).status();
     }
 
    private:
@@ -1873,6 +1332,24 @@ class PostgresStore final : public ActionStore {
 
   // --- transactions over the pool ---
 
+  // The shared store logic's transactions (sql_store.h).
+  Status InRead(SessionBody body) override {
+    return ReadTx<bool>([&](Tx& tx) -> Result<bool> {
+             PgSession session(tx.c);
+             TE_RETURN_IF_ERROR(body(session));
+             return true;
+           })
+        .status();
+  }
+  Status InWrite(SessionBody body) override {
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+             PgSession session(tx.c);
+             TE_RETURN_IF_ERROR(body(session));
+             return true;
+           })
+        .status();
+  }
+
   template <typename T, typename F>
   Result<T> Write(F&& body) {
     return Transact<T>(kBeginWrite, std::forward<F>(body));
@@ -1997,7 +1474,6 @@ class PostgresStore final : public ActionStore {
 
   // Constant after construction.
   const PostgresStoreOptions options_;
-  Clock* const clock_;
   const std::unique_ptr<RandomSource> owned_random_;
   RandomSource* const random_;
   std::vector<std::unique_ptr<PooledConn>> all_;

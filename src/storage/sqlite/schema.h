@@ -354,6 +354,11 @@ CREATE TABLE notify_state (
   suppressed_since INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
 )sql",
+    // Version 14: the session's user column has the name it has on every
+    // other backend (`user` is a reserved word there).
+    R"sql(
+ALTER TABLE sessions RENAME COLUMN user TO user_name;
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

@@ -89,6 +89,8 @@ std::string_view Stmt::TextView(int col) const {
   if (p == nullptr) return {};
   return {p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col))};
 }
+bool Stmt::readonly() const { return sqlite3_stmt_readonly(stmt_) != 0; }
+
 bool Stmt::IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
 
 Connection::~Connection() {

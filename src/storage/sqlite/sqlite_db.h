@@ -56,6 +56,8 @@ class Stmt {
   std::string Text(int col) const;
   std::string_view TextView(int col) const;  // valid until the next Step
   bool IsNull(int col) const;
+  // True when the statement writes nothing (a SELECT).
+  bool readonly() const;
 
  private:
   Status bind_error_;

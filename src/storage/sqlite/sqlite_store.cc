@@ -16,6 +16,7 @@
 #include "core/state_machine.h"
 #include "storage/list_codec.h"
 #include "storage/sql_statements.h"
+#include "storage/sql_store.h"
 #include "storage/sqlite/schema.h"
 #include "storage/sqlite/sqlite_db.h"
 #include "storage/store_actions.h"
@@ -113,19 +114,6 @@ constexpr const char* kLaneUnparkNext =
     "UPDATE executions SET lane_parked = 0, run_at = MAX(run_at, ?3) WHERE id = ("
     "SELECT id FROM executions WHERE tenant = ?1 AND lane_key = ?2 AND lane_key <> ''"
     " AND status IN (0, 1, 3, 4) AND lane_parked = 1 ORDER BY id LIMIT 1)";
-constexpr const char* kLaneCounts =
-    "SELECT SUM(status = 0), SUM(status = 1) FROM executions WHERE tenant = ?1 AND lane_key = ?2"
-    " AND lane_key <> '' AND status IN (0, 1, 3, 4)";
-// Lanes with open work (of tenant ?2 when not NULL), blocked ones (whose head
-// is failed or quarantined) first.
-constexpr const char* kOpenLanes =
-    "SELECT tenant, lane_key, MAX(status IN (3, 4)) AS blocked FROM executions"
-    " WHERE lane_key <> '' AND status IN (0, 1, 3, 4) AND (?2 IS NULL OR tenant = ?2)"
-    " GROUP BY tenant, lane_key ORDER BY blocked DESC, tenant, lane_key LIMIT ?1";
-// Audit.
-constexpr const char* kListAudit =
-    "SELECT id, at, actor, tenant, action, target, before_json, after_json, reason FROM audit_log"
-    " WHERE (?1 = '' OR target = ?1) AND (?2 = 0 OR id < ?2) ORDER BY id DESC LIMIT ?3";
 constexpr const char* kPurgeCandidates =
     "SELECT id, tenant, queue, status, finished_at FROM executions"
     " INDEXED BY executions_by_finished_at WHERE" TE_SQL_PURGEABLE " ORDER BY finished_at LIMIT ?2";
@@ -142,22 +130,6 @@ constexpr const char* kDeleteLogsUpTo =
     "DELETE FROM execution_logs WHERE id <= ?1 AND at < ?2 RETURNING 1";
 constexpr const char* kDeleteAuditUpTo =
     "DELETE FROM audit_log WHERE id <= ?1 AND at < ?2 RETURNING 1";
-constexpr const char* kGrant = "INSERT OR IGNORE INTO grants (principal, tenant) VALUES (?1, ?2)";
-
-constexpr const char* kUpsertJob =
-    "INSERT INTO job_definitions (" TE_SQL_JOB_COLUMNS
-    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-    " ?19, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27) ON CONFLICT(name) DO UPDATE SET "
-    "display_name = ?2, "
-    "handler = ?3, queue = ?4,"
-    " scope = ?5, schedule = ?6, timezone = ?7, timeout_ms = ?8, lease_ms = ?9, max_attempts = ?10,"
-    " backoff_base_ms = ?11, backoff_cap_ms = ?12, max_permanent_attempts = ?13,"
-    " max_ambiguous_attempts = ?14, max_consecutive_lease_expiries = ?15, lane_template = ?16,"
-    " config_json = ?17, enabled = ?18, updated_at = MAX(?19, updated_at + 1),"
-    " accepted_schema_versions = ?20, max_unsupported_schema_attempts = ?21, catch_up = ?22,"
-    " catch_up_window_ms = ?23, window_ms = ?24, seed_digest = ?25,"
-    " notify_on_failure = ?26, notify_targets = ?27";
-constexpr const char* kJobVersion = "SELECT updated_at FROM job_definitions WHERE name = ?1";
 
 // List variants: each is a static statement so it is prepared once; the
 // optional filters are "?N IS NULL OR ..." and the leading column picks the index.
@@ -165,44 +137,11 @@ constexpr const char* kInsertAttempt =
     "INSERT OR REPLACE INTO execution_attempts (execution_id, attempt, claim_version, worker,"
     " started_at, ended_at, outcome, failure_class, released, error)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
-// Tenants and scheduling (T3, T4).
-constexpr const char* kUpsertTenant =
-    "INSERT INTO tenants (id, name, active, created_at) VALUES (?1, ?2, ?3, ?4)"
-    " ON CONFLICT(id) DO UPDATE SET name = ?2, active = ?3";
-constexpr const char* kAcquireLock =
-    "INSERT INTO scheduler_locks (name, holder, expires_at) VALUES (?1, ?2, ?3)"
-    " ON CONFLICT(name) DO UPDATE SET holder = ?2, expires_at = ?3"
-    " WHERE scheduler_locks.holder = ?2 OR scheduler_locks.expires_at <= ?4";
 constexpr const char* kUpdateScheduleState =
     "INSERT INTO schedule_state (job, last_fire_at, last_evaluated_at, skipped_fires,"
     " last_skipped_at) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(job) DO UPDATE SET"
     " last_fire_at = MAX(last_fire_at, ?2), last_evaluated_at = MAX(last_evaluated_at, ?3),"
     " skipped_fires = skipped_fires + ?4, last_skipped_at = MAX(last_skipped_at, ?5)";
-// Principals (X1).
-constexpr const char* kUpsertUser =
-    "INSERT INTO users (name, password_hash, scopes, tenants, disabled, created_at)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(name) DO UPDATE SET password_hash = ?2,"
-    " scopes = ?3, tenants = ?4, disabled = ?5";
-constexpr const char* kCreateToken =
-    "INSERT INTO api_tokens (name, secret_hash, principal, scopes, tenants, created_at, expires_at)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
-constexpr const char* kCreateSession =
-    "INSERT INTO sessions (id_hash, user, csrf_token, created_at, last_seen_at, expires_at)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
-constexpr const char* kGetSession =
-    "SELECT id_hash, user, csrf_token, created_at, last_seen_at, expires_at FROM sessions"
-    " WHERE id_hash = ?1";
-// Workers (W5).
-constexpr const char* kReportWorker =
-    "INSERT INTO workers (id, hostname, pid, state, current_execution, processed, failed,"
-    " started_at, last_heartbeat_at, kind, threads, busy, current_executions)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
-    " ON CONFLICT(id) DO UPDATE SET hostname = ?2, pid = ?3, state = ?4, current_execution = ?5,"
-    " processed = ?6, failed = ?7, started_at = ?8, last_heartbeat_at = ?9, kind = ?10,"
-    " threads = ?11, busy = ?12, current_executions = ?13";
-constexpr const char* kListWorkers =
-    "SELECT " TE_WORKER_COLUMNS
-    " FROM workers WHERE (?1 = 0 OR last_heartbeat_at >= ?2) ORDER BY id";
 // Counters (P8).
 constexpr const char* kAddStatusCount =
     "INSERT INTO status_counts (tenant, queue, status, count) VALUES (?1, ?2, ?3, ?4)"
@@ -240,18 +179,63 @@ class StmtRow final : public storage_internal::Row {
   std::int64_t Int(int col) const override { return s_.Int(col); }
   std::string Text(int col) const override { return s_.Text(col); }
   std::string_view TextView(int col) const override { return s_.TextView(col); }
+  bool IsNull(int col) const override { return s_.IsNull(col); }
 
  private:
   const Stmt& s_;
 };
 
+// A connection inside the writer's or a reader's transaction, as the shared
+// store logic (sql_store.h) sees it.
+class SqliteSession final : public SqlSession {
+ public:
+  explicit SqliteSession(Connection& c) : c_(c) {}
+
+  Result<std::int64_t> Run(const char* sql, const SqlArgs& args, RowSink each) override {
+    TE_ASSIGN_OR_RETURN(Stmt s, c_.Prepare(sql));
+    return Drive(s, args, each);
+  }
+  Result<std::int64_t> RunText(const std::string& sql, const SqlArgs& args, RowSink each) override {
+    TE_ASSIGN_OR_RETURN(Stmt s, c_.PrepareText(sql));
+    return Drive(s, args, each);
+  }
+
+ private:
+  Result<std::int64_t> Drive(Stmt& s, const SqlArgs& args, RowSink each) {
+    int i = 0;
+    for (const SqlValue& v : args.values()) {
+      ++i;
+      switch (v.kind) {
+        case SqlValue::Kind::kNull:
+          s.BindNull(i);
+          break;
+        case SqlValue::Kind::kInt:
+          s.Bind(i, v.number);
+          break;
+        case SqlValue::Kind::kText:
+          s.Bind(i, std::string_view(v.text));
+          break;
+      }
+    }
+    const StmtRow row(s);
+    while (true) {
+      TE_ASSIGN_OR_RETURN(bool more, s.Step());
+      if (!more) break;
+      each(row);
+    }
+    return s.readonly() ? 0 : c_.changes();
+  }
+
+  Connection& c_;
+};
+
 // --- the store -----------------------------------------------------------------
 
-class SqliteStore final : public ActionStore {
+class SqliteStore final : public SqlStore {
  public:
   explicit SqliteStore(const SqliteStoreOptions& o)
-      : options_(o),
-        clock_(o.clock != nullptr ? o.clock : SystemClock::Get()),
+      : SqlStore(kSqliteDialect, o.clock != nullptr ? o.clock : SystemClock::Get()),
+        options_(o),
         owned_random_(o.random != nullptr
                           ? nullptr
                           : std::make_unique<SeededRandom>(
@@ -319,96 +303,6 @@ class SqliteStore final : public ActionStore {
   Status SetPayloadLimit(std::int64_t) override { return Status::Ok(); }
 
   // --- job definitions ---
-
-  Status UpsertJob(const JobDefinition& job) override {
-    TE_RETURN_IF_ERROR(ValidateJob(job));
-    const Millis now = clock_->NowMillis();
-    return Write<bool>([&](Connection& c) -> Result<bool> {
-             TE_RETURN_IF_ERROR(WriteJob(c, job, now));
-             return true;
-           })
-        .status();
-  }
-
-  Status ChangeJob(const JobChange& change) override {
-    if (change.kind == JobChange::Kind::kDelete) {
-      if (!IsValidJobName(change.job.name.value)) return NotFound("no job named that");
-    } else {
-      TE_RETURN_IF_ERROR(ValidateJob(change.job));
-    }
-    if (change.audit) TE_RETURN_IF_ERROR(ValidateAuditRecord(*change.audit));
-    const Millis now = clock_->NowMillis();
-    const std::string& name = change.job.name.value;
-    return Write<bool>([&](Connection& c) -> Result<bool> {
-             TE_ASSIGN_OR_RETURN(Stmt v, c.Prepare(kJobVersion));
-             v.Bind(1, name);
-             TE_ASSIGN_OR_RETURN(bool exists, v.Step());
-             const Millis version = exists ? v.Int(0) : 0;
-             TE_RETURN_IF_ERROR(CheckJobChange(change, exists, version));
-             if (change.kind == JobChange::Kind::kDelete) {
-               TE_ASSIGN_OR_RETURN(Stmt n, c.Prepare(kCountOpenOfJob));
-               n.Bind(1, name);
-               TE_ASSIGN_OR_RETURN(bool row, n.Step());
-               TE_RETURN_IF_ERROR(CheckJobDeletable(name, row ? n.Int(0) : 0));
-               for (const char* sql : {kDeleteJob, kDeleteJobScheduleState}) {
-                 TE_ASSIGN_OR_RETURN(Stmt d, c.Prepare(sql));
-                 d.Bind(1, name);
-                 TE_RETURN_IF_ERROR(d.Run());
-               }
-             } else {
-               TE_RETURN_IF_ERROR(WriteJob(c, change.job, now));
-             }
-             if (change.audit) {
-               AuditRecord r = *change.audit;
-               if (r.at == 0) r.at = now;
-               TE_RETURN_IF_ERROR(InsertAudit(c, r));
-             }
-             return true;
-           })
-        .status();
-  }
-
-  // Inserts `job`, or replaces the row of its name (keeping created_at).
-  static Status WriteJob(Connection& c, const JobDefinition& job, Millis now) {
-    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpsertJob));
-    s.Bind(1, job.name.value).Bind(2, job.display_name).Bind(3, job.handler).Bind(4, job.queue);
-    s.Bind(5, static_cast<int>(job.scope)).Bind(6, job.schedule).Bind(7, job.timezone);
-    s.Bind(8, job.timeout_ms).Bind(9, job.lease_ms).Bind(10, job.retry.max_attempts);
-    s.Bind(11, job.retry.backoff_base_ms).Bind(12, job.retry.backoff_cap_ms);
-    s.Bind(13, job.retry.max_permanent_attempts).Bind(14, job.retry.max_ambiguous_attempts);
-    s.Bind(15, job.retry.max_consecutive_lease_expiries).Bind(16, job.lane_template);
-    s.Bind(17, job.config_json).Bind(18, job.enabled ? 1 : 0).Bind(19, now);
-    s.Bind(20, FormatIntList(job.accepted_schema_versions));
-    s.Bind(21, job.retry.max_unsupported_schema_attempts);
-    s.Bind(22, static_cast<int>(job.catch_up)).Bind(23, job.catch_up_window_ms);
-    s.Bind(24, job.window_ms).Bind(25, job.seed_digest);
-    s.Bind(26, job.notify_on_failure ? 1 : 0).Bind(27, JoinList(job.notify_targets));
-    return s.Run();
-  }
-
-  Result<JobDefinition> GetJob(const JobName& name) override {
-    return Read<JobDefinition>([&](Connection& c) -> Result<JobDefinition> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kGetJob));
-      s.Bind(1, name.value);
-      TE_ASSIGN_OR_RETURN(bool row, s.Step());
-      if (!row) return NotFound("no job named '" + name.value + "'");
-      return ReadJobRow(StmtRow(s));
-    });
-  }
-
-  Result<std::vector<JobDefinition>> ListJobs() override {
-    return Read<std::vector<JobDefinition>>(
-        [&](Connection& c) -> Result<std::vector<JobDefinition>> {
-          TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListJobs));
-          std::vector<JobDefinition> out;
-          while (true) {
-            TE_ASSIGN_OR_RETURN(bool row, s.Step());
-            if (!row) break;
-            out.push_back(ReadJobRow(StmtRow(s)));
-          }
-          return out;
-        });
-  }
 
   // --- admission ---
 
@@ -583,7 +477,8 @@ class SqliteStore final : public ActionStore {
       const Millis now = clock_->NowMillis();
       Replies out;
       out.reserve(requests.size());
-      SqliteActionTx tx(*this, c);
+      SqliteSession session(c);
+      SqliteActionTx tx(*this, c, session);
       for (const FinishRequest& f : requests) {
         TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, f.lease.id));
         TE_ASSIGN_OR_RETURN(FinishDecision d, DecideFinish(tx, row, f, now, *random_));
@@ -616,7 +511,8 @@ class SqliteStore final : public ActionStore {
               expired.push_back(ReadStateRow(StmtRow(s)));
             }
           }
-          SqliteActionTx tx(*this, c);
+          SqliteSession session(c);
+          SqliteActionTx tx(*this, c, session);
           return RecoverExpired(tx, expired, max_batch, now, *random_);
         },
         Durability::kRelaxed);
@@ -670,440 +566,25 @@ class SqliteStore final : public ActionStore {
 
   // ReserveEffect, CommitEffect, ReleaseEffect: ActionStore (store_actions.h).
 
-  Result<std::vector<EffectRecord>> GetEffects(ExecutionId id) override {
-    return Read<std::vector<EffectRecord>>([&](Connection& c) -> Result<std::vector<EffectRecord>> {
-      TE_RETURN_IF_ERROR(RequireExecution(c, id));
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListEffects));
-      s.Bind(1, id.value);
-      std::vector<EffectRecord> out;
-      while (true) {
-        TE_ASSIGN_OR_RETURN(bool row, s.Step());
-        if (!row) break;
-        out.push_back(ReadEffectRow(StmtRow(s), id));
-      }
-      return out;
-    });
-  }
-
   // --- operator actions ---
 
   // RequestCancel, Replay, ApproveReplay: ActionStore (store_actions.h).
 
-  Status AppendAudit(const AuditRecord& record) override {
-    TE_RETURN_IF_ERROR(ValidateAuditRecord(record));
-    return Write<bool>([&](Connection& c) -> Result<bool> {
-             AuditRecord r = record;
-             if (r.at == 0) r.at = clock_->NowMillis();
-             TE_RETURN_IF_ERROR(InsertAudit(c, r));
-             return true;
-           })
-        .status();
-  }
-
-  Result<std::vector<AuditRecord>> ListAudit(const AuditFilter& f) override {
-    TE_RETURN_IF_ERROR(ValidateListLimit(f.limit));
-    return Read<std::vector<AuditRecord>>([&](Connection& c) -> Result<std::vector<AuditRecord>> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListAudit));
-      s.Bind(1, f.target).Bind(2, f.before_id).Bind(3, f.limit);
-      std::vector<AuditRecord> out;
-      while (true) {
-        TE_ASSIGN_OR_RETURN(bool row, s.Step());
-        if (!row) break;
-        out.push_back(ReadAuditRow(StmtRow(s)));
-      }
-      return out;
-    });
-  }
-
   // --- grants ---
-
-  Status Grant(std::string_view principal, std::string_view tenant) override {
-    return WriteGrant(kGrant, principal, tenant);
-  }
-  Status Revoke(std::string_view principal, std::string_view tenant) override {
-    return WriteGrant(kRevoke, principal, tenant);
-  }
-  Result<bool> IsGranted(std::string_view principal, std::string_view tenant) override {
-    return Read<bool>([&](Connection& c) -> Result<bool> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kIsGranted));
-      s.Bind(1, principal).Bind(2, tenant);
-      TE_ASSIGN_OR_RETURN(bool row, s.Step());
-      return row && s.Int(0) != 0;
-    });
-  }
 
   // --- lanes ---
 
-  Result<LaneStatus> GetLane(const TenantId& tenant, std::string_view lane) override {
-    return Read<LaneStatus>([&](Connection& c) { return LaneOf(c, tenant.value, lane); });
-  }
-
-  Result<std::vector<LaneStatus>> ListLanes(const LaneFilter& filter) override {
-    TE_RETURN_IF_ERROR(ValidateListLimit(filter.limit));
-    return Read<std::vector<LaneStatus>>([&](Connection& c) -> Result<std::vector<LaneStatus>> {
-      std::vector<std::pair<std::string, std::string>> names;  // (tenant, lane)
-      {
-        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kOpenLanes));
-        s.Bind(1, filter.limit);
-        if (filter.tenant) {
-          s.Bind(2, filter.tenant->value);
-        } else {
-          s.BindNull(2);
-        }
-        while (true) {
-          TE_ASSIGN_OR_RETURN(bool row, s.Step());
-          if (!row) break;
-          names.emplace_back(s.Text(0), s.Text(1));
-        }
-      }
-      std::vector<LaneStatus> out;
-      for (const auto& [tenant, name] : names) {
-        TE_ASSIGN_OR_RETURN(LaneStatus lane, LaneOf(c, tenant, name));
-        out.push_back(std::move(lane));
-      }
-      SortBlockedFirst(out);
-      return out;
-    });
-  }
-
   // --- failure notifications (I6) ---
-
-  Result<NotifyOutbox> ReadNotifyOutbox(int max_pending) override {
-    TE_RETURN_IF_ERROR(ValidateNotifyLimit(max_pending));
-    return Read<NotifyOutbox>([&](Connection& c) -> Result<NotifyOutbox> {
-      NotifyOutbox out;
-      {
-        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListNotifyPending));
-        s.Bind(1, max_pending);
-        while (true) {
-          TE_ASSIGN_OR_RETURN(bool row, s.Step());
-          if (!row) break;
-          out.pending.push_back(ReadNotifyPendingRow(StmtRow(s)));
-        }
-      }
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListNotifyState));
-      while (true) {
-        TE_ASSIGN_OR_RETURN(bool row, s.Step());
-        if (!row) break;
-        out.jobs.push_back(ReadNotifyStateRow(StmtRow(s)));
-      }
-      return out;
-    });
-  }
-
-  Status UpdateNotifyOutbox(const NotifyOutboxUpdate& update) override {
-    return Write<bool>([&](Connection& c) -> Result<bool> {
-             for (const NotifyPending& p : update.done) {
-               TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kDeleteNotifyPending));
-               s.Bind(1, p.execution.value).Bind(2, p.ended_at);
-               TE_RETURN_IF_ERROR(s.Run());
-             }
-             for (const NotifyJobState& j : update.jobs) {
-               if (IsEmptyNotifyState(j)) {
-                 TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kDeleteNotifyState));
-                 s.Bind(1, j.job.value);
-                 TE_RETURN_IF_ERROR(s.Run());
-                 continue;
-               }
-               TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpsertNotifyState));
-               s.Bind(1, j.job.value).Bind(2, FormatIntList(j.sent_at));
-               s.Bind(3, j.suppressed).Bind(4, j.suppressed_since);
-               TE_RETURN_IF_ERROR(s.Run());
-             }
-             return true;
-           })
-        .status();
-  }
 
   // --- tenants ---
 
-  Status UpsertTenant(const Tenant& tenant) override {
-    TE_RETURN_IF_ERROR(ValidateTenant(tenant));
-    return Write<bool>([&](Connection& c) -> Result<bool> {
-             TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpsertTenant));
-             s.Bind(1, tenant.id.value).Bind(2, tenant.name).Bind(3, tenant.active ? 1 : 0);
-             s.Bind(4, clock_->NowMillis());
-             TE_RETURN_IF_ERROR(s.Run());
-             return true;
-           })
-        .status();
-  }
-
-  Result<Tenant> GetTenant(const TenantId& id) override {
-    return Read<Tenant>([&](Connection& c) -> Result<Tenant> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kGetTenant));
-      s.Bind(1, id.value);
-      TE_ASSIGN_OR_RETURN(bool row, s.Step());
-      if (!row) return NotFound("no tenant '" + id.value + "'");
-      return ReadTenantRow(StmtRow(s));
-    });
-  }
-
-  Result<std::vector<Tenant>> ListTenants(bool active_only) override {
-    return Read<std::vector<Tenant>>([&](Connection& c) -> Result<std::vector<Tenant>> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListTenants));
-      s.Bind(1, active_only ? 1 : 0);
-      std::vector<Tenant> out;
-      while (true) {
-        TE_ASSIGN_OR_RETURN(bool row, s.Step());
-        if (!row) break;
-        out.push_back(ReadTenantRow(StmtRow(s)));
-      }
-      return out;
-    });
-  }
-
   // --- scheduling ---
-
-  Result<bool> AcquireLock(std::string_view name, std::string_view holder, Millis ttl_ms) override {
-    TE_RETURN_IF_ERROR(ValidateLock(name, holder, ttl_ms));
-    return Write<bool>([&](Connection& c) -> Result<bool> {
-      const Millis now = clock_->NowMillis();
-      {
-        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kAcquireLock));
-        s.Bind(1, name).Bind(2, holder).Bind(3, now + ttl_ms).Bind(4, now);
-        TE_RETURN_IF_ERROR(s.Run());
-      }
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kLockHolder));
-      s.Bind(1, name);
-      TE_ASSIGN_OR_RETURN(bool row, s.Step());
-      return row && s.TextView(0) == holder;
-    });
-  }
-
-  Status ReleaseLock(std::string_view name, std::string_view holder) override {
-    return Write<bool>([&](Connection& c) -> Result<bool> {
-             TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kReleaseLock));
-             s.Bind(1, name).Bind(2, holder);
-             TE_RETURN_IF_ERROR(s.Run());
-             return true;
-           })
-        .status();
-  }
-
-  Result<std::vector<ScheduleState>> ListScheduleStates() override {
-    return Read<std::vector<ScheduleState>>(
-        [&](Connection& c) -> Result<std::vector<ScheduleState>> {
-          TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListScheduleStates));
-          std::vector<ScheduleState> out;
-          while (true) {
-            TE_ASSIGN_OR_RETURN(bool row, s.Step());
-            if (!row) break;
-            out.push_back(ReadScheduleStateRow(StmtRow(s)));
-          }
-          return out;
-        });
-  }
 
   // --- principals ---
 
-  Status UpsertUser(const User& user) override {
-    TE_RETURN_IF_ERROR(ValidateUser(user));
-    return Write<bool>([&](Connection& c) -> Result<bool> {
-             TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpsertUser));
-             s.Bind(1, user.name).Bind(2, user.password_hash).Bind(3, JoinList(user.scopes));
-             s.Bind(4, JoinList(user.tenants))
-                 .Bind(5, user.disabled ? 1 : 0)
-                 .Bind(6, clock_->NowMillis());
-             TE_RETURN_IF_ERROR(s.Run());
-             return true;
-           })
-        .status();
-  }
-
-  Result<User> GetUser(std::string_view name) override {
-    return Read<User>([&](Connection& c) -> Result<User> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kGetUser));
-      s.Bind(1, name);
-      TE_ASSIGN_OR_RETURN(bool row, s.Step());
-      if (!row) return NotFound("no user '" + std::string(name) + "'");
-      return ReadUserRow(StmtRow(s));
-    });
-  }
-
-  Result<std::vector<User>> ListUsers() override {
-    return Read<std::vector<User>>([&](Connection& c) -> Result<std::vector<User>> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListUsers));
-      std::vector<User> out;
-      while (true) {
-        TE_ASSIGN_OR_RETURN(bool row, s.Step());
-        if (!row) break;
-        out.push_back(ReadUserRow(StmtRow(s)));
-      }
-      return out;
-    });
-  }
-
-  Result<std::int64_t> CreateToken(const ApiToken& token) override {
-    TE_RETURN_IF_ERROR(ValidateToken(token));
-    return Write<std::int64_t>([&](Connection& c) -> Result<std::int64_t> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kCreateToken));
-      s.Bind(1, token.name).Bind(2, token.secret_hash).Bind(3, token.principal);
-      s.Bind(4, JoinList(token.scopes)).Bind(5, JoinList(token.tenants));
-      s.Bind(6, clock_->NowMillis()).Bind(7, token.expires_at);
-      TE_RETURN_IF_ERROR(s.Run());
-      return c.last_insert_rowid();
-    });
-  }
-
-  Result<ApiToken> FindToken(std::string_view secret_hash) override {
-    return Read<ApiToken>([&](Connection& c) -> Result<ApiToken> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kFindToken));
-      s.Bind(1, secret_hash);
-      TE_ASSIGN_OR_RETURN(bool row, s.Step());
-      if (!row) return NotFound("no such token");
-      return ReadTokenRow(StmtRow(s));
-    });
-  }
-
-  Status RevokeToken(std::int64_t id) override {
-    return Write<bool>([&](Connection& c) -> Result<bool> {
-             TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kRevokeToken));
-             s.Bind(1, id).Bind(2, clock_->NowMillis());
-             TE_RETURN_IF_ERROR(s.Run());
-             if (c.changes() == 0) return NotFound("no token " + std::to_string(id));
-             return true;
-           })
-        .status();
-  }
-
-  Result<std::vector<ApiToken>> ListTokens() override {
-    return Read<std::vector<ApiToken>>([&](Connection& c) -> Result<std::vector<ApiToken>> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListTokens));
-      std::vector<ApiToken> out;
-      while (true) {
-        TE_ASSIGN_OR_RETURN(bool row, s.Step());
-        if (!row) break;
-        out.push_back(ReadTokenRow(StmtRow(s)));
-      }
-      return out;
-    });
-  }
-
-  Status TouchToken(std::int64_t id) override {
-    return Write<bool>(
-               [&](Connection& c) -> Result<bool> {
-                 TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kTouchToken));
-                 s.Bind(1, id).Bind(2, clock_->NowMillis());
-                 TE_RETURN_IF_ERROR(s.Run());
-                 return true;
-               },
-               Durability::kRelaxed)
-        .status();
-  }
-
-  Status CreateSession(const Session& session) override {
-    TE_RETURN_IF_ERROR(ValidateSession(session));
-    return Write<bool>([&](Connection& c) -> Result<bool> {
-             const Millis now = clock_->NowMillis();
-             TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kCreateSession));
-             s.Bind(1, session.id_hash).Bind(2, session.user).Bind(3, session.csrf_token);
-             s.Bind(4, now).Bind(5, now).Bind(6, session.expires_at);
-             TE_RETURN_IF_ERROR(s.Run());
-             return true;
-           })
-        .status();
-  }
-
-  Result<Session> GetSession(std::string_view id_hash) override {
-    return Read<Session>([&](Connection& c) -> Result<Session> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kGetSession));
-      s.Bind(1, id_hash);
-      TE_ASSIGN_OR_RETURN(bool row, s.Step());
-      if (!row) return NotFound("no such session");
-      return ReadSessionRow(StmtRow(s));
-    });
-  }
-
-  Status TouchSession(std::string_view id_hash) override {
-    return Write<bool>(
-               [&](Connection& c) -> Result<bool> {
-                 TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kTouchSession));
-                 s.Bind(1, id_hash).Bind(2, clock_->NowMillis());
-                 TE_RETURN_IF_ERROR(s.Run());
-                 return true;
-               },
-               Durability::kRelaxed)
-        .status();
-  }
-
-  Status DeleteSession(std::string_view id_hash) override {
-    return Write<bool>([&](Connection& c) -> Result<bool> {
-             TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kDeleteSession));
-             s.Bind(1, id_hash);
-             TE_RETURN_IF_ERROR(s.Run());
-             return true;
-           })
-        .status();
-  }
-
   // --- workers ---
 
-  Status ReportWorker(const WorkerInfo& w) override {
-    TE_RETURN_IF_ERROR(ValidateWorker(w));
-    return Write<bool>(
-               [&](Connection& c) -> Result<bool> {
-                 const Millis now = clock_->NowMillis();
-                 TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kReportWorker));
-                 s.Bind(1, w.id.value)
-                     .Bind(2, w.hostname)
-                     .Bind(3, w.pid)
-                     .Bind(4, static_cast<int>(w.state));
-                 s.Bind(5, w.current.empty() ? 0 : w.current.front().value)
-                     .Bind(6, w.processed)
-                     .Bind(7, w.failed);
-                 s.Bind(8, w.started_at > 0 ? w.started_at : now).Bind(9, now);
-                 s.Bind(10, static_cast<int>(w.kind)).Bind(11, w.threads).Bind(12, w.busy);
-                 s.Bind(13, FormatIdList(w.current, kMaxWorkerCurrent));
-                 TE_RETURN_IF_ERROR(s.Run());
-                 return true;
-               },
-               Durability::kRelaxed)
-        .status();
-  }
-
-  Result<std::vector<WorkerInfo>> ListWorkers(Millis seen_within_ms) override {
-    const Millis now = clock_->NowMillis();
-    return Read<std::vector<WorkerInfo>>([&](Connection& c) -> Result<std::vector<WorkerInfo>> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListWorkers));
-      s.Bind(1, seen_within_ms).Bind(2, now - seen_within_ms);
-      std::vector<WorkerInfo> out;
-      while (true) {
-        TE_ASSIGN_OR_RETURN(bool row, s.Step());
-        if (!row) break;
-        out.push_back(ReadWorkerRow(StmtRow(s)));
-      }
-      return out;
-    });
-  }
-
   // --- reads ---
-
-  Result<Execution> GetExecution(ExecutionId id) override {
-    return Read<Execution>([&](Connection& c) -> Result<Execution> {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kSelectExecution));
-      s.Bind(1, id.value);
-      TE_ASSIGN_OR_RETURN(bool row, s.Step());
-      if (!row) return NotFound("no execution " + std::to_string(id.value));
-      return ReadExecutionRow(StmtRow(s));
-    });
-  }
-
-  Result<std::vector<AttemptRecord>> GetAttempts(ExecutionId id) override {
-    return Read<std::vector<AttemptRecord>>(
-        [&](Connection& c) -> Result<std::vector<AttemptRecord>> {
-          TE_RETURN_IF_ERROR(RequireExecution(c, id));
-          TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kListAttempts));
-          s.Bind(1, id.value);
-          std::vector<AttemptRecord> out;
-          while (true) {
-            TE_ASSIGN_OR_RETURN(bool row, s.Step());
-            if (!row) break;
-            out.push_back(ReadAttemptRow(StmtRow(s), id));
-          }
-          return out;
-        });
-  }
 
   Result<ExecutionPage> ListExecutions(const ExecutionFilter& f) override {
     TE_RETURN_IF_ERROR(ValidateExecutionFilter(f));
@@ -1139,22 +620,6 @@ class SqliteStore final : public ActionStore {
       }
       SetCountedTotal(page, counts);
       return page;
-    });
-  }
-
-  Result<std::vector<LogEntry>> GetLogs(ExecutionId id, int limit) override {
-    TE_RETURN_IF_ERROR(ValidateLogLimit(limit));
-    return Read<std::vector<LogEntry>>([&](Connection& c) -> Result<std::vector<LogEntry>> {
-      TE_RETURN_IF_ERROR(RequireExecution(c, id));
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kGetLogs));
-      s.Bind(1, id.value).Bind(2, limit);
-      std::vector<LogEntry> out;
-      while (true) {
-        TE_ASSIGN_OR_RETURN(bool row, s.Step());
-        if (!row) break;
-        out.push_back(ReadLogRow(StmtRow(s)));
-      }
-      return out;
     });
   }
 
@@ -1205,7 +670,8 @@ class SqliteStore final : public ActionStore {
  protected:
   Status WithActionTx(const std::function<Status(ActionTx&, Millis)>& body) override {
     return Write<bool>([&](Connection& c) -> Result<bool> {
-             SqliteActionTx tx(*this, c);
+             SqliteSession session(c);
+             SqliteActionTx tx(*this, c, session);
              TE_RETURN_IF_ERROR(body(tx, clock_->NowMillis()));
              return true;
            })
@@ -1240,42 +706,6 @@ class SqliteStore final : public ActionStore {
   static Status RunCached(Connection& c, const char* sql) {
     TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(sql));
     return s.Run();
-  }
-
-  Status WriteGrant(const char* sql, std::string_view principal, std::string_view tenant) {
-    TE_RETURN_IF_ERROR(ValidateGrant(principal, tenant));
-    return Write<bool>([&](Connection& c) -> Result<bool> {
-             TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(sql));
-             s.Bind(1, principal).Bind(2, tenant);
-             TE_RETURN_IF_ERROR(s.Run());
-             return true;
-           })
-        .status();
-  }
-
-  static Status RequireExecution(Connection& c, ExecutionId id) {
-    TE_ASSIGN_OR_RETURN(Stmt e, c.Prepare(kExists));
-    e.Bind(1, id.value);
-    TE_ASSIGN_OR_RETURN(bool exists, e.Step());
-    if (!exists) return NotFound("no execution " + std::to_string(id.value));
-    return Status::Ok();
-  }
-
-  static Result<LaneStatus> LaneOf(Connection& c, std::string_view tenant, std::string_view lane) {
-    LaneStatus out;
-    out.tenant = TenantId(std::string(tenant));
-    out.lane = std::string(lane);
-    {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kLaneHead));
-      s.Bind(1, tenant).Bind(2, lane);
-      TE_ASSIGN_OR_RETURN(bool row, s.Step());
-      if (row) ReadLaneHeadRow(StmtRow(s), out);
-    }
-    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kLaneCounts));
-    s.Bind(1, tenant).Bind(2, lane);
-    TE_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (row) ReadLaneCountsRow(StmtRow(s), out);
-    return out;
   }
 
   // The value of a pragma that answers one integer ("PRAGMA user_version").
@@ -1546,89 +976,20 @@ class SqliteStore final : public ActionStore {
     return u.Run();
   }
 
-  static Status InsertAudit(Connection& c, const AuditRecord& r) {
-    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kInsertAudit));
-    s.Bind(1, r.at).Bind(2, r.actor).Bind(3, r.tenant).Bind(4, r.action).Bind(5, r.target);
-    s.Bind(6, r.before_json).Bind(7, r.after_json).Bind(8, r.reason);
-    return s.Run();
-  }
-
   // The steps of the shared operator actions and sweep (store_actions.h) in
   // one writer transaction.
-  class SqliteActionTx final : public ActionTx {
+  class SqliteActionTx final : public SqlActionTx {
    public:
-    SqliteActionTx(SqliteStore& store, Connection& c) : store_(store), c_(c) {}
+    SqliteActionTx(SqliteStore& store, Connection& c, SqlSession& session)
+        : SqlActionTx(session), store_(store), c_(c) {}
 
     Result<std::optional<StateRow>> LoadState(ExecutionId id) override {
       return SqliteStore::LoadState(c_, id);
-    }
-    Result<bool> MayHaveEscapedEffects(ExecutionId id) override {
-      TE_ASSIGN_OR_RETURN(Stmt s, c_.Prepare(kMayHaveEscapedEffects));
-      s.Bind(1, id.value);
-      TE_ASSIGN_OR_RETURN(bool row, s.Step());
-      return row && s.Int(0) != 0;
     }
     Status Apply(const StateRow& row, const Transition& t, Millis now,
                  std::optional<std::string_view> result, std::optional<std::string_view> error,
                  std::optional<int> progress) override {
       return store_.Apply(c_, row, t, now, result, error, progress);
-    }
-    Status InsertAudit(const AuditRecord& record) override {
-      return SqliteStore::InsertAudit(c_, record);
-    }
-    Result<std::optional<PendingReplay>> GetPendingReplay(ExecutionId id) override {
-      TE_ASSIGN_OR_RETURN(Stmt p, c_.Prepare(kGetPendingReplay));
-      p.Bind(1, id.value);
-      TE_ASSIGN_OR_RETURN(bool pending, p.Step());
-      if (!pending) return std::optional<PendingReplay>();
-      return std::optional<PendingReplay>(ReadPendingReplayRow(StmtRow(p)));
-    }
-    Status InsertPendingReplay(const ReplayRequest& request, Millis now) override {
-      TE_ASSIGN_OR_RETURN(Stmt ins, c_.Prepare(kInsertPendingReplay));
-      ins.Bind(1, request.id.value).Bind(2, request.action.actor).Bind(3, request.action.reason);
-      ins.Bind(4, now).Bind(5, static_cast<int>(request.ambiguous));
-      return ins.Run();
-    }
-    Status DeletePendingReplay(ExecutionId id) override {
-      TE_ASSIGN_OR_RETURN(Stmt d, c_.Prepare(kDeletePendingReplay));
-      d.Bind(1, id.value);
-      return d.Run();
-    }
-    Status AssumeEffectsDone(ExecutionId id, Millis now, const std::string& detail) override {
-      TE_ASSIGN_OR_RETURN(Stmt s, c_.Prepare(kAssumeEffectsDone));
-      s.Bind(1, id.value).Bind(2, now).Bind(3, detail);
-      return s.Run();
-    }
-    Status DropUnconfirmedEffects(ExecutionId id) override {
-      TE_ASSIGN_OR_RETURN(Stmt s, c_.Prepare(kDropUnconfirmedEffects));
-      s.Bind(1, id.value);
-      return s.Run();
-    }
-    Result<std::optional<StoredEffect>> GetEffect(ExecutionId id, std::string_view name) override {
-      TE_ASSIGN_OR_RETURN(Stmt s, c_.Prepare(kGetEffect));
-      s.Bind(1, id.value).Bind(2, name);
-      TE_ASSIGN_OR_RETURN(bool exists, s.Step());
-      if (!exists) return std::optional<StoredEffect>();
-      return std::optional<StoredEffect>(ReadStoredEffectRow(StmtRow(s)));
-    }
-    Status InsertEffect(const LeaseRef& lease, std::string_view name, int attempt,
-                        Millis now) override {
-      TE_ASSIGN_OR_RETURN(Stmt ins, c_.Prepare(kReserveEffect));
-      ins.Bind(1, lease.id.value).Bind(2, name).Bind(3, lease.version.value);
-      ins.Bind(4, attempt).Bind(5, now);
-      return ins.Run();
-    }
-    Status UpdateCommittedEffect(const LeaseRef& lease, std::string_view name,
-                                 std::string_view detail, int attempt, Millis now) override {
-      TE_ASSIGN_OR_RETURN(Stmt u, c_.Prepare(kCommitEffect));
-      u.Bind(1, lease.id.value).Bind(2, name).Bind(3, now).Bind(4, detail);
-      u.Bind(5, lease.version.value).Bind(6, attempt);
-      return u.Run();
-    }
-    Status DeleteReservedEffect(const LeaseRef& lease, std::string_view name) override {
-      TE_ASSIGN_OR_RETURN(Stmt d, c_.Prepare(kReleaseEffect));
-      d.Bind(1, lease.id.value).Bind(2, name).Bind(3, lease.version.value);
-      return d.Run();
     }
 
    private:
@@ -1698,6 +1059,24 @@ class SqliteStore final : public ActionStore {
     }
     if (!op.result.ok()) return op.result;
     return std::move(*out);
+  }
+
+  // The shared store logic's transactions (sql_store.h).
+  Status InRead(SessionBody body) override {
+    return Read<bool>([&](Connection& c) -> Result<bool> {
+             SqliteSession session(c);
+             TE_RETURN_IF_ERROR(body(session));
+             return true;
+           })
+        .status();
+  }
+  Status InWrite(SessionBody body) override {
+    return Write<bool>([&](Connection& c) -> Result<bool> {
+             SqliteSession session(c);
+             TE_RETURN_IF_ERROR(body(session));
+             return true;
+           })
+        .status();
   }
 
   template <typename T, typename F>
@@ -1798,7 +1177,6 @@ class SqliteStore final : public ActionStore {
 
   // Constant after construction.
   const SqliteStoreOptions options_;
-  Clock* const clock_;
   const std::unique_ptr<RandomSource> owned_random_;
   RandomSource* const random_;
 

@@ -126,7 +126,8 @@ TEST(SqliteStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
     // Back to version 7: one lane per key, so b's member waited behind a's
     // (and no handler_started column, which version 9 adds, nor
     // job_definitions.seed_digest of version 10, the worker columns of
-    // version 11, or the tenant counters and search indexes of version 12).
+    // version 11, the tenant counters and search indexes of version 12, the
+    // notification tables of version 13, or the session column name of 14).
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(o.path.c_str(), &db), SQLITE_OK);
     const std::string downgrade =
@@ -147,6 +148,7 @@ TEST(SqliteStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
         "ALTER TABLE job_definitions DROP COLUMN notify_on_failure;"
         "ALTER TABLE job_definitions DROP COLUMN notify_targets;"
         "DROP TABLE notify_outbox; DROP TABLE notify_state;"
+        "ALTER TABLE sessions RENAME COLUMN user_name TO user;"
         "DROP INDEX executions_lane_open;"
         "CREATE INDEX executions_lane_open ON executions(lane_key, id)"
         "  WHERE lane_key <> '' AND status IN (0, 1, 3, 4);"
