@@ -40,32 +40,14 @@ using pg::PgResult;
 
 // --- SQL -------------------------------------------------------------------
 
-#define TE_PG_EXECUTION_COLUMNS                                                               \
-  "id, job, tenant, queue, status, trigger, requester, worker, attempt, idempotency_key, "    \
-  "payload, fingerprint, result, progress, error, failure_class, scheduled_at, run_at, "      \
-  "queued_at, started_at, finished_at, claim_version, lease_expires_at, cancel_requested, "   \
-  "lane_key, parent_id, consecutive_lease_expiries, permanent_failures, ambiguous_failures, " \
-  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                   \
-  "max_ambiguous_attempts, "                                                                  \
-  "max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts"
-
-// The columns the state machine and fencing look at.
-#define TE_PG_STATE_COLUMNS                                                                     \
-  "id, status, attempt, claim_version, consecutive_lease_expiries, permanent_failures, "        \
-  "ambiguous_failures, cancel_requested, failure_class, max_attempts, backoff_base_ms, "        \
-  "backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts, "                            \
-  "max_consecutive_lease_expiries, lease_ms, run_at, started_at, finished_at, "                 \
-  "max_unsupported_schema_attempts, lane_key, tenant, status, worker, queue, handler_started, " \
-  "job"
-
 // Every call about an execution locks its row first: concurrent calls about
 // one execution (on any node) are serialized by it.
 constexpr const char* kLockState =
-    "SELECT " TE_PG_STATE_COLUMNS " FROM executions WHERE id = $1 FOR UPDATE";
+    "SELECT " TE_SQL_STATE_COLUMNS " FROM executions WHERE id = $1 FOR UPDATE";
 // Batches lock their executions in id order first, so two batches over the
 // same executions never deadlock.
 constexpr const char* kLockInOrder =
-    "SELECT " TE_PG_STATE_COLUMNS
+    "SELECT " TE_SQL_STATE_COLUMNS
     " FROM executions WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE";
 // What enqueue() admits from SQL (version 11); a write only when it changes.
 constexpr const char* kSetPayloadLimit =
@@ -87,14 +69,14 @@ constexpr const char* kApplyTransition =
 // The due executions of one queue, oldest run_at first, that no other
 // transaction holds: the batch a claim takes (an index seek into executions_due).
 constexpr const char* kClaimDue =
-    "SELECT " TE_PG_STATE_COLUMNS
+    "SELECT " TE_SQL_STATE_COLUMNS
     ", job, payload, COALESCE(idempotency_key, '')"
     " FROM executions WHERE queue = $1 AND status = 0 AND lane_parked = 0 AND run_at <= $2"
     " ORDER BY run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED";
 // kClaimDue for a claimer that names the handlers it can run ($4: a
 // HandlerFilter list): executions of other handlers are skipped.
 constexpr const char* kClaimDueForHandlers =
-    "SELECT " TE_PG_STATE_COLUMNS
+    "SELECT " TE_SQL_STATE_COLUMNS
     ", job, payload, COALESCE(idempotency_key, '')"
     " FROM executions WHERE queue = $1 AND status = 0 AND lane_parked = 0 AND run_at <= $2"
     " AND job IN (SELECT name FROM job_definitions"
@@ -131,7 +113,7 @@ constexpr const char* kApplySuccesses =
     " permanent, ambiguous, failure_class, cancel_requested, clear_lease, finished_at, result)"
     " WHERE e.id = v.id";
 
-constexpr const char* kExpired = "SELECT " TE_PG_STATE_COLUMNS
+constexpr const char* kExpired = "SELECT " TE_SQL_STATE_COLUMNS
                                  " FROM executions WHERE status = 1 AND lease_expires_at < $1"
                                  " ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED";
 
@@ -181,17 +163,11 @@ constexpr const char* kLaneUnparkNext =
     "UPDATE executions SET lane_parked = 0, run_at = GREATEST(run_at, $3) WHERE id = ("
     "SELECT id FROM executions WHERE tenant = $1 AND lane_key = $2 AND lane_key <> ''"
     " AND status IN (0, 1, 3, 4) AND lane_parked = 1 ORDER BY id LIMIT 1) RETURNING queue, status";
-// Retention (I7): as the SQLite backend decides (an ended execution goes
-// unless it holds its lane or waits for a replay approval), oldest ended
-// first. Candidates are locked and skipped when another node holds them.
-#define TE_PURGEABLE                                                    \
-  " finished_at > 0 AND finished_at < $1 AND status IN (2, 3, 4, 5, 6)" \
-  " AND NOT (status IN (3, 4) AND lane_key <> '')"                      \
-  " AND NOT EXISTS (SELECT 1 FROM replay_requests r WHERE r.execution_id = executions.id)"
+// Retention (I7): what may go (TE_SQL_PURGEABLE), oldest ended first.
+// Candidates are locked and skipped when another node holds them.
 constexpr const char* kPurgeCandidates =
-    "SELECT id, tenant, queue, status, finished_at FROM executions WHERE" TE_PURGEABLE
-    " ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED";
-#undef TE_PURGEABLE
+    "SELECT id, tenant, queue, status, finished_at FROM executions WHERE" TE_SQL_PURGEABLE
+    " ORDER BY finished_at LIMIT ?2 FOR UPDATE SKIP LOCKED";
 constexpr const char* kDeleteExecutionsLogs =
     "DELETE FROM execution_logs WHERE execution_id = ANY($1::bigint[])";
 constexpr const char* kDeleteExecutionsAttempts =
@@ -203,13 +179,6 @@ constexpr const char* kDeleteExecutions = "DELETE FROM executions WHERE id = ANY
 // until the first young one.
 constexpr const char* kDeleteLogsUpTo = "DELETE FROM execution_logs WHERE id <= $1 AND at < $2";
 constexpr const char* kDeleteAuditUpTo = "DELETE FROM audit_log WHERE id <= $1 AND at < $2";
-
-#define TE_PG_JOB_COLUMNS                                                                         \
-  "name, display_name, handler, queue, scope, schedule, timezone, timeout_ms, lease_ms, "         \
-  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                       \
-  "max_ambiguous_attempts, max_consecutive_lease_expiries, lane_template, config_json, enabled, " \
-  "created_at, updated_at, accepted_schema_versions, max_unsupported_schema_attempts, catch_up, " \
-  "catch_up_window_ms, window_ms, seed_digest, notify_on_failure, notify_targets"
 
 constexpr const char* kInsertAttempt =
     "INSERT INTO execution_attempts (execution_id, attempt, claim_version, worker,"
@@ -223,9 +192,6 @@ constexpr const char* kUpdateScheduleState =
     " last_fire_at = GREATEST(s.last_fire_at, $2), last_evaluated_at = "
     "GREATEST(s.last_evaluated_at, $3),"
     " skipped_fires = s.skipped_fires + $4, last_skipped_at = GREATEST(s.last_skipped_at, $5)";
-#define TE_PG_TOKEN_COLUMNS                                                                 \
-  "id, name, secret_hash, principal, scopes, tenants, created_at, expires_at, revoked_at, " \
-  "last_used_at"
 // Counters (P8).
 // A transaction's counter changes in one statement, into the stripe of its
 // connection (migration 5): concurrent writers on other connections do not
@@ -693,7 +659,7 @@ class PostgresStore final : public SqlStore {
       const std::vector<ListPart> parts = PlanListParts(f);
       std::vector<std::vector<Execution>> rows(parts.size());
       for (std::size_t i = 0; i < parts.size(); ++i) {
-        ListSql q = BuildListSql(f, parts[i], TE_PG_EXECUTION_COLUMNS, ListPartRowLimit(f),
+        ListSql q = BuildListSql(f, parts[i], TE_SQL_EXECUTION_COLUMNS, ListPartRowLimit(f),
                                  /*count_only=*/false, '$');
         TE_ASSIGN_OR_RETURN(PgResult s, tx.c.QueryText(q.sql, ListParams(q)));
         for (int r = 0; r < s.rows(); ++r) rows[i].push_back(ReadExecutionRow(PgRow(s, r)));
