@@ -21,7 +21,8 @@
 #   At the end every build tree is audited against scripts/deps.sh
 #   (scripts/dep_audit.sh), and the time of each step is printed.
 # Steps 1-3 run against a throwaway PostgreSQL 15 cluster (scripts/pg_cluster.sh)
-# that is started here and stopped on exit.
+# and a throwaway MariaDB 10.11 server (scripts/mariadb_cluster.sh) that are
+# started here and stopped on exit.
 # Usage: ./test.sh [--quick | --full]
 #   --quick  step 1 only, with every test in Release (preset release)
 #   --full   the load drills at the sizes of quality.md (RD9: 10,000 jobs) and
@@ -86,16 +87,22 @@ build_preset() {
 }
 
 pg_dir=$(mktemp -d /tmp/taskengine-test-pg.XXXXXX)
-stop_pg() {
+maria_dir=$(mktemp -d /tmp/taskengine-test-mariadb.XXXXXX)
+stop_servers() {
   scripts/pg_cluster.sh stop "$pg_dir" >/dev/null 2>&1 || true
-  rm -rf "$pg_dir"
+  scripts/mariadb_cluster.sh stop "$maria_dir" >/dev/null 2>&1 || true
+  rm -rf "$pg_dir" "$maria_dir"
   print_times
 }
-trap stop_pg EXIT
+trap stop_servers EXIT
 step "starting a throwaway PostgreSQL cluster"
 TASKENGINE_TEST_PG_URL=$(scripts/pg_cluster.sh start "$pg_dir")
 export TASKENGINE_TEST_PG_URL
 echo "    $TASKENGINE_TEST_PG_URL"
+step "starting a throwaway MariaDB server"
+TASKENGINE_TEST_MYSQL_URL=$(scripts/mariadb_cluster.sh start "$maria_dir")
+export TASKENGINE_TEST_MYSQL_URL
+echo "    $TASKENGINE_TEST_MYSQL_URL"
 
 release=ci-release
 [ "$mode" = "--quick" ] && release=release

@@ -13,8 +13,9 @@
 #   - every file and directory path in CMakeCache.txt (compilers, programs,
 #     libraries, and each package's CMake config directory `<Pkg>_DIR`),
 # and with --tools the programs test.sh and its helpers start (PostgreSQL,
-# clang, clang-format, faketime and its preload library, node and chromium
-# for the browser tests, the interpreters and runners of the client tests).
+# MariaDB, clang, clang-format, faketime and its preload library, node and
+# chromium for the browser tests, the interpreters and runners of the client
+# tests).
 # Each path outside the source and build trees is mapped to its package with
 # dpkg's file lists. A path no package owns, or owned by a package outside
 # the closure of the list, fails the audit with the package named.
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --deps-list) deps_list=$2; shift 2 ;;
     --tools) check_tools=1; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     -*) echo "dep_audit: unknown option $1" >&2; exit 2 ;;
     *) dirs+=("$1"); shift ;;
   esac
@@ -124,6 +125,7 @@ done
 if [ $check_tools -eq 1 ]; then
   pg_bin=/usr/lib/postgresql/15/bin
   for t in "$pg_bin/initdb" "$pg_bin/pg_ctl" "$pg_bin/postgres" "$pg_bin/psql" \
+           /usr/sbin/mariadbd /usr/bin/mariadb-install-db /usr/bin/mariadb-admin /usr/bin/mariadb \
            clang clang++ clang-format faketime runuser dpkg-shlibdeps dpkg-deb node chromium \
            /usr/bin/python3 /usr/bin/tsc /usr/bin/php /usr/bin/phpunit /usr/bin/ruby; do
     case "$t" in

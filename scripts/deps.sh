@@ -14,8 +14,9 @@ build_pkgs=(
   libspdlog-dev libfmt-dev libboost-dev libcurl4-openssl-dev libhowardhinnant-date-dev
   libgtest-dev libgmock-dev
   libpq-dev postgresql-15
+  libmariadb-dev  # the MariaDB/MySQL backend's client (src/storage/mariadb)
 )
-test_pkgs=(clang libclang-rt-14-dev llvm lld clang-format faketime dpkg-dev chromium nodejs python3 node-typescript php-cli php-curl phpunit ruby ruby-activejob)  # lld: every tree links with it when present (TASKENGINE_LINKER); clang-format: the format check; faketime: the clock drill (RD11); dpkg-dev: the .deb test; chromium, nodejs: the browser tests; nodejs, python3, node-typescript, php-cli, php-curl, phpunit, ruby, ruby-activejob: the client tests (tests/clients)
+test_pkgs=(clang libclang-rt-14-dev llvm lld clang-format faketime dpkg-dev chromium nodejs python3 node-typescript php-cli php-curl phpunit ruby ruby-activejob mariadb-server mariadb-client)  # lld: every tree links with it when present (TASKENGINE_LINKER); clang-format: the format check; faketime: the clock drill (RD11); dpkg-dev: the .deb test; chromium, nodejs: the browser tests; nodejs, python3, node-typescript, php-cli, php-curl, phpunit, ruby, ruby-activejob: the client tests (tests/clients); mariadb-server, mariadb-client: the throwaway MariaDB of the tests (scripts/mariadb_cluster.sh)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-build}" = "test" ]; then want+=("${test_pkgs[@]}"); fi
