@@ -12,13 +12,13 @@
 namespace taskengine::storage_internal {
 
 // Column lists of the shared statements (and of SQLite's own).
-#define TE_SQL_EXECUTION_COLUMNS                                                              \
-  "id, job, tenant, queue, status, trigger, requester, worker, attempt, idempotency_key, "    \
-  "payload, fingerprint, result, progress, error, failure_class, scheduled_at, run_at, "      \
-  "queued_at, started_at, finished_at, claim_version, lease_expires_at, cancel_requested, "   \
-  "lane_key, parent_id, consecutive_lease_expiries, permanent_failures, ambiguous_failures, " \
-  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                   \
-  "max_ambiguous_attempts, "                                                                  \
+#define TE_SQL_EXECUTION_COLUMNS                                                               \
+  "id, job, tenant, queue, status, \"trigger\", requester, worker, attempt, idempotency_key, " \
+  "payload, fingerprint, result, progress, error, failure_class, scheduled_at, run_at, "       \
+  "queued_at, started_at, finished_at, claim_version, lease_expires_at, cancel_requested, "    \
+  "lane_key, parent_id, consecutive_lease_expiries, permanent_failures, ambiguous_failures, "  \
+  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                    \
+  "max_ambiguous_attempts, "                                                                   \
   "max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts"
 // The columns the state machine and fencing look at.
 #define TE_SQL_STATE_COLUMNS                                                                    \
@@ -206,6 +206,38 @@ inline constexpr char kLaneCounts[] =
     "SELECT SUM(CASE WHEN status = 0 THEN 1 ELSE 0 END), SUM(CASE WHEN status = 1 THEN 1 ELSE 0"
     " END) FROM executions WHERE tenant = ?1 AND lane_key = ?2 AND lane_key <> ''"
     " AND status IN (0, 1, 3, 4)";
+
+// --- one row at a time, as SQLite and MariaDB write them (PostgreSQL
+// writes batches with arrays) ---
+
+inline constexpr char kApplyTransition[] =
+    "UPDATE executions SET status = ?2, run_at = ?3, attempt = ?4, consecutive_lease_expiries = ?5,"
+    " permanent_failures = ?6, ambiguous_failures = ?7, failure_class = ?8, cancel_requested = ?9,"
+    " lease_expires_at = CASE WHEN ?10 THEN 0 ELSE lease_expires_at END,"
+    " worker = CASE WHEN ?10 THEN '' ELSE worker END, finished_at = ?11,"
+    " result = COALESCE(?12, result), error = COALESCE(?13, error),"
+    " progress = COALESCE(?14, progress), \"trigger\" = COALESCE(?15, \"trigger\") WHERE id = ?1";
+inline constexpr char kClaimUpdate[] =
+    "UPDATE executions SET status = ?2, attempt = ?3, claim_version = ?4,"
+    " worker = ?5, started_at = ?6, lease_expires_at = ?7, finished_at = 0,"
+    " handler_started = ?8 WHERE id = ?1";
+// L4: the current claim's handler starts.
+inline constexpr char kMarkStartedOne[] =
+    "UPDATE executions SET handler_started = 1 WHERE id = ?1 AND claim_version = ?2"
+    " AND status = 1";
+inline constexpr char kInsertExecution[] =
+    "INSERT INTO executions (job, tenant, queue, status, \"trigger\", requester, idempotency_key,"
+    " payload, fingerprint, scheduled_at, run_at, queued_at, lane_key, parent_id, max_attempts,"
+    " backoff_base_ms, backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts,"
+    " max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts, lane_parked)"
+    " VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
+    " ?19, ?20, ?21, ?22)";
+// The history of an attempt that did not succeed (one row per claim).
+inline constexpr char kReplaceAttempt[] =
+    "REPLACE INTO execution_attempts (execution_id, attempt, claim_version, worker,"
+    " started_at, ended_at, outcome, failure_class, released, error)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+inline constexpr char kDeleteExecution[] = "DELETE FROM executions WHERE id = ?1";
 
 // --- upserts and row locks as SQLite and PostgreSQL write them ---
 

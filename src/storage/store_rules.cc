@@ -477,7 +477,7 @@ ListSql BuildListSql(const ExecutionFilter& f, const ListPart& part, std::string
   if (!f.triggers.empty()) {
     std::string in;
     for (Trigger t : f.triggers) in += (in.empty() ? "" : ", ") + number(static_cast<int>(t));
-    add("trigger IN (" + in + ")");
+    add("\"trigger\" IN (" + in + ")");
   }
   // A time range open at one end is closed at the other (0 and the largest
   // time): the planners then estimate it as the narrow window it usually is

@@ -19,6 +19,7 @@
 #include "storage/list_codec.h"
 #include "storage/postgres/pg_conn.h"
 #include "storage/postgres/pg_schema.h"
+#include "storage/sql_pool.h"
 #include "storage/sql_statements.h"
 #include "storage/sql_store.h"
 #include "storage/store_actions.h"
@@ -279,15 +280,8 @@ std::string QuoteIdentifier(const std::string& name) { return "\"" + name + "\""
 
 // --- the connection pool -----------------------------------------------------
 
-// A pooled connection and which losses it postdates. Used by one call at a
-// time (the pool hands it out exclusively).
-struct PooledConn {
-  PgConn conn;
-  bool connected = false;
-  // The pool's loss count when this connection was (re)established: it is
-  // suspect once the pool has seen a later loss.
-  std::uint64_t connected_after_losses = 0;
-};
+using Pool = SqlPool<PgConn>;
+using PooledConn = Pool::Slot;
 
 // One transaction's connection and its counter deltas (P8), flushed just
 // before COMMIT in key order (so concurrent writers lock counter rows in one
@@ -320,13 +314,10 @@ class PostgresStore final : public SqlStore {
                           : std::make_unique<SeededRandom>(
                                 static_cast<std::uint64_t>(SystemClock::Get()->NowMillis()))),
         random_(o.random != nullptr ? o.random : owned_random_.get()),
-        backoff_(o.reconnect_backoff_min),
-        channel_(o.schema + "_work") {
-    for (int i = 0; i < std::max(1, o.pool_size); ++i) {
-      all_.push_back(std::make_unique<PooledConn>());
-      idle_.push_back(all_.back().get());
-    }
-  }
+        pool_(Pool::Options{o.pool_size, o.reconnect_backoff_min, o.reconnect_backoff_max,
+                            "PostgreSQL"},
+              clock_, [this](PgConn& c) { return c.Connect(options_.url, options_.schema); }),
+        channel_(o.schema + "_work") {}
 
   ~PostgresStore() override {
     {
@@ -339,8 +330,8 @@ class PostgresStore final : public SqlStore {
 
   // Opens one connection: the server must be reachable at open.
   Status Init() {
-    TE_ASSIGN_OR_RETURN(PooledConn * pc, Acquire());
-    ReleaseConn(pc);
+    TE_ASSIGN_OR_RETURN(PooledConn * pc, pool_.Acquire());
+    pool_.Release(pc);
     return Status::Ok();
   }
 
@@ -1333,12 +1324,12 @@ class PostgresStore final : public SqlStore {
   Result<T> Transact(const char* begin_sql, F&& body) {
     bool replaced_dead = false;
     for (int attempt = 0;; ++attempt) {
-      TE_ASSIGN_OR_RETURN(PooledConn * pc, Acquire());
+      TE_ASSIGN_OR_RETURN(PooledConn * pc, pool_.Acquire());
       PgConn& c = pc->conn;
       auto begin = c.Exec(begin_sql);
       if (!begin.ok()) {
         const bool lost = !c.healthy();
-        ReleaseConn(pc);
+        pool_.Release(pc);
         if (lost && !replaced_dead) {
           replaced_dead = true;
           continue;
@@ -1356,7 +1347,7 @@ class PostgresStore final : public SqlStore {
       if (st.ok()) {
         st = c.Exec("COMMIT").status();
         if (st.ok()) {
-          ReleaseConn(pc);
+          pool_.Release(pc);
           PublishLifecycle(std::move(tx.counters.events));
           return r;
         }
@@ -1367,7 +1358,7 @@ class PostgresStore final : public SqlStore {
         if (!rb.ok()) c.Close();
       }
       const bool lost = !c.healthy();
-      ReleaseConn(pc);
+      pool_.Release(pc);
       if (lost) return AsUnavailable(st, true);
       if (retry && attempt < options_.max_retries) continue;
       return st;
@@ -1380,79 +1371,11 @@ class PostgresStore final : public SqlStore {
     return s;
   }
 
-  // Takes an idle connection (waiting for one), connecting or reconnecting
-  // it as needed. kUnavailable while the server cannot be reached (with
-  // backoff between attempts).
-  Result<PooledConn*> Acquire() EXCLUDES(pool_mu_) {
-    PooledConn* pc = nullptr;
-    bool reconnect = false;
-    {
-      MutexLock lock(pool_mu_);
-      while (idle_.empty()) pool_cv_.Wait(pool_mu_);
-      pc = idle_.back();
-      idle_.pop_back();
-      reconnect = !pc->connected || !pc->conn.healthy() || pc->connected_after_losses < losses_;
-      if (reconnect) {
-        const Clock::SteadyTime now = clock_->Steady();
-        if (now < next_connect_at_) {
-          idle_.push_back(pc);
-          pool_cv_.NotifyOne();
-          return Unavailable("PostgreSQL is unreachable; reconnecting in " +
-                             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                next_connect_at_ - now)
-                                                .count()) +
-                             " ms (last error: " + last_connect_error_ + ")");
-        }
-      }
-    }
-    if (!reconnect) return pc;
-    pc->conn.Close();
-    pc->connected = false;
-    Status st = pc->conn.Connect(options_.url, options_.schema);
-    MutexLock lock(pool_mu_);
-    if (!st.ok()) {
-      last_connect_error_ = st.message();
-      next_connect_at_ = clock_->Steady() + backoff_;
-      backoff_ = std::min(backoff_ * 2, options_.reconnect_backoff_max);
-      idle_.push_back(pc);
-      pool_cv_.NotifyOne();
-      return st;
-    }
-    backoff_ = options_.reconnect_backoff_min;
-    pc->connected = true;
-    pc->connected_after_losses = losses_;
-    return pc;
-  }
-
-  // Returns a connection to the pool. A broken one is closed, and every
-  // connection made before now is suspect: each reconnects on its next use
-  // (the server probably restarted).
-  void ReleaseConn(PooledConn* pc) EXCLUDES(pool_mu_) {
-    MutexLock lock(pool_mu_);
-    if (pc->connected && !pc->conn.healthy()) {
-      pc->conn.Close();
-      pc->connected = false;
-      ++losses_;
-    }
-    idle_.push_back(pc);
-    pool_cv_.NotifyOne();
-  }
-
   // Constant after construction.
   const PostgresStoreOptions options_;
   const std::unique_ptr<RandomSource> owned_random_;
   RandomSource* const random_;
-  std::vector<std::unique_ptr<PooledConn>> all_;
-
-  Mutex pool_mu_;
-  CondVar pool_cv_;
-  std::vector<PooledConn*> idle_ GUARDED_BY(pool_mu_);
-  // Connections found broken so far (each makes every older one suspect).
-  std::uint64_t losses_ GUARDED_BY(pool_mu_) = 0;
-  // No reconnect before this (clock_->Steady()): the backoff after a failed one.
-  Clock::SteadyTime next_connect_at_ GUARDED_BY(pool_mu_){};
-  std::chrono::milliseconds backoff_ GUARDED_BY(pool_mu_);
-  std::string last_connect_error_ GUARDED_BY(pool_mu_);
+  Pool pool_;
 
   // A3. The channel is constant after construction. listener_call_mu_ is
   // held while the listener runs (so replacing it waits for a call), and

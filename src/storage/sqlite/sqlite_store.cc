@@ -63,15 +63,6 @@ std::string JsonStringArray(const std::vector<std::string>& items) {
 constexpr const char* kSelectState =
     "SELECT " TE_SQL_STATE_COLUMNS " FROM executions WHERE id = ?1";
 
-constexpr const char* kApplyTransition =
-    "UPDATE executions SET status = ?2, run_at = ?3, attempt = ?4, consecutive_lease_expiries = ?5,"
-    " permanent_failures = ?6, ambiguous_failures = ?7, failure_class = ?8, cancel_requested = ?9,"
-    " lease_expires_at = CASE WHEN ?10 THEN 0 ELSE lease_expires_at END,"
-    " worker = CASE WHEN ?10 THEN '' ELSE worker END, finished_at = ?11, result = COALESCE(?12, "
-    "result),"
-    " error = COALESCE(?13, error), progress = COALESCE(?14, progress),"
-    " trigger = COALESCE(?15, trigger) WHERE id = ?1";
-
 // The state columns, then what a worker needs (from kStateColumnCount on).
 constexpr const char* kClaimDue =
     "SELECT " TE_SQL_STATE_COLUMNS
@@ -89,26 +80,12 @@ constexpr const char* kClaimDueForHandlers =
     " AND job IN (SELECT name FROM job_definitions"
     " WHERE instr(?4, char(31) || handler || char(31)) > 0)"
     " ORDER BY run_at, id LIMIT ?3";
-constexpr const char* kClaimUpdate =
-    "UPDATE executions SET status = ?2, attempt = ?3, claim_version = ?4,"
-    " worker = ?5, started_at = ?6, lease_expires_at = ?7, finished_at = 0,"
-    " handler_started = ?8 WHERE id = ?1";
 // L4: the current claim's handler starts.
-constexpr const char* kMarkStarted =
-    "UPDATE executions SET handler_started = 1 WHERE id = ?1 AND claim_version = ?2"
-    " AND status = 1";
 
 constexpr const char* kExpired = "SELECT " TE_SQL_STATE_COLUMNS
                                  " FROM executions WHERE status = 1 AND lease_expires_at < ?1"
                                  " ORDER BY lease_expires_at LIMIT ?2";
 
-constexpr const char* kInsertExecution =
-    "INSERT INTO executions (job, tenant, queue, status, trigger, requester, idempotency_key,"
-    " payload, fingerprint, scheduled_at, run_at, queued_at, lane_key, parent_id, max_attempts,"
-    " backoff_base_ms, backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts,"
-    " max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts, lane_parked)"
-    " VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-    " ?19, ?20, ?21, ?22)";
 // Lanes (O1). A lane is (tenant, lane key): ?1 is the tenant, ?2 the key.
 constexpr const char* kLaneUnparkNext =
     "UPDATE executions SET lane_parked = 0, run_at = MAX(run_at, ?3) WHERE id = ("
@@ -123,7 +100,6 @@ constexpr const char* kDeleteExecutionAttempts =
     "DELETE FROM execution_attempts WHERE execution_id = ?1 RETURNING 1";
 constexpr const char* kDeleteExecutionEffects =
     "DELETE FROM effects WHERE execution_id = ?1 RETURNING 1";
-constexpr const char* kDeleteExecution = "DELETE FROM executions WHERE id = ?1";
 // Log lines and audit records are appended in time order: the oldest by id
 // until the first young one.
 constexpr const char* kDeleteLogsUpTo =
@@ -133,10 +109,6 @@ constexpr const char* kDeleteAuditUpTo =
 
 // List variants: each is a static statement so it is prepared once; the
 // optional filters are "?N IS NULL OR ..." and the leading column picks the index.
-constexpr const char* kInsertAttempt =
-    "INSERT OR REPLACE INTO execution_attempts (execution_id, attempt, claim_version, worker,"
-    " started_at, ended_at, outcome, failure_class, released, error)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
 constexpr const char* kUpdateScheduleState =
     "INSERT INTO schedule_state (job, last_fire_at, last_evaluated_at, skipped_fires,"
     " last_skipped_at) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(job) DO UPDATE SET"
@@ -403,7 +375,7 @@ class SqliteStore final : public SqlStore {
           out.reserve(leases.size());
           for (const LeaseRef& lease : leases) {
             {
-              TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kMarkStarted));
+              TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kMarkStartedOne));
               s.Bind(1, lease.id.value).Bind(2, lease.version.value);
               TE_RETURN_IF_ERROR(s.Run());
             }
@@ -761,7 +733,7 @@ class SqliteStore final : public SqlStore {
     op_counters_.CountTransition(row, t, now);
     if (EndsFailedAttempt(row.state.status, t.to)) {
       // History of an attempt that did not succeed (the success path writes nothing extra).
-      TE_ASSIGN_OR_RETURN(Stmt a, c.Prepare(kInsertAttempt));
+      TE_ASSIGN_OR_RETURN(Stmt a, c.Prepare(kReplaceAttempt));
       a.Bind(1, row.id.value).Bind(2, row.state.attempt).Bind(3, row.version.value);
       a.Bind(4, row.worker).Bind(5, row.started_at).Bind(6, now).Bind(7, static_cast<int>(t.to));
       a.Bind(8, static_cast<int>(t.failure_class));
