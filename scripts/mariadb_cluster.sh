@@ -109,8 +109,11 @@ skip-name-resolve
 skip-log-bin
 local-infile = 0
 character-set-server = utf8mb4
-collation-server = utf8mb4_bin
+collation-server = utf8mb4_nopad_bin
 max_connections = 250
+# A payload may be as large as the engine's maximum payload limit (16 MiB):
+# a statement carries it plus its other columns.
+max_allowed_packet = 64M
 innodb_buffer_pool_size = 64M
 innodb_log_file_size = 48M
 innodb_flush_log_at_trx_commit = 1

@@ -106,14 +106,14 @@ int RunConfigCheck(const GlobalFlags& flags) {
   }
   if (Status s = CheckJobsAgainstHandlers(config); !s.ok()) return Fail(s);
 
-  const bool postgres = !config.database_url.empty();
-  nlohmann::ordered_json database = {{"backend", postgres ? "postgresql" : "sqlite"},
+  const bool server = !config.database_url.empty();  // PostgreSQL or MariaDB
+  nlohmann::ordered_json database = {{"backend", BackendName(config)},
                                      {"description", DescribeDatabase(config)}};
   std::string database_summary;
-  if (postgres) {
-    // ParseConfig checked the URL's syntax (CheckPostgresUrl); nothing connects.
+  if (server) {
+    // ParseConfig checked the URL's scheme (and a PostgreSQL URL's syntax); nothing connects.
     database["url"] = RedactUrl(config.database_url);
-    database["schema"] = config.database_schema;
+    if (!IsMariaDbUrl(config.database_url)) database["schema"] = config.database_schema;
     database_summary = "not connected (config:check never opens the database)";
   } else {
     auto path = CheckSqlitePath(config.database_path);
@@ -159,7 +159,7 @@ int RunConfigCheck(const GlobalFlags& flags) {
     PrintJson({{"ok", true},
                {"config", config.source.empty() ? nlohmann::ordered_json(nullptr)
                                                 : nlohmann::ordered_json(config.source)},
-               {"backend", postgres ? "postgresql" : "sqlite"},
+               {"backend", BackendName(config)},
                {"database", std::move(database)},
                {"listen", {{"host", config.http.host}, {"port", config.http.port}}},
                {"public_hosts", config.http.public_hosts},

@@ -156,7 +156,7 @@ int RunMigrate(const GlobalFlags& flags, const MigrateFlags& f) {
   if (flags.json) {
     PrintJson({{"database", config->database_url.empty() ? config->database_path
                                                          : RedactUrl(config->database_url)},
-               {"backend", config->database_url.empty() ? "sqlite" : "postgresql"},
+               {"backend", BackendName(*config)},
                {"schema_version", *version},
                {"jobs_seeded", config->jobs.size()}});
   } else {

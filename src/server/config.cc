@@ -508,12 +508,13 @@ Status ApplyEnv(const EnvLookup& env, ServerConfig* c) {
     // Later wins: TASKENGINE_DATABASE_URL over DATABASE_URL over the file.
     auto url = env(name);
     if (!url || url->empty()) continue;  // set but empty: as if unset
-    if (!IsPostgresUrl(*url)) {
+    if (!IsPostgresUrl(*url) && !IsMariaDbUrl(*url)) {
       return InvalidArgument(std::string(name) +
-                             " must start with postgres:// or postgresql:// (is '" +
+                             " must start with postgres://, postgresql://, mysql:// or mariadb://"
+                             " (is '" +
                              RedactUrl(*url) + "')");
     }
-    if (Status s = CheckPostgresUrl(*url); !s.ok()) {
+    if (Status s = CheckPostgresUrl(*url); IsPostgresUrl(*url) && !s.ok()) {
       return InvalidArgument(std::string(name) + " " + s.message());
     }
     c->database_url = *url;
@@ -604,10 +605,12 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
     TE_RETURN_IF_ERROR(t.String("path", 4096, &c.database_path));
     if (c.database_path.empty()) return t.Error(*t.Get("path"), "path", "must not be empty");
     TE_RETURN_IF_ERROR(t.String("url", 4096, &c.database_url));
-    if (t.Get("url") != nullptr && !IsPostgresUrl(c.database_url)) {
-      return t.Error(*t.Get("url"), "url", "must start with postgres:// or postgresql://");
+    if (t.Get("url") != nullptr && !IsPostgresUrl(c.database_url) &&
+        !IsMariaDbUrl(c.database_url)) {
+      return t.Error(*t.Get("url"), "url",
+                     "must start with postgres://, postgresql://, mysql:// or mariadb://");
     }
-    if (t.Get("url") != nullptr) {
+    if (t.Get("url") != nullptr && IsPostgresUrl(c.database_url)) {
       if (Status s = CheckPostgresUrl(c.database_url); !s.ok()) {
         return t.Error(*t.Get("url"), "url", s.message());
       }
@@ -974,7 +977,13 @@ std::vector<std::string> ConfigKeys() {
   return keys;
 }
 
+std::string_view BackendName(const ServerConfig& config) {
+  if (config.database_url.empty()) return "sqlite";
+  return IsMariaDbUrl(config.database_url) ? "mariadb" : "postgresql";
+}
+
 std::string DescribeDatabase(const ServerConfig& config) {
+  if (IsMariaDbUrl(config.database_url)) return "mariadb " + RedactUrl(config.database_url);
   if (!config.database_url.empty()) {
     return "postgresql " + RedactUrl(config.database_url) + " (schema " + config.database_schema +
            ")";

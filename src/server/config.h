@@ -267,6 +267,8 @@ std::string_view SyncModeName(SyncMode m);
 // "postgresql <url with the password redacted> (schema S)" or "sqlite <path>
 // (sync M)": the backend `config` selects, for logs and `migrate`.
 std::string DescribeDatabase(const ServerConfig& config);
+// The backend the configuration selects: "sqlite", "postgresql" or "mariadb".
+std::string_view BackendName(const ServerConfig& config);
 
 // "default (priority 0, concurrency all), remote (priority 0, remote workers
 // only)": the queues and how this node's worker pool treats them, for the

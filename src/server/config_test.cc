@@ -319,8 +319,13 @@ TEST(ConfigTest, DatabaseUrlAndSchemaSelectPostgres) {
   // Logs and `migrate` name the backend and never the password.
   EXPECT_EQ(DescribeDatabase(c), "postgresql postgres://app:***@db:5432/jobs (schema te_a)");
 
-  ExpectInvalid(ParseConfig("[database]\nurl = \"mysql://x\"\n", "t.toml", NoEnv()),
-                {"t.toml:2", "url", "postgres://"});
+  ExpectInvalid(ParseConfig("[database]\nurl = \"redis://x\"\n", "t.toml", NoEnv()),
+                {"t.toml:2", "url", "postgres://", "mysql://"});
+  // mysql:// and mariadb:// select MariaDB; its database holds the tables.
+  ASSERT_OK_AND_ASSIGN(
+      c, ParseConfig("[database]\nurl = \"mysql://app:s3cret@db:3306/jobs\"\n", "t.toml", NoEnv()));
+  EXPECT_EQ(BackendName(c), "mariadb");
+  EXPECT_EQ(DescribeDatabase(c), "mariadb mysql://app:***@db:3306/jobs");
   ExpectInvalid(ParseConfig("[database]\nschema = \"Bad-Name\"\n", "t.toml", NoEnv()),
                 {"schema", "[a-z_]"});
 }
@@ -340,9 +345,12 @@ TEST(ConfigTest, DatabaseUrlFromTheEnvironmentWinsInOrder) {
   // Set but empty counts as unset.
   ASSERT_OK_AND_ASSIGN(c, ParseConfig(kToml, "t.toml", Env({{"TASKENGINE_DATABASE_URL", ""}})));
   EXPECT_EQ(c.database_url, "postgres://file@h/db");
+  ASSERT_OK_AND_ASSIGN(c,
+                       ParseConfig(kToml, "t.toml", Env({{"DATABASE_URL", "mariadb://u@h/db"}})));
+  EXPECT_EQ(BackendName(c), "mariadb");
   // A wrong scheme is refused by variable name, with the password redacted.
-  auto bad = ParseConfig("", "t.toml", Env({{"DATABASE_URL", "mysql://u:pw@h/db"}}));
-  ExpectInvalid(bad, {"DATABASE_URL", "mysql://u:***@h/db"});
+  auto bad = ParseConfig("", "t.toml", Env({{"DATABASE_URL", "mssql://u:pw@h/db"}}));
+  ExpectInvalid(bad, {"DATABASE_URL", "mssql://u:***@h/db"});
   EXPECT_THAT(bad.status().message(), ::testing::Not(HasSubstr(":pw@")));
   ExpectInvalid(ParseConfig("", "t.toml", Env({{"TASKENGINE_DATABASE_SCHEMA", "1x"}})),
                 {"TASKENGINE_DATABASE_SCHEMA"});

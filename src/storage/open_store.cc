@@ -7,11 +7,18 @@
 #ifdef TASKENGINE_HAVE_POSTGRES
 #include "storage/postgres/pg_store.h"
 #endif
+#ifdef TASKENGINE_HAVE_MARIADB
+#include "storage/mariadb/maria_store.h"
+#endif
 
 namespace taskengine {
 
 bool IsPostgresUrl(std::string_view url) {
   return url.rfind("postgres://", 0) == 0 || url.rfind("postgresql://", 0) == 0;
+}
+
+bool IsMariaDbUrl(std::string_view url) {
+  return url.rfind("mysql://", 0) == 0 || url.rfind("mariadb://", 0) == 0;
 }
 
 std::string RedactUrl(std::string_view url) {
@@ -27,17 +34,36 @@ std::string RedactUrl(std::string_view url) {
 
 Result<OpenedStore> OpenStore(const StoreLocation& location, Clock* clock, RandomSource* random) {
   OpenedStore opened;
+  if (IsMariaDbUrl(location.url)) {
+#ifndef TASKENGINE_HAVE_MARIADB
+    return InvalidArgument(
+        "this build has no MariaDB backend (libmariadb-dev was missing when it was built)");
+#else
+    if (clock == nullptr) {
+      TE_ASSIGN_OR_RETURN(std::unique_ptr<DatabaseClock> db_clock, OpenMariaClock(location.url));
+      opened.owned_clock = std::move(db_clock);
+      clock = opened.owned_clock.get();
+    }
+    MariaStoreOptions options;
+    options.url = location.url;
+    options.clock = clock;
+    options.random = random;
+    TE_ASSIGN_OR_RETURN(opened.store, OpenMariaStore(options));
+    opened.clock = clock;
+    return opened;
+#endif
+  }
   if (!location.url.empty()) {
     if (!IsPostgresUrl(location.url)) {
-      return InvalidArgument("database url must start with postgres:// or postgresql://");
+      return InvalidArgument(
+          "database url must start with postgres://, postgresql://, mysql:// or mariadb://");
     }
 #ifndef TASKENGINE_HAVE_POSTGRES
     return InvalidArgument(
         "this build has no PostgreSQL backend (libpq-dev was missing when it was built)");
 #else
     if (clock == nullptr) {
-      TE_ASSIGN_OR_RETURN(std::unique_ptr<DatabaseClock> db_clock,
-                          DatabaseClock::Open(location.url));
+      TE_ASSIGN_OR_RETURN(std::unique_ptr<DatabaseClock> db_clock, OpenPostgresClock(location.url));
       opened.owned_clock = std::move(db_clock);
       clock = opened.owned_clock.get();
     }

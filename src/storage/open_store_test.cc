@@ -24,10 +24,27 @@ TEST(OpenStoreTest, RedactUrlHidesOnlyThePassword) {
 
 TEST(OpenStoreTest, RefusesAnUrlOfAnotherScheme) {
   StoreLocation location;
-  location.url = "mysql://u@h/db";
+  location.url = "mssql://u@h/db";
   auto opened = OpenStore(location, nullptr, nullptr);
   ASSERT_FALSE(opened.ok());
   EXPECT_EQ(opened.status().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(OpenStoreTest, MariaDbUrlsSelectMariaDb) {
+  EXPECT_TRUE(IsMariaDbUrl("mysql://u@h/db"));
+  EXPECT_TRUE(IsMariaDbUrl("mariadb://u@h/db"));
+  EXPECT_FALSE(IsMariaDbUrl("postgres://u@h/db"));
+  StoreLocation location;
+  // A malformed one is refused before anything connects.
+  location.url = "mysql://u@h:99999/db";
+  auto bad = OpenStore(location, nullptr, nullptr);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
+  // A server that does not answer: unavailable (port 1 on loopback refuses).
+  location.url = "mysql://u@127.0.0.1:1/db";
+  auto down = OpenStore(location, nullptr, nullptr);
+  ASSERT_FALSE(down.ok());
+  EXPECT_EQ(down.status().code(), ErrorCode::kUnavailable);
 }
 
 TEST(OpenStoreTest, OpensSqliteWithTheSystemClockByDefault) {

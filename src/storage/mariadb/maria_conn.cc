@@ -307,6 +307,8 @@ Status MariaConn::Connect(const std::string& url) {
   const my_bool no = 0;
   const unsigned int tcp = MYSQL_PROTOCOL_TCP;  // "localhost" too: the URL names a port
   const unsigned int no_local_infile = 0;
+  // A payload may be as large as the engine's maximum payload limit (16 MiB).
+  const unsigned long max_packet = 64UL << 20;  // NOLINT(google-runtime-int): the C API's type
   mysql_options(conn_, MYSQL_OPT_CONNECT_TIMEOUT, &connect_timeout);
   mysql_options(conn_, MYSQL_OPT_READ_TIMEOUT, &read_timeout);
   mysql_options(conn_, MYSQL_OPT_WRITE_TIMEOUT, &write_timeout);
@@ -314,6 +316,7 @@ Status MariaConn::Connect(const std::string& url) {
   mysql_options(conn_, MYSQL_OPT_PROTOCOL, &tcp);
   mysql_options(conn_, MYSQL_OPT_LOCAL_INFILE, &no_local_infile);
   mysql_options(conn_, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+  mysql_options(conn_, MYSQL_OPT_MAX_ALLOWED_PACKET, &max_packet);
   if (mysql_real_connect(conn_, u.host.c_str(), u.user.c_str(), u.password.c_str(),
                          u.database.empty() ? nullptr : u.database.c_str(), u.port, nullptr,
                          CLIENT_MULTI_STATEMENTS | CLIENT_FOUND_ROWS) == nullptr) {

@@ -1,99 +1,26 @@
-// DatabaseClock: the local steady clock plus an offset to PostgreSQL's
-// clock_timestamp(), re-sampled by a background thread over its own connection.
-#include <atomic>
-#include <thread>
+// OpenPostgresClock: a DatabaseClock that follows PostgreSQL's clock_timestamp().
+#include <memory>
 
-#include "core/mutex.h"
+#include "storage/database_clock.h"
 #include "storage/postgres/pg_conn.h"
 #include "storage/postgres/pg_store.h"
 
 namespace taskengine {
-namespace {
 
-constexpr const char* kDatabaseNow =
-    "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint";
-
-Millis SteadyMillis(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+Result<std::unique_ptr<DatabaseClock>> OpenPostgresClock(const std::string& url,
+                                                         std::chrono::milliseconds resample) {
+  if (url.empty()) return InvalidArgument("the PostgreSQL clock needs a connection URL");
+  auto conn = std::make_shared<pg::PgConn>();
+  return DatabaseClock::Open(
+      [conn, url]() -> Result<Millis> {
+        if (!conn->healthy()) TE_RETURN_IF_ERROR(conn->Connect(url, ""));
+        TE_ASSIGN_OR_RETURN(
+            pg::PgResult r,
+            conn->Query("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"));
+        if (r.rows() != 1) return Internal("clock_timestamp() returned no row");
+        return r.Int(0, 0);
+      },
+      resample);
 }
-
-}  // namespace
-
-struct DatabaseClock::Impl {
-  // Constant after construction.
-  std::string url;
-  std::chrono::milliseconds resample{};
-  // Read by any thread.
-  std::atomic<Millis> offset_ms{0};
-  // One sample at a time.
-  Mutex conn_mu;
-  pg::PgConn conn GUARDED_BY(conn_mu);
-  Mutex stop_mu;
-  CondVar stop_cv;
-  bool stopping GUARDED_BY(stop_mu) = false;
-  std::thread sampler;  // started by Open, joined by the destructor
-
-  Status Sample() EXCLUDES(conn_mu) {
-    MutexLock lock(conn_mu);
-    if (!conn.healthy()) TE_RETURN_IF_ERROR(conn.Connect(url, ""));
-    const auto before = std::chrono::steady_clock::now();
-    TE_ASSIGN_OR_RETURN(pg::PgResult r, conn.Query(kDatabaseNow));
-    const auto after = std::chrono::steady_clock::now();
-    if (r.rows() != 1) return Internal("clock_timestamp() returned no row");
-    // The server read its clock somewhere in the round trip: take the middle.
-    const Millis local = (SteadyMillis(before) + SteadyMillis(after)) / 2;
-    offset_ms.store(r.Int(0, 0) - local, std::memory_order_release);
-    return Status::Ok();
-  }
-
-  void Loop() EXCLUDES(stop_mu) {
-    MutexLock lock(stop_mu);
-    while (!stopping) {
-      const auto next_sample = std::chrono::steady_clock::now() + resample;
-      while (!stopping && stop_cv.WaitUntil(stop_mu, next_sample)) {
-      }
-      if (stopping) break;
-      lock.Unlock();
-      (void)Sample();  // on failure the last offset stays
-      lock.Lock();
-    }
-  }
-};
-
-DatabaseClock::DatabaseClock(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-
-DatabaseClock::~DatabaseClock() {
-  {
-    MutexLock lock(impl_->stop_mu);
-    impl_->stopping = true;
-  }
-  impl_->stop_cv.NotifyAll();
-  if (impl_->sampler.joinable()) impl_->sampler.join();
-}
-
-Result<std::unique_ptr<DatabaseClock>> DatabaseClock::Open(const std::string& url,
-                                                           std::chrono::milliseconds resample) {
-  if (url.empty()) return InvalidArgument("DatabaseClock needs a connection URL");
-  if (resample.count() < 1) return InvalidArgument("DatabaseClock resample period must be >= 1 ms");
-  auto impl = std::make_unique<Impl>();
-  impl->url = url;
-  impl->resample = resample;
-  TE_RETURN_IF_ERROR(impl->Sample());
-  Impl* raw = impl.get();
-  std::unique_ptr<DatabaseClock> clock(new DatabaseClock(std::move(impl)));
-  raw->sampler = std::thread([raw] { raw->Loop(); });
-  return clock;
-}
-
-Millis DatabaseClock::NowMillis() const {
-  return SteadyMillis(std::chrono::steady_clock::now()) +
-         impl_->offset_ms.load(std::memory_order_acquire);
-}
-
-Clock::SteadyTime DatabaseClock::Steady() const { return std::chrono::steady_clock::now(); }
-
-Status DatabaseClock::Resample() { return impl_->Sample(); }
-
-Millis DatabaseClock::offset_ms() const { return impl_->offset_ms.load(std::memory_order_acquire); }
 
 }  // namespace taskengine

@@ -41,6 +41,7 @@
 #include <string>
 #include <string_view>
 
+#include "storage/database_clock.h"
 #include "storage/store.h"
 #include "taskengine/clock.h"
 #include "taskengine/random.h"
@@ -74,33 +75,10 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const PostgresStoreOptions& opt
 // True when `schema` is a valid schema name for the store: [a-z_][a-z0-9_]{0,62}.
 bool IsValidPostgresSchemaName(std::string_view schema);
 
-// A Clock that follows PostgreSQL's clock_timestamp(): Now() is the local
-// steady clock plus an offset to the database's clock, sampled over its own
-// connection at open and re-sampled every `resample` (half the round trip is
-// taken as the one-way delay). A node whose wall clock is wrong still decides
-// leases, backoff and schedules by the database's time. When a re-sample
-// fails, the last offset is kept. Thread-safe.
-class DatabaseClock final : public Clock {
- public:
-  // Connects to `url` and takes the first sample; kUnavailable when the
-  // server cannot be reached.
-  static Result<std::unique_ptr<DatabaseClock>> Open(
-      const std::string& url, std::chrono::milliseconds resample = std::chrono::seconds(5));
-  ~DatabaseClock() override;
-
-  Millis NowMillis() const override;
-  // The local std::chrono::steady_clock.
-  SteadyTime Steady() const override;
-  // Takes a sample now. kUnavailable when the server cannot be reached.
-  Status Resample();
-  // The current offset: database time minus local steady time, in ms.
-  Millis offset_ms() const;
-
- private:
-  struct Impl;
-  explicit DatabaseClock(std::unique_ptr<Impl> impl);
-
-  const std::unique_ptr<Impl> impl_;
-};
+// A DatabaseClock (storage/database_clock.h) that follows PostgreSQL's
+// clock_timestamp(), over a connection of its own; kUnavailable when the
+// server cannot be reached.
+Result<std::unique_ptr<DatabaseClock>> OpenPostgresClock(
+    const std::string& url, std::chrono::milliseconds resample = std::chrono::seconds(5));
 
 }  // namespace taskengine

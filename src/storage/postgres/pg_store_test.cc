@@ -765,8 +765,7 @@ TEST(PgStoreTest, WorkListenerHearsOtherStoresAcrossARestart) {
 TEST(PgStoreTest, DatabaseClockFollowsTheServer) {
   Cluster& cluster = SharedCluster();
   ASSERT_TRUE(cluster.started()) << cluster.url();
-  ASSERT_OK_AND_ASSIGN(auto clock,
-                       DatabaseClock::Open(cluster.url(), std::chrono::milliseconds(50)));
+  ASSERT_OK_AND_ASSIGN(auto clock, OpenPostgresClock(cluster.url(), std::chrono::milliseconds(50)));
   pg::PgConn conn;
   ASSERT_OK(conn.Connect(cluster.url(), ""));
   ASSERT_OK_AND_ASSIGN(pg::PgResult r,
@@ -778,7 +777,7 @@ TEST(PgStoreTest, DatabaseClockFollowsTheServer) {
   const Millis a = clock->NowMillis();
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_GE(clock->NowMillis(), a);
-  EXPECT_FALSE(DatabaseClock::Open("postgres://postgres@127.0.0.1:1/none?connect_timeout=2").ok());
+  EXPECT_FALSE(OpenPostgresClock("postgres://postgres@127.0.0.1:1/none?connect_timeout=2").ok());
 }
 
 // I1: every common combination of search criteria is served by an index,
