@@ -1,8 +1,12 @@
-// taskengine-pg-bench: P5 (quality.md §1), PostgreSQL end to end, and the
-// SQLite P1 figure from the same run for the ratio.
+// taskengine-pg-bench: P5 (quality.md §1), PostgreSQL end to end, or P11,
+// the same on MariaDB, and the SQLite P1 figure from the same run for the
+// ratio.
 //
-//   taskengine-pg-bench --database-url=postgres://... [--jobs N] [--workers N]
-//                       [--runs N] [--dir PATH]
+//   taskengine-pg-bench --database-url=postgres://...|mysql://... [--jobs N]
+//                       [--workers N] [--runs N] [--dir PATH]
+//
+// On MariaDB each run gets a fresh database (created next to the URL's and
+// dropped after the run; the URL's user needs CREATE and DROP).
 //
 // P5: bulk-dispatch N no-op jobs (batches of 1,000; each node dispatches half
 // at the same time) into a fresh schema, then drain them with TWO engine nodes (two Engine objects
@@ -23,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "storage/mariadb/maria_conn.h"
+#include "storage/open_store.h"
 #include "taskengine/engine.h"
 
 namespace te = taskengine;
@@ -147,15 +153,17 @@ int main(int argc, char** argv) {
     else if (const char* v = value("--dir"))
       a.dir = v;
     else {
-      std::fprintf(stderr,
-                   "usage: taskengine-pg-bench --database-url=postgres://... [--jobs=N] "
-                   "[--workers=N per node] [--runs=N] [--dir=PATH]\n");
+      std::fprintf(
+          stderr,
+          "usage: taskengine-pg-bench --database-url=postgres://...|mysql://... [--jobs=N] "
+          "[--workers=N per node] [--runs=N] [--dir=PATH]\n");
       return 2;
     }
   }
   if (a.url.empty()) {
     std::fprintf(stderr,
-                 "--database-url is required (scripts/pg_cluster.sh start DIR prints one)\n");
+                 "--database-url is required (scripts/pg_cluster.sh or scripts/mariadb_cluster.sh "
+                 "start DIR prints one)\n");
     return 2;
   }
   std::vector<double> pg, pg_one, sqlite;
@@ -163,25 +171,52 @@ int main(int argc, char** argv) {
     std::printf("  run %d %-24s dispatch %.0f/s, drain %.0f jobs/s, end to end %.0f jobs/s\n",
                 r + 1, what, a.jobs / d, a.jobs / w, a.jobs / (d + w));
   };
-  auto pg_options = [&](const char* tag, int r) {
+  const bool maria = te::IsMariaDbUrl(a.url);
+  const std::string server = maria ? "MariaDB" : "PostgreSQL";
+  // A fresh schema (PostgreSQL) or database (MariaDB) per run.
+  auto server_options = [&](const char* tag, int r) {
+    const std::string name =
+        std::string(tag) + "_" + std::to_string(std::time(nullptr)) + "_" + std::to_string(r);
     te::EngineOptions o;
     o.database_url = a.url;
-    o.database_schema =
-        std::string(tag) + "_" + std::to_string(std::time(nullptr)) + "_" + std::to_string(r);
+    o.database_schema = name;
+    if (maria) {
+      te::maria::MariaConn admin;
+      Check(admin.Connect(a.url), "connect");
+      Check(admin.Exec("DROP DATABASE IF EXISTS " + name + "; CREATE DATABASE " + name),
+            "create database");
+      const std::size_t slash = a.url.find('/', a.url.find("://") + 3);
+      o.database_url = a.url.substr(0, slash) + "/" + name;
+    }
     return o;
   };
+  auto drop = [&](const te::EngineOptions& o) {
+    if (!maria) return;
+    te::maria::MariaConn admin;
+    if (admin.Connect(a.url).ok()) (void)admin.Exec("DROP DATABASE IF EXISTS " + o.database_schema);
+  };
+  const std::string two_nodes = server + ", 2 nodes:";
+  const std::string one_node = server + ", 1 node:";
   for (int r = 0; r < a.runs; ++r) {
     {
-      Run run(pg_options("p5", r), 2, a.workers);
-      auto [d, w] = run.Go(a.jobs);
-      pg.push_back(a.jobs / (d + w));
-      report("PostgreSQL, 2 nodes:", r, d, w);
+      const te::EngineOptions o = server_options("p5", r);
+      {
+        Run run(o, 2, a.workers);
+        auto [d, w] = run.Go(a.jobs);
+        pg.push_back(a.jobs / (d + w));
+        report(two_nodes.c_str(), r, d, w);
+      }
+      drop(o);
     }
     {
-      Run run(pg_options("p1pg", r), 1, 2 * a.workers);
-      auto [d, w] = run.Go(a.jobs);
-      pg_one.push_back(a.jobs / (d + w));
-      report("PostgreSQL, 1 node:", r, d, w);
+      const te::EngineOptions o = server_options("p1pg", r);
+      {
+        Run run(o, 1, 2 * a.workers);
+        auto [d, w] = run.Go(a.jobs);
+        pg_one.push_back(a.jobs / (d + w));
+        report(one_node.c_str(), r, d, w);
+      }
+      drop(o);
     }
     {
       std::filesystem::path dir = std::filesystem::path(a.dir) / ("p1-" + std::to_string(r));
@@ -198,14 +233,16 @@ int main(int argc, char** argv) {
   }
   const double ref = Median(sqlite);
   std::printf(
-      "P5 PostgreSQL end-to-end: bulk-dispatch %ld no-op jobs (batches of 1000, each node "
-      "half at once), drain with 2 engine nodes x %d worker threads; "
-      "synchronous_commit=on.\n"
-      "   median of %d runs: %.0f jobs/s (target >= 20000)\n"
-      "P1 on PostgreSQL, same run (1 engine x %d threads): %.0f jobs/s\n"
+      "%s %s end-to-end: bulk-dispatch %ld no-op jobs (batches of 1000, each node "
+      "half at once), drain with 2 engine nodes x %d worker threads; %s.\n"
+      "   median of %d runs: %.0f jobs/s (target >= %d)\n"
+      "P1 on %s, same run (1 engine x %d threads): %.0f jobs/s\n"
       "P1 on SQLite, same run (1 engine x %d threads, WAL, synchronous=FULL): %.0f jobs/s\n"
-      "   ratios to SQLite: PostgreSQL 2 nodes %.2f, PostgreSQL 1 node %.2f\n",
-      a.jobs, a.workers, a.runs, Median(pg), 2 * a.workers, Median(pg_one), 2 * a.workers, ref,
-      ref > 0 ? Median(pg) / ref : 0.0, ref > 0 ? Median(pg_one) / ref : 0.0);
+      "   ratios to SQLite: %s 2 nodes %.2f, %s 1 node %.2f\n",
+      maria ? "P11" : "P5", server.c_str(), a.jobs, a.workers,
+      maria ? "innodb_flush_log_at_trx_commit=1" : "synchronous_commit=on", a.runs, Median(pg),
+      maria ? 10000 : 20000, server.c_str(), 2 * a.workers, Median(pg_one), 2 * a.workers, ref,
+      server.c_str(), ref > 0 ? Median(pg) / ref : 0.0, server.c_str(),
+      ref > 0 ? Median(pg_one) / ref : 0.0);
   return 0;
 }

@@ -1,4 +1,5 @@
-// Multi-node operation on PostgreSQL (D2; issue #6): three `taskengine serve`
+// Multi-node operation on PostgreSQL (D2; issue #6) and on MariaDB (D3; issue
+// #17): three `taskengine serve`
 // processes share one database and run TASKENGINE_MULTINODE_JOBS `work`
 // executions (default 20,000, the size issue #6 asks for) while one node is
 // killed with SIGKILL and restarted; see three_node_drill.h for the drill and
@@ -92,6 +93,13 @@ TEST(CountingHttpSinkTest, CountsRawArrivalsWithoutDeduplicating) {
 
 TEST(MultinodeDrillTest, ThreeNodesOneKilledKeepLDSC) {
   RunThreeNodeDrill(WorkEffect::kHttp, JobCountFromEnv("TASKENGINE_MULTINODE_JOBS", 20'000));
+}
+
+// The same drill on MariaDB (issue #17): three nodes on one MariaDB database,
+// one killed and restarted; L, D, S and C.
+TEST(MultinodeDrillTest, MariaDbThreeNodesOneKilledKeepLDSC) {
+  RunThreeNodeDrill(WorkEffect::kHttp, JobCountFromEnv("TASKENGINE_MULTINODE_JOBS", 20'000),
+                    DbKind::kMariaDb);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
-// Shared pieces of the PostgreSQL multi-node drills (issue #6; quality.md §2:
-// L, D, S, C, RD11 and the clock drill): a throwaway PostgreSQL 15 cluster of
-// scripts/pg_cluster.sh that a test can stop (-m immediate) and restart, SQL
-// probes through psql, several real `taskengine serve` nodes on one database,
-// and the invariant checks over what the database holds.
+// Shared pieces of the multi-node drills on PostgreSQL and MariaDB (issues
+// #6 and #17; quality.md §2: L, D, S, C, RD11 and the clock drill): a
+// throwaway server (scripts/pg_cluster.sh, scripts/mariadb_cluster.sh) that a
+// test can crash and restart, SQL probes through psql or the mariadb client,
+// several real `taskengine serve` nodes on one database, and the invariant
+// checks over what the database holds.
 //
 // The work job runs a countable effect through the effect ledger, in one of
 // two ways:
@@ -21,6 +22,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -42,15 +44,38 @@ namespace taskengine::testing {
 
 inline constexpr const char* kPgBin = "/usr/lib/postgresql/15/bin";
 inline constexpr const char* kPsql = "/usr/bin/psql";
+inline constexpr const char* kMariaDb = "/usr/bin/mariadb";
+inline constexpr const char* kMariaDbd = "/usr/sbin/mariadbd";
 
-// The repository's scripts/pg_cluster.sh (compiled in by CMake).
-inline std::string PgClusterScript() {
-  return std::string(TASKENGINE_SOURCE_DIR) + "/scripts/pg_cluster.sh";
+// The server a drill runs against.
+enum class DbKind { kPostgres, kMariaDb };
+
+inline const char* DbName(DbKind kind) {
+  return kind == DbKind::kPostgres ? "PostgreSQL" : "MariaDB";
 }
 
-// Why PostgreSQL drills cannot run here, or "" when they can.
-inline std::string PgUnavailableReason() {
+inline DbKind DbKindOf(const std::string& url) {
+  return url.rfind("mysql://", 0) == 0 || url.rfind("mariadb://", 0) == 0 ? DbKind::kMariaDb
+                                                                          : DbKind::kPostgres;
+}
+
+// The repository's scripts/pg_cluster.sh or scripts/mariadb_cluster.sh
+// (compiled in by CMake).
+inline std::string ClusterScript(DbKind kind) {
+  return std::string(TASKENGINE_SOURCE_DIR) +
+         (kind == DbKind::kPostgres ? "/scripts/pg_cluster.sh" : "/scripts/mariadb_cluster.sh");
+}
+
+// Why drills on `kind` cannot run here, or "" when they can.
+inline std::string DbUnavailableReason(DbKind kind = DbKind::kPostgres) {
   std::error_code ec;
+  if (kind == DbKind::kMariaDb) {
+    if (!std::filesystem::exists(kMariaDbd, ec)) {
+      return "MariaDB is not installed (scripts/deps.sh installs mariadb-server)";
+    }
+    if (!std::filesystem::exists(kMariaDb, ec)) return "the mariadb client is not installed";
+    return "";
+  }
   if (!std::filesystem::exists(std::string(kPgBin) + "/initdb", ec)) {
     return std::string("PostgreSQL 15 is not installed (") + kPgBin +
            "/initdb missing; scripts/deps.sh installs postgresql-15)";
@@ -58,58 +83,121 @@ inline std::string PgUnavailableReason() {
   if (!std::filesystem::exists(kPsql, ec)) return "psql is not installed";
   return "";
 }
+inline std::string PgUnavailableReason() { return DbUnavailableReason(DbKind::kPostgres); }
 
-// A throwaway cluster in its own /tmp directory (the script chowns it to the
-// postgres user when run as root; a TempDir parent would not be traversable).
-// Stopped (fast) and removed by the destructor.
-class PgCluster {
+// A throwaway server in its own /tmp directory (the scripts chown it to the
+// server's user when run as root; a TempDir parent would not be traversable).
+// Stopped and removed by the destructor. Its URL names a database whose
+// tables are reached as taskengine.<table> in SQL on both servers: the schema
+// `taskengine` on PostgreSQL, the database `taskengine` on MariaDB.
+class DbServer {
  public:
-  PgCluster() {
-    char tmpl[] = "/tmp/te-multinode-pg.XXXXXX";
+  explicit DbServer(DbKind kind = DbKind::kPostgres) : kind_(kind) {
+    char tmpl[] = "/tmp/te-multinode-db.XXXXXX";
     if (mkdtemp(tmpl) != nullptr) dir_ = tmpl;
   }
-  ~PgCluster() {
+  ~DbServer() {
     if (dir_.empty()) return;
-    RunProcess({PgClusterScript(), "stop", dir_}, "", std::chrono::seconds(60));
+    RunProcess({ClusterScript(kind_), "stop", dir_}, "", std::chrono::seconds(60));
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
-  PgCluster(const PgCluster&) = delete;
-  PgCluster& operator=(const PgCluster&) = delete;
+  DbServer(const DbServer&) = delete;
+  DbServer& operator=(const DbServer&) = delete;
 
-  // Starts (or restarts) the cluster; its URL, or "" after a test failure.
+  // Starts (or restarts) the server; its URL, or "" after a test failure.
   std::string Start() {
-    ProcessResult r = RunProcess({PgClusterScript(), "start", dir_}, "", std::chrono::seconds(120));
+    ProcessResult r =
+        RunProcess({ClusterScript(kind_), "start", dir_}, "", std::chrono::seconds(120));
     EXPECT_EQ(r.exit_code, 0) << r.Describe();
     if (r.exit_code != 0) return "";
-    url_ = r.out.substr(0, r.out.find('\n'));
+    std::string url = r.out.substr(0, r.out.find('\n'));
+    if (kind_ == DbKind::kMariaDb) {
+      url = url.substr(0, url.rfind('/') + 1) + "taskengine";
+      if (url_.empty()) {
+        ProcessResult c = RunProcess(
+            MariaDbArgv(url.substr(0, url.rfind('/') + 1) + "taskengine_test",
+                        "CREATE DATABASE IF NOT EXISTS taskengine CHARACTER SET utf8mb4 COLLATE "
+                        "utf8mb4_nopad_bin"),
+            "", std::chrono::seconds(60));
+        EXPECT_EQ(c.exit_code, 0) << c.Describe();
+        if (c.exit_code != 0) return "";
+      }
+    }
+    url_ = url;
     return url_;
   }
-  // `pg_ctl stop -m immediate`: the server dies without a checkpoint, as in a crash.
+  // The server dies at once, as in a crash: `pg_ctl stop -m immediate` (no
+  // checkpoint), or SIGKILL of mariadbd.
   void StopImmediate() {
-    std::vector<std::string> argv = {
-        std::string(kPgBin) + "/pg_ctl", "-D", dir_ + "/data", "-m", "immediate", "-w", "stop"};
-    if (getuid() == 0) argv.insert(argv.begin(), {"/usr/sbin/runuser", "-u", "postgres", "--"});
+    std::vector<std::string> argv;
+    if (kind_ == DbKind::kPostgres) {
+      argv = {
+          std::string(kPgBin) + "/pg_ctl", "-D", dir_ + "/data", "-m", "immediate", "-w", "stop"};
+      if (getuid() == 0) argv.insert(argv.begin(), {"/usr/sbin/runuser", "-u", "postgres", "--"});
+    } else {
+      argv = {"/bin/sh", "-c",
+              "pid=$(cat " + dir_ +
+                  "/mariadbd.pid) && kill -9 $pid && "
+                  "while kill -0 $pid 2>/dev/null; do sleep 0.05; done"};
+    }
     ProcessResult r = RunProcess(argv, "", std::chrono::seconds(60));
     EXPECT_EQ(r.exit_code, 0) << r.Describe();
   }
+  DbKind kind() const { return kind_; }
   const std::string& url() const { return url_; }
   const std::string& dir() const { return dir_; }
 
+  // The `mariadb` client's argv running `sql` on `url` (tab-separated rows).
+  static std::vector<std::string> MariaDbArgv(const std::string& url, const std::string& sql) {
+    // mysql://user:password@host:port/database
+    const std::string rest = url.substr(url.find("://") + 3);
+    const std::string auth = rest.substr(0, rest.find('@'));
+    const std::string hostport =
+        rest.substr(rest.find('@') + 1, rest.find('/') - rest.find('@') - 1);
+    return {kMariaDb,
+            "--host=" + hostport.substr(0, hostport.find(':')),
+            "--port=" + hostport.substr(hostport.find(':') + 1),
+            "--user=" + auth.substr(0, auth.find(':')),
+            "--password=" + auth.substr(auth.find(':') + 1),
+            "--database=" + rest.substr(rest.find('/') + 1),
+            "--batch",
+            "--skip-column-names",
+            "--init-command=SET SESSION sql_mode = 'ANSI_QUOTES,PIPES_AS_CONCAT', time_zone = "
+            "'+00:00'",
+            "-e",
+            sql};
+  }
+
  private:
+  DbKind kind_;
   std::string dir_;
   std::string url_;
 };
+using PgCluster = DbServer;
 
-// Runs `sql` with psql; the unaligned, tuples-only output (rows of '|'
-// separated fields) or "<error>" with a test failure.
+// The argv that runs `sql` on `url` with the server's client, printing rows
+// of '|'-separated fields (psql -Atq; mariadb --batch, tabs turned into '|'
+// by SqlOutput).
+inline std::vector<std::string> SqlArgv(const std::string& url, const std::string& sql) {
+  if (DbKindOf(url) == DbKind::kMariaDb) return DbServer::MariaDbArgv(url, sql);
+  return {kPsql, url, "-v", "ON_ERROR_STOP=1", "-Atqc", sql};
+}
+inline std::string SqlOutput(const std::string& url, std::string out) {
+  if (DbKindOf(url) == DbKind::kMariaDb) {
+    std::replace(out.begin(), out.end(), '\t', '|');
+  }
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+// Runs `sql`; the unaligned, tuples-only output (rows of '|' separated
+// fields) or "<error>" with a test failure.
 inline std::string Sql(const std::string& url, const std::string& sql) {
-  ProcessResult r =
-      RunProcess({kPsql, url, "-v", "ON_ERROR_STOP=1", "-Atqc", sql}, "", std::chrono::seconds(60));
+  ProcessResult r = RunProcess(SqlArgv(url, sql), "", std::chrono::seconds(60));
   EXPECT_EQ(r.exit_code, 0) << sql << ": " << r.Describe();
   if (r.exit_code != 0) return "<error>";
-  while (!r.out.empty() && r.out.back() == '\n') r.out.pop_back();
-  return r.out;
+  return SqlOutput(url, r.out);
 }
 
 // One integer from `sql`; -1 after a failure.
@@ -123,14 +211,30 @@ inline long long SqlInt(const std::string& url, const std::string& sql) {
   }
 }
 
-// The database's clock in ms (the clock every node judges leases by).
-inline const char* kDbNowMs = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+// The database's clock in ms (the clock every node judges leases by), as a
+// SQL expression for the server of `url`.
+inline std::string DbNowMs(const std::string& url) {
+  return DbKindOf(url) == DbKind::kMariaDb
+             ? "CAST(FLOOR(UNIX_TIMESTAMP(SYSDATE(3)) * 1000) AS SIGNED)"
+             : "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+}
+
+// `expr` of every row joined by `separator`, in `order`, as a SQL aggregate.
+inline std::string StringAgg(const std::string& url, const std::string& expr,
+                             const std::string& separator, const std::string& order = "") {
+  const std::string by = order.empty() ? "" : " ORDER BY " + order;
+  if (DbKindOf(url) == DbKind::kMariaDb) {
+    return "GROUP_CONCAT(" + expr + by + " SEPARATOR '" + separator + "')";
+  }
+  return "string_agg(" + expr + ", '" + separator + "'" + by + ")";
+}
 
 // S: executions still `running` more than `slack_ms` after their lease expired.
 inline long long RunningPastLease(const std::string& url, long long slack_ms) {
-  return SqlInt(url, std::string("SELECT count(*) FROM taskengine.executions WHERE status = 1 "
-                                 "AND lease_expires_at < ") +
-                         kDbNowMs + " - " + std::to_string(slack_ms));
+  return SqlInt(url,
+                "SELECT count(*) FROM taskengine.executions WHERE status = 1 "
+                "AND lease_expires_at < " +
+                    DbNowMs(url) + " - " + std::to_string(slack_ms));
 }
 
 // Options of the nodes' shared configuration.
@@ -279,8 +383,8 @@ inline std::vector<std::int64_t> DispatchWork(const std::string& url, int count,
 // Status counts of job `job`: "2=19990 4=10 " (status code = count).
 inline std::string StatusCounts(const std::string& url, const std::string& job) {
   return Sql(url,
-             "SELECT string_agg(status || '=' || n, ' ' ORDER BY status) FROM (SELECT status, "
-             "count(*) AS n FROM taskengine.executions WHERE job = '" +
+             "SELECT " + StringAgg(url, "status || '=' || n", " ", "status") +
+                 " FROM (SELECT status, count(*) AS n FROM taskengine.executions WHERE job = '" +
                  job + "' GROUP BY status) s");
 }
 
@@ -289,11 +393,11 @@ inline bool WaitWorkTerminal(const std::string& url, std::chrono::milliseconds t
   return WaitUntil(
       timeout,
       [&] {
-        ProcessResult r = RunProcess({kPsql, url, "-Atqc",
-                                      "SELECT count(*) FROM taskengine.executions WHERE job = "
-                                      "'work' AND status IN (0, 1)"},
+        ProcessResult r = RunProcess(SqlArgv(url,
+                                             "SELECT count(*) FROM taskengine.executions WHERE "
+                                             "job = 'work' AND status IN (0, 1)"),
                                      "", std::chrono::seconds(30));
-        return r.exit_code == 0 && r.out == "0\n";
+        return r.exit_code == 0 && SqlOutput(url, r.out) == "0";
       },
       std::chrono::milliseconds(500));
 }

@@ -37,12 +37,11 @@ class LeaseSampler {
   LeaseSampler(std::string url, long long slack_ms) : url_(std::move(url)), slack_ms_(slack_ms) {
     thread_ = std::thread([this] {
       while (!stop_) {
-        ProcessResult r = RunProcess(
-            {kPsql, url_, "-Atqc",
-             std::string("SELECT count(*) FROM taskengine.executions WHERE status = 1 AND "
-                         "lease_expires_at < ") +
-                 kDbNowMs + " - " + std::to_string(slack_ms_)},
-            "", std::chrono::seconds(30));
+        ProcessResult r = RunProcess(SqlArgv(url_,
+                                             "SELECT count(*) FROM taskengine.executions WHERE "
+                                             "status = 1 AND lease_expires_at < " +
+                                                 DbNowMs(url_) + " - " + std::to_string(slack_ms_)),
+                                     "", std::chrono::seconds(30));
         if (r.exit_code == 0 && !paused_) {
           long long n = std::atoll(r.out.c_str());
           if (n > worst_) worst_ = n;
@@ -213,7 +212,7 @@ TEST(ClockDrillTest, NodeTenMinutesAheadDoesNotStealLiveLeases) {
       std::chrono::seconds(60),
       [&] {
         long long ahead =
-            SqlInt(url, std::string("SELECT coalesce(max(lease_expires_at - ") + kDbNowMs +
+            SqlInt(url, std::string("SELECT coalesce(max(lease_expires_at - ") + DbNowMs(url) +
                             "), 0) FROM taskengine.executions WHERE status = 1");
         worst_future_lease = std::max(worst_future_lease, ahead);
         std::istringstream rows(Sql(url,

@@ -1,7 +1,7 @@
 // The three-node drill of issue #6 (D2), shared by multinode_drill_test (the
 // `http` effect, 20,000 jobs) and multinode_command_drill_test (the `command`
 // effect through real processes, 800 jobs): three `taskengine serve`
-// processes share one PostgreSQL database and run `count` `work` executions
+// processes share one PostgreSQL or MariaDB database and run `count` `work` executions
 // that each perform one countable effect through the effect ledger, plus a
 // cron job `tick` firing every minute. Node 1 is killed with SIGKILL once a
 // third of the work is done and restarted 1 s later. Afterwards:
@@ -38,11 +38,14 @@ inline int JobCountFromEnv(const char* name, int fallback) {
   return fallback;
 }
 
-inline void RunThreeNodeDrill(WorkEffect effect, int count) {
-  if (std::string why = PgUnavailableReason(); !why.empty()) GTEST_SKIP() << why;
-  const char* what = effect == WorkEffect::kHttp ? "http" : "command";
+inline void RunThreeNodeDrill(WorkEffect effect, int count, DbKind db = DbKind::kPostgres) {
+  if (std::string why = DbUnavailableReason(db); !why.empty()) GTEST_SKIP() << why;
+  const std::string what =
+      std::string(effect == WorkEffect::kHttp ? "http" : "command") + ", " + DbName(db);
+  const std::string tag = std::string(effect == WorkEffect::kHttp ? "http" : "command") +
+                          (db == DbKind::kPostgres ? "-pg" : "-mariadb");
   const auto t_setup = std::chrono::steady_clock::now();
-  PgCluster pg;
+  DbServer pg(db);
   const std::string url = pg.Start();
   ASSERT_FALSE(url.empty());
 
@@ -60,12 +63,14 @@ inline void RunThreeNodeDrill(WorkEffect effect, int count) {
   const std::string config = work.File("taskengine.toml");
   std::ofstream(config) << NodeToml(nc, files);
 
-  // `taskengine migrate` on PostgreSQL, once, before the nodes start.
+  // `taskengine migrate` on the server, once, before the nodes start.
   ProcessResult migrate =
       RunProcess({TASKENGINE_BIN, "--config", config, "migrate"}, "", std::chrono::seconds(60),
                  ChildEnvironment(), work.path().string());
   ASSERT_EQ(migrate.exit_code, 0) << migrate.Describe();
-  EXPECT_THAT(migrate.out, ::testing::HasSubstr("postgresql postgres://"));
+  const std::string backend =
+      db == DbKind::kPostgres ? "postgresql postgres://" : "mariadb mysql://";
+  EXPECT_THAT(migrate.out, ::testing::HasSubstr(backend));
 
   std::vector<std::unique_ptr<Node>> nodes;
   for (int i = 0; i < 3; ++i) {
@@ -74,7 +79,7 @@ inline void RunThreeNodeDrill(WorkEffect effect, int count) {
     nodes.back()->Start();
   }
   for (auto& n : nodes) ASSERT_TRUE(n->WaitServing(std::chrono::seconds(30))) << n->log();
-  EXPECT_THAT(nodes[0]->log(), ::testing::HasSubstr("database postgresql"));
+  EXPECT_THAT(nodes[0]->log(), ::testing::HasSubstr("database " + backend));
   const auto t0 = std::chrono::steady_clock::now();
 
   // S, sampled every 250 ms until the end.
@@ -84,12 +89,11 @@ inline void RunThreeNodeDrill(WorkEffect effect, int count) {
   const long long slack = nc.sweep_ms + 1000;
   std::thread sampler([&] {
     while (!stop_sampler) {
-      ProcessResult r =
-          RunProcess({kPsql, url, "-Atqc",
-                      std::string("SELECT count(*) FROM taskengine.executions WHERE status = 1 AND "
-                                  "lease_expires_at < ") +
-                          kDbNowMs + " - " + std::to_string(slack)},
-                     "", std::chrono::seconds(30));
+      ProcessResult r = RunProcess(SqlArgv(url,
+                                           "SELECT count(*) FROM taskengine.executions WHERE "
+                                           "status = 1 AND lease_expires_at < " +
+                                               DbNowMs(url) + " - " + std::to_string(slack)),
+                                   "", std::chrono::seconds(30));
       if (r.exit_code == 0) {
         ++samples;
         long long n = std::atoll(r.out.c_str());
@@ -170,13 +174,11 @@ inline void RunThreeNodeDrill(WorkEffect effect, int count) {
                    "FROM taskengine.executions WHERE job = 'tick'"),
             0)
       << "C: a fire minute has no execution of its own: "
-      << Sql(url,
-             "SELECT string_agg(idempotency_key, ', ') FROM taskengine.executions WHERE "
-             "job = 'tick'");
+      << Sql(url, "SELECT " + StringAgg(url, "idempotency_key", ", ") +
+                      " FROM taskengine.executions WHERE job = 'tick'");
   std::cout << "[ measure ] cron fires: "
-            << Sql(url,
-                   "SELECT string_agg(idempotency_key, ', ') FROM taskengine.executions WHERE "
-                   "job = 'tick'")
+            << Sql(url, "SELECT " + StringAgg(url, "idempotency_key", ", ") +
+                            " FROM taskengine.executions WHERE job = 'tick'")
             << std::endl;
   std::cout << "[ measure ] " << what << ": whole drill (cluster start to checks) "
             << MillisSince(t_setup) << " ms" << std::endl;
@@ -206,7 +208,7 @@ inline void RunThreeNodeDrill(WorkEffect effect, int count) {
     if (keep != nullptr && *keep != '\0') {
       std::error_code ec;
       std::filesystem::create_directories(keep, ec);
-      std::ofstream(std::string(keep) + "/" + what + "-node" + std::to_string(i) + ".log") << log;
+      std::ofstream(std::string(keep) + "/" + tag + "-node" + std::to_string(i) + ".log") << log;
     }
   }
   if (::testing::Test::HasFailure()) {
