@@ -14,10 +14,12 @@
 //      as ambiguous (E3), never performed again;
 //   S  no execution stayed running past its lease plus the sweep interval
 //      (sampled during the run; none is running at the end).
-// The same drill body runs on both backends (issue #6): Rd10DrillTest.Sqlite*
-// on the embedded SQLite file, Rd10DrillTest.Postgres* on the PostgreSQL
-// server of TASKENGINE_TEST_PG_URL (set by ./test.sh), in a fresh schema
-// rd10_<pid>_<time> that is dropped at the end. Every check goes through the
+// The same drill body runs on every backend (issues #6, #17):
+// Rd10DrillTest.Sqlite* on the embedded SQLite file, Rd10DrillTest.Postgres*
+// on the PostgreSQL server of TASKENGINE_TEST_PG_URL (set by ./test.sh), in a
+// fresh schema rd10_<pid>_<time> that is dropped at the end,
+// Rd10DrillTest.MariaDb* on the MariaDB server of TASKENGINE_TEST_MYSQL_URL in
+// a fresh database of the same name. Every check goes through the
 // HTTP API, so nothing below depends on the backend. Without
 // TASKENGINE_TEST_PG_URL the PostgreSQL variant FAILS, unless
 // TASKENGINE_TEST_PG_OPTIONAL=1, when it is skipped with the reason (as the
@@ -112,8 +114,8 @@ int KillEveryMs() {
 
 // The database a variant of the drill runs on.
 struct Rd10Database {
-  std::string backend;    // "sqlite" or "postgresql": the [ measure ] line
-  std::string pg_url;     // PostgreSQL only: the server
+  std::string backend;    // "sqlite", "postgresql" or "mariadb": the [ measure ] line
+  std::string pg_url;     // PostgreSQL and MariaDB: the server (MariaDB: the run's database)
   std::string pg_schema;  // PostgreSQL only: the fresh schema of this run
 };
 
@@ -123,6 +125,49 @@ std::string PgTestUrl() {
   const char* url = std::getenv("TASKENGINE_TEST_PG_URL");
   return url != nullptr ? url : "";
 }
+
+std::string MariaDbTestUrl() {
+  const char* url = std::getenv("TASKENGINE_TEST_MYSQL_URL");
+  return url != nullptr ? url : "";
+}
+
+// Runs `sql` on the MariaDB server of `url` (mysql://user:password@host:port/db)
+// with the mariadb client.
+ProcessResult MariaDbSql(const std::string& url, const std::string& sql) {
+  const std::string rest = url.substr(url.find("://") + 3);
+  const std::string auth = rest.substr(0, rest.find('@'));
+  const std::string host = rest.substr(rest.find('@') + 1, rest.find('/') - rest.find('@') - 1);
+  return RunProcess(
+      {"/usr/bin/mariadb", "--host=" + host.substr(0, host.find(':')),
+       "--port=" + host.substr(host.find(':') + 1), "--user=" + auth.substr(0, auth.find(':')),
+       "--password=" + auth.substr(auth.find(':') + 1), "--batch", "-e", sql},
+      "", milliseconds(60'000));
+}
+
+// A fresh database for the MariaDB variant, dropped at the end, passed or
+// failed, after every process of the drill has gone.
+class MariaDbDatabase {
+ public:
+  MariaDbDatabase(std::string url, std::string name)
+      : url_(std::move(url)), name_(std::move(name)) {
+    ProcessResult r = MariaDbSql(
+        url_, "CREATE DATABASE " + name_ + " CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin");
+    EXPECT_EQ(r.exit_code, 0) << "creating database " << name_ << ": " << r.Describe();
+  }
+  ~MariaDbDatabase() {
+    ProcessResult r = MariaDbSql(url_, "DROP DATABASE IF EXISTS " + name_);
+    EXPECT_EQ(r.exit_code, 0) << "dropping database " << name_ << ": " << r.Describe();
+  }
+  MariaDbDatabase(const MariaDbDatabase&) = delete;
+  MariaDbDatabase& operator=(const MariaDbDatabase&) = delete;
+
+  // The server's URL with this database.
+  std::string url() const { return url_.substr(0, url_.rfind('/') + 1) + name_; }
+
+ private:
+  std::string url_;
+  std::string name_;
+};
 
 // Drops the run's schema (and everything in it) when the PostgreSQL variant
 // ends, passed or failed, after every process of the drill has gone.
@@ -145,13 +190,14 @@ class DropSchemaAtEnd {
 };
 
 // EngineSection(...) with the [database] keys of `db`: for PostgreSQL its url
-// and schema (path and sync are then unused).
+// and schema, for MariaDB its url (path and sync are then unused).
 std::string WithDatabase(const Rd10Database& db, std::string engine_section) {
   if (db.pg_url.empty()) return engine_section;
   const std::string table = "[database]\n";
   EXPECT_EQ(engine_section.rfind(table, 0), 0u) << engine_section;
-  engine_section.insert(table.size(),
-                        "url = \"" + db.pg_url + "\"\nschema = \"" + db.pg_schema + "\"\n");
+  std::string keys = "url = \"" + db.pg_url + "\"\n";
+  if (!db.pg_schema.empty()) keys += "schema = \"" + db.pg_schema + "\"\n";
+  engine_section.insert(table.size(), keys);
   return engine_section;
 }
 
@@ -179,10 +225,10 @@ void RunRd10Drill(const Rd10Database& db) {
   ASSERT_NO_FATAL_FAILURE(te.StartServe(&serve));
   ASSERT_TRUE(te.WaitServing(1, milliseconds(20'000))) << ReadFile(te.serve_log());
   // The drill runs on the backend it names (the serve log's database line).
-  const std::string database_line = db.pg_url.empty() ? "database sqlite " : "database postgresql ";
+  const std::string database_line = "database " + db.backend + " ";
   ASSERT_NE(ReadFile(te.serve_log()).find(database_line), std::string::npos)
       << ReadFile(te.serve_log());
-  if (!db.pg_url.empty()) {
+  if (!db.pg_schema.empty()) {
     ASSERT_NE(ReadFile(te.serve_log()).find("(schema " + db.pg_schema + ")"), std::string::npos)
         << ReadFile(te.serve_log());
   }
@@ -366,6 +412,23 @@ TEST(Rd10DrillTest, PostgresKillingRandomWorkersDuringLoadKeepsLDS) {
   SCOPED_TRACE("schema " + schema);
   DropSchemaAtEnd drop(url, schema);
   RunRd10Drill({.backend = "postgresql", .pg_url = url, .pg_schema = schema});
+}
+
+TEST(Rd10DrillTest, MariaDbKillingRandomWorkersDuringLoadKeepsLDS) {
+  const std::string url = MariaDbTestUrl();
+  if (url.empty()) {
+    const char* optional = std::getenv("TASKENGINE_TEST_MYSQL_OPTIONAL");
+    if (optional != nullptr && std::string(optional) == "1") {
+      GTEST_SKIP() << "TASKENGINE_TEST_MYSQL_URL is not set and TASKENGINE_TEST_MYSQL_OPTIONAL=1: "
+                      "drill RD10 did not run on MariaDB";
+    }
+    FAIL() << "TASKENGINE_TEST_MYSQL_URL is not set: drill RD10 on MariaDB needs a server. "
+              "Start one with `scripts/mariadb_cluster.sh start <dir>` and export the URL it "
+              "prints, or set TASKENGINE_TEST_MYSQL_OPTIONAL=1 to skip this variant.";
+  }
+  MariaDbDatabase database(url, "rd10_" + std::to_string(getpid()) + "_" +
+                                    std::to_string(static_cast<long long>(std::time(nullptr))));
+  RunRd10Drill({.backend = "mariadb", .pg_url = database.url(), .pg_schema = ""});
 }
 
 }  // namespace
