@@ -109,6 +109,53 @@ constexpr const char* kBeginRead =
 // Seconds a lane's lock is waited for before the transaction is retried.
 constexpr int kLaneLockWaitSeconds = 10;
 
+// Batches of rows go to the server in statements of a power-of-two number of
+// rows (at most kMaxBatchRows), so that a connection prepares few distinct
+// texts whatever the batch sizes.
+constexpr int kMaxBatchRows = 256;
+
+// The size of the next statement for `remaining` rows.
+int ChunkRows(std::size_t remaining) {
+  int n = 1;
+  while (n * 2 <= kMaxBatchRows && static_cast<std::size_t>(n * 2) <= remaining) n *= 2;
+  return n;
+}
+
+// "(?1, ?2, ...)" style placeholders for `count` values from `first`.
+std::string Placeholders(int first, int count) {
+  std::string out;
+  for (int i = 0; i < count; ++i) {
+    if (i > 0) out += ", ";
+    out += "?" + std::to_string(first + i);
+  }
+  return out;
+}
+
+// SELECT <state columns> of executions `rows` ids, locked in id order.
+std::string LockRowsSql(int rows) {
+  return "SELECT " TE_SQL_STATE_COLUMNS " FROM executions WHERE id IN (" + Placeholders(1, rows) +
+         ") ORDER BY id FOR UPDATE";
+}
+
+// UPDATE executions e JOIN (<rows> rows of `columns`, the first being id) v
+// ON e.id = v.id <on> SET <set>: the row values are ?1.. in row order; the
+// statement's other arguments follow them.
+std::string BatchUpdateSql(const std::vector<const char*>& columns, int rows, std::string_view on,
+                           std::string_view set) {
+  std::string values;
+  int p = 1;
+  for (int r = 0; r < rows; ++r) {
+    values += r == 0 ? "SELECT " : " UNION ALL SELECT ";
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      if (c > 0) values += ", ";
+      values += "?" + std::to_string(p++);
+      if (r == 0) values += std::string(" AS ") + columns[c];
+    }
+  }
+  return "UPDATE executions e JOIN (" + values + ") v ON e.id = v.id" + std::string(on) + " SET " +
+         std::string(set);
+}
+
 using Pool = SqlPool<MariaConn>;
 using PooledConn = Pool::Slot;
 
@@ -233,6 +280,7 @@ class MariaStore final : public SqlStore {
         TE_ASSIGN_OR_RETURN(
             std::vector<ClaimRow> rows,
             tx.s.All(request.handlers ? kClaimDueForHandlers : kClaimDue, due, ReadClaimRow));
+        std::vector<std::vector<SqlValue>> updates;
         for (const ClaimRow& claim : rows) {
           const StateRow& row = claim.row;
           Event e;
@@ -241,14 +289,18 @@ class MariaStore final : public SqlStore {
           auto t = Decide(row.state, e);
           if (!t.ok()) continue;  // cannot happen for a queued row; never guess
           Lease lease = NewLease(claim, *t, now, slot.queue);
-          SqlArgs u;
-          u.Add(row.id.value).Add(static_cast<int>(t->to)).Add(t->attempt);
-          u.Add(lease.version.value).Add(request.worker.value).Add(now);
-          u.Add(lease.lease_expires_at).Add(request.mark_started ? 1 : 0);
-          TE_RETURN_IF_ERROR(tx.Run(kClaimUpdate, u).status());
+          updates.push_back({Int(row.id.value), Int(static_cast<int>(t->to)), Int(t->attempt),
+                             Int(lease.version.value), Int(lease.lease_expires_at)});
           tx.counters.CountTransition(row, *t, now);
           out.push_back(std::move(lease));
         }
+        TE_RETURN_IF_ERROR(
+            BatchUpdate(tx, {"id", "status", "attempt", "version", "expires"}, updates, "",
+                        "e.status = v.status, e.attempt = v.attempt, e.claim_version = v.version,"
+                        " e.worker = ?T1, e.started_at = ?T2, e.lease_expires_at = v.expires,"
+                        " e.finished_at = 0, e.handler_started = ?T3",
+                        {SqlValue{SqlValue::Kind::kText, 0, request.worker.value}, Int(now),
+                         Int(request.mark_started ? 1 : 0)}));
       }
       return out;
     });
@@ -257,19 +309,19 @@ class MariaStore final : public SqlStore {
   std::vector<Status> MarkStarted(const std::vector<LeaseRef>& leases) override {
     using Replies = std::vector<Status>;
     auto r = Write<Replies>([&](Tx& tx) -> Result<Replies> {
-      TE_RETURN_IF_ERROR(LockInOrder(tx, IdsOf(leases, [](const LeaseRef& l) { return l.id; })));
+      TE_ASSIGN_OR_RETURN(LockedRows rows,
+                          LockInOrder(tx, IdsOf(leases, [](const LeaseRef& l) { return l.id; })));
       Replies out;
       out.reserve(leases.size());
+      std::vector<std::vector<SqlValue>> marks;
       for (const LeaseRef& lease : leases) {
-        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LockState(tx, lease.id));
-        Status check = CheckLease(row, lease);
-        if (check.ok()) {
-          TE_RETURN_IF_ERROR(
-              tx.Run(kMarkStartedOne, SqlArgs().Add(lease.id.value).Add(lease.version.value))
-                  .status());
-        }
-        out.push_back(check);
+        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, rows.Get(tx, lease.id));
+        out.push_back(CheckLease(row, lease));
+        if (out.back().ok()) marks.push_back({Int(lease.id.value), Int(lease.version.value)});
       }
+      TE_RETURN_IF_ERROR(BatchUpdate(tx, {"id", "version"}, marks,
+                                     " AND e.claim_version = v.version AND e.status = 1",
+                                     "e.handler_started = 1"));
       return out;
     });
     if (!r.ok()) return Replies(leases.size(), r.status());
@@ -281,12 +333,13 @@ class MariaStore final : public SqlStore {
     using Replies = std::vector<Result<HeartbeatReply>>;
     auto r = Write<Replies>([&](Tx& tx) -> Result<Replies> {
       const Millis now = clock_->NowMillis();
-      TE_RETURN_IF_ERROR(
+      TE_ASSIGN_OR_RETURN(
+          LockedRows rows,
           LockInOrder(tx, IdsOf(requests, [](const HeartbeatRequest& h) { return h.lease.id; })));
       Replies out;
       out.reserve(requests.size());
       for (const HeartbeatRequest& h : requests) {
-        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LockState(tx, h.lease.id));
+        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, rows.Get(tx, h.lease.id));
         Status check = CheckLease(row, h.lease);
         if (!check.ok()) {
           out.emplace_back(check);
@@ -301,6 +354,7 @@ class MariaStore final : public SqlStore {
           a.AddNull();
         }
         TE_RETURN_IF_ERROR(tx.Run(kHeartbeat, a).status());
+        rows.Touch(h.lease.id);
         out.emplace_back(reply);
       }
       return out;
@@ -327,22 +381,56 @@ class MariaStore final : public SqlStore {
     using Replies = std::vector<Result<FinishReply>>;
     auto r = Write<Replies>([&](Tx& tx) -> Result<Replies> {
       const Millis now = clock_->NowMillis();
-      TE_RETURN_IF_ERROR(
+      std::unordered_map<std::int64_t, int> occurrences;
+      for (const FinishRequest& f : requests) ++occurrences[f.lease.id.value];
+      TE_ASSIGN_OR_RETURN(
+          LockedRows rows,
           LockInOrder(tx, IdsOf(requests, [](const FinishRequest& f) { return f.lease.id; })));
       Replies out;
       out.reserve(requests.size());
       MariaActionTx actions(*this, tx);
+      std::vector<std::vector<SqlValue>> successes;
       for (const FinishRequest& f : requests) {
-        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LockState(tx, f.lease.id));
+        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, rows.Get(tx, f.lease.id));
         TE_ASSIGN_OR_RETURN(FinishDecision d, DecideFinish(actions, row, f, now, *random_));
         if (!d.status.ok()) {
           out.emplace_back(d.status);
           continue;
         }
-        TE_RETURN_IF_ERROR(
-            Apply(tx, *row, d.transition, now, d.plan.result, d.plan.error, d.plan.progress));
-        out.emplace_back(FinishReplyFor(d.transition));
+        const Transition& t = d.transition;
+        if (t.to == ExecutionStatus::kSucceeded && row->lane_key.empty() &&
+            occurrences[f.lease.id.value] == 1) {
+          // Nothing else in this batch reads this row again, and a success
+          // outside a lane touches no other row: write it with the others.
+          const std::string_view result = f.result_json;
+          successes.push_back({Int(row->id.value), Int(static_cast<int>(t.to)), Int(t.attempt),
+                               Int(t.consecutive_lease_expiries), Int(t.permanent_failures),
+                               Int(t.ambiguous_failures), Int(static_cast<int>(t.failure_class)),
+                               Int(t.cancel_requested ? 1 : 0), Int(t.clear_lease ? 1 : 0),
+                               Int(t.finished ? now : Millis{0}),
+                               result.empty()
+                                   ? SqlValue{}
+                                   : SqlValue{SqlValue::Kind::kText, 0, std::string(result)}});
+          tx.counters.CountTransition(*row, t, now);
+        } else {
+          TE_RETURN_IF_ERROR(Apply(tx, *row, t, now, d.plan.result, d.plan.error, d.plan.progress));
+        }
+        rows.Touch(f.lease.id);
+        out.emplace_back(FinishReplyFor(t));
       }
+      TE_RETURN_IF_ERROR(BatchUpdate(
+          tx,
+          {"id", "status", "attempt", "expiries", "permanent", "ambiguous", "failure_class",
+           "cancel_requested", "clear_lease", "finished_at", "result"},
+          successes, "",
+          "e.status = v.status, e.attempt = v.attempt,"
+          " e.consecutive_lease_expiries = v.expiries, e.permanent_failures = v.permanent,"
+          " e.ambiguous_failures = v.ambiguous, e.failure_class = v.failure_class,"
+          " e.cancel_requested = v.cancel_requested,"
+          " e.lease_expires_at = CASE WHEN v.clear_lease <> 0 THEN 0 ELSE e.lease_expires_at END,"
+          " e.worker = CASE WHEN v.clear_lease <> 0 THEN '' ELSE e.worker END,"
+          " e.finished_at = v.finished_at, e.result = COALESCE(v.result, e.result),"
+          " e.error = '', e.progress = 100"));
       return out;
     });
     if (!r.ok()) return Replies(requests.size(), r.status());
@@ -529,14 +617,90 @@ class MariaStore final : public SqlStore {
     return ids;
   }
 
+  // The rows a batch locked up front, as they were when locked. A row the
+  // batch changed since is read again (the same execution may appear twice).
+  class LockedRows {
+   public:
+    void Add(StateRow row) { rows_.emplace(row.id.value, std::move(row)); }
+    void Touch(ExecutionId id) {
+      rows_.erase(id.value);
+      touched_.push_back(id.value);
+    }
+    Result<std::optional<StateRow>> Get(Tx& tx, ExecutionId id) const {
+      auto it = rows_.find(id.value);
+      if (it != rows_.end()) return std::optional<StateRow>(it->second);
+      if (std::find(touched_.begin(), touched_.end(), id.value) != touched_.end()) {
+        return LockState(tx, id);
+      }
+      return std::optional<StateRow>();  // does not exist
+    }
+
+   private:
+    std::unordered_map<std::int64_t, StateRow> rows_;
+    std::vector<std::int64_t> touched_;
+  };
+
   // Locks the executions `ids` (those that exist) in id order, so two
-  // batches over the same executions never deadlock.
-  static Status LockInOrder(Tx& tx, std::vector<std::int64_t> ids) {
+  // batches over the same executions never deadlock, and reads them.
+  static Result<LockedRows> LockInOrder(Tx& tx, std::vector<std::int64_t> ids) {
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-    for (std::int64_t id : ids) TE_RETURN_IF_ERROR(LockState(tx, ExecutionId(id)).status());
+    LockedRows out;
+    for (std::size_t i = 0; i < ids.size();) {
+      const int n = ChunkRows(ids.size() - i);
+      SqlArgs a;
+      for (int k = 0; k < n; ++k) a.Add(ids[i + k]);
+      TE_RETURN_IF_ERROR(
+          tx.s.RunText(LockRowsSql(n), a, [&](const Row& r) { out.Add(ReadStateRow(r)); })
+              .status());
+      i += n;
+    }
+    return out;
+  }
+
+  // Runs BatchUpdateSql(columns, ..., on, set) over `rows` (each a list of
+  // values in `columns` order), in chunks; `tail` holds the statement's other
+  // arguments.
+  static Status BatchUpdate(Tx& tx, const std::vector<const char*>& columns,
+                            const std::vector<std::vector<SqlValue>>& rows, std::string_view on,
+                            std::string_view set, const std::vector<SqlValue>& tail = {}) {
+    for (std::size_t i = 0; i < rows.size();) {
+      const int n = ChunkRows(rows.size() - i);
+      SqlArgs a;
+      for (int k = 0; k < n; ++k) {
+        for (const SqlValue& v : rows[i + k]) AddValue(a, v);
+      }
+      for (const SqlValue& v : tail) AddValue(a, v);
+      const int first_tail = n * static_cast<int>(columns.size()) + 1;
+      std::string sql = BatchUpdateSql(columns, n, on, set);
+      // The tail's placeholders are written ?T1, ?T2... in `set`: number them.
+      for (std::size_t t = 0; t < tail.size(); ++t) {
+        const std::string from = "?T" + std::to_string(t + 1);
+        const std::string to = "?" + std::to_string(first_tail + static_cast<int>(t));
+        for (std::size_t at = sql.find(from); at != std::string::npos; at = sql.find(from, at)) {
+          sql.replace(at, from.size(), to);
+        }
+      }
+      TE_RETURN_IF_ERROR(tx.s.RunText(sql, a, [](const Row&) {}).status());
+      i += n;
+    }
     return Status::Ok();
   }
+
+  static void AddValue(SqlArgs& a, const SqlValue& v) {
+    switch (v.kind) {
+      case SqlValue::Kind::kNull:
+        a.AddNull();
+        break;
+      case SqlValue::Kind::kInt:
+        a.Add(v.number);
+        break;
+      case SqlValue::Kind::kText:
+        a.Add(std::string_view(v.text));
+        break;
+    }
+  }
+  static SqlValue Int(std::int64_t v) { return SqlValue{SqlValue::Kind::kInt, v, {}}; }
 
   // Admits `requests` in order inside `tx`.
   Result<std::vector<AdmitResult>> AdmitAll(Tx& tx, const std::vector<AdmitRequest>& requests,
