@@ -238,6 +238,10 @@ inline constexpr char kReplaceAttempt[] =
     " started_at, ended_at, outcome, failure_class, released, error)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
 inline constexpr char kDeleteExecution[] = "DELETE FROM executions WHERE id = ?1";
+// Retention (I7): log lines and audit records are appended in time order:
+// the oldest by id until the first young one.
+inline constexpr char kDeleteLogsUpTo[] = "DELETE FROM execution_logs WHERE id <= ?1 AND at < ?2";
+inline constexpr char kDeleteAuditUpTo[] = "DELETE FROM audit_log WHERE id <= ?1 AND at < ?2";
 
 // --- upserts and row locks as SQLite and PostgreSQL write them ---
 

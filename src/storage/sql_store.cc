@@ -426,6 +426,76 @@ Result<std::vector<LogEntry>> SqlStore::GetLogs(ExecutionId id, int limit) {
   });
 }
 
+// --- retention (I7) ---
+
+namespace {
+
+Result<std::int64_t> CountOne(SqlSession& s, const char* sql, const SqlArgs& args) {
+  std::int64_t n = 0;
+  TE_RETURN_IF_ERROR(s.Run(sql, args, [&](const Row& r) { n = r.Int(0); }).status());
+  return n;
+}
+
+// Removes the oldest rows by id while they are older than `before`, up to
+// `max_rows`; adds how many to *removed and returns whether the batch was
+// full of old rows.
+Result<bool> PurgeOldest(SqlSession& s, const char* oldest_sql, const char* delete_sql,
+                         Millis before, int max_rows, std::int64_t* removed) {
+  std::int64_t last_old = 0;
+  int old_rows = 0;
+  bool young = false;
+  TE_RETURN_IF_ERROR(s.Run(oldest_sql, SqlArgs().Add(max_rows), [&](const Row& r) {
+                        if (young || r.Int(1) >= before) {
+                          young = true;
+                          return;
+                        }
+                        last_old = r.Int(0);
+                        ++old_rows;
+                      }).status());
+  if (old_rows == 0) return false;
+  TE_ASSIGN_OR_RETURN(std::int64_t n, s.Exec(delete_sql, SqlArgs().Add(last_old).Add(before)));
+  *removed += n;
+  return old_rows == max_rows;
+}
+
+}  // namespace
+
+Result<PurgeReport> CountPurgeable(SqlSession& s, const RetentionCutoffs& cutoffs) {
+  PurgeReport r;
+  const Millis ended = cutoffs.executions_ended_before;
+  if (ended > 0) {
+    TE_RETURN_IF_ERROR(s.Run(kCountPurgeable, SqlArgs().Add(ended), [&](const Row& row) {
+                          r.executions = row.Int(0);
+                          r.oldest_ended_at = row.Int(1);
+                          r.newest_ended_at = row.Int(2);
+                        }).status());
+    TE_ASSIGN_OR_RETURN(r.attempts, CountOne(s, kCountPurgeableAttempts, SqlArgs().Add(ended)));
+    TE_ASSIGN_OR_RETURN(r.effects, CountOne(s, kCountPurgeableEffects, SqlArgs().Add(ended)));
+  }
+  // Log lines: those of the executions that go, and those old enough.
+  TE_ASSIGN_OR_RETURN(
+      r.logs, CountOne(s, kCountPurgeableLogs, SqlArgs().Add(ended).Add(cutoffs.logs_before)));
+  if (cutoffs.audit_before > 0) {
+    TE_ASSIGN_OR_RETURN(r.audit, CountOne(s, kCountOldAudit, SqlArgs().Add(cutoffs.audit_before)));
+  }
+  return r;
+}
+
+Status PurgeOldLogsAndAudit(SqlSession& s, const RetentionCutoffs& cutoffs, int max_rows,
+                            PurgeReport& r) {
+  if (cutoffs.logs_before > 0) {
+    TE_ASSIGN_OR_RETURN(bool more, PurgeOldest(s, kOldestLogs, kDeleteLogsUpTo, cutoffs.logs_before,
+                                               max_rows, &r.logs));
+    r.more = r.more || more;
+  }
+  if (cutoffs.audit_before > 0) {
+    TE_ASSIGN_OR_RETURN(bool more, PurgeOldest(s, kOldestAudit, kDeleteAuditUpTo,
+                                               cutoffs.audit_before, max_rows, &r.audit));
+    r.more = r.more || more;
+  }
+  return Status::Ok();
+}
+
 // --- SqlActionTx ---
 
 Result<bool> SqlActionTx::MayHaveEscapedEffects(ExecutionId id) {

@@ -120,6 +120,13 @@ Status WriteJobRow(SqlSession& s, const SqlDialect& dialect, const JobDefinition
 Status InsertAuditRow(SqlSession& s, const AuditRecord& record);
 // kNotFound unless execution `id` exists.
 Status RequireExecution(SqlSession& s, ExecutionId id);
+// Retention (I7): what Purge would remove under `cutoffs` (its dry run).
+Result<PurgeReport> CountPurgeable(SqlSession& s, const RetentionCutoffs& cutoffs);
+// Retention (I7): removes the log lines and audit records older than the
+// cutoffs, at most `max_rows` of each, oldest first; adds them to `r` (and
+// sets r.more when a batch was full).
+Status PurgeOldLogsAndAudit(SqlSession& s, const RetentionCutoffs& cutoffs, int max_rows,
+                            PurgeReport& r);
 
 // The steps of ActionTx (store_actions.h) that are the same SQL on every SQL
 // backend; a backend adds LoadState, Apply and InsertAudit as it writes them.

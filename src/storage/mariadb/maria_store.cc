@@ -94,8 +94,6 @@ constexpr char kDeleteExecutionLogs[] = "DELETE FROM execution_logs WHERE execut
 constexpr char kDeleteExecutionAttempts[] =
     "DELETE FROM execution_attempts WHERE execution_id = ?1";
 constexpr char kDeleteExecutionEffects[] = "DELETE FROM effects WHERE execution_id = ?1";
-constexpr char kDeleteLogsUpTo[] = "DELETE FROM execution_logs WHERE id <= ?1 AND at < ?2";
-constexpr char kDeleteAuditUpTo[] = "DELETE FROM audit_log WHERE id <= ?1 AND at < ?2";
 // Schema version.
 constexpr char kHasVersionTable[] =
     "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE()"
@@ -453,23 +451,14 @@ class MariaStore final : public SqlStore {
   Result<PurgeReport> Purge(const RetentionCutoffs& cutoffs, int max_rows, bool dry_run) override {
     TE_RETURN_IF_ERROR(ValidatePurge(cutoffs, max_rows));
     if (dry_run) {
-      return ReadValue<PurgeReport>([&](SqlSession& s) { return CountPurge(s, cutoffs); });
+      return ReadValue<PurgeReport>([&](SqlSession& s) { return CountPurgeable(s, cutoffs); });
     }
     return Write<PurgeReport>([&](Tx& tx) -> Result<PurgeReport> {
       PurgeReport r;
       if (cutoffs.executions_ended_before > 0) {
         TE_RETURN_IF_ERROR(PurgeExecutions(tx, cutoffs.executions_ended_before, max_rows, r));
       }
-      if (cutoffs.logs_before > 0) {
-        TE_ASSIGN_OR_RETURN(bool more, PurgeOldest(tx, kOldestLogs, kDeleteLogsUpTo,
-                                                   cutoffs.logs_before, max_rows, &r.logs));
-        r.more = r.more || more;
-      }
-      if (cutoffs.audit_before > 0) {
-        TE_ASSIGN_OR_RETURN(bool more, PurgeOldest(tx, kOldestAudit, kDeleteAuditUpTo,
-                                                   cutoffs.audit_before, max_rows, &r.audit));
-        r.more = r.more || more;
-      }
+      TE_RETURN_IF_ERROR(PurgeOldLogsAndAudit(tx.s, cutoffs, max_rows, r));
       return r;
     });
   }
@@ -906,34 +895,6 @@ class MariaStore final : public SqlStore {
     return a;
   }
 
-  static Result<std::int64_t> CountOne(SqlSession& s, const char* sql, SqlArgs args) {
-    std::int64_t n = 0;
-    TE_RETURN_IF_ERROR(s.Run(sql, args, [&](const Row& r) { n = r.Int(0); }).status());
-    return n;
-  }
-
-  static Result<PurgeReport> CountPurge(SqlSession& s, const RetentionCutoffs& cutoffs) {
-    PurgeReport r;
-    const Millis ended = cutoffs.executions_ended_before;
-    if (ended > 0) {
-      TE_RETURN_IF_ERROR(s.Run(kCountPurgeable, SqlArgs().Add(ended), [&](const Row& row) {
-                            r.executions = row.Int(0);
-                            r.oldest_ended_at = row.Int(1);
-                            r.newest_ended_at = row.Int(2);
-                          }).status());
-      TE_ASSIGN_OR_RETURN(r.attempts, CountOne(s, kCountPurgeableAttempts, SqlArgs().Add(ended)));
-      TE_ASSIGN_OR_RETURN(r.effects, CountOne(s, kCountPurgeableEffects, SqlArgs().Add(ended)));
-    }
-    // Log lines: those of the executions that go, and those old enough.
-    TE_ASSIGN_OR_RETURN(
-        r.logs, CountOne(s, kCountPurgeableLogs, SqlArgs().Add(ended).Add(cutoffs.logs_before)));
-    if (cutoffs.audit_before > 0) {
-      TE_ASSIGN_OR_RETURN(r.audit,
-                          CountOne(s, kCountOldAudit, SqlArgs().Add(cutoffs.audit_before)));
-    }
-    return r;
-  }
-
   // Removes up to `max_rows` due executions with their logs, attempts and
   // effects; their counters go down with them.
   static Status PurgeExecutions(Tx& tx, Millis ended_before, int max_rows, PurgeReport& r) {
@@ -966,30 +927,6 @@ class MariaStore final : public SqlStore {
     }
     r.more = static_cast<int>(doomed.size()) == max_rows;
     return Status::Ok();
-  }
-
-  // Removes the oldest rows by id while they are older than `before`, up to
-  // `max_rows`; adds how many to *removed and returns whether the batch was
-  // full of old rows.
-  static Result<bool> PurgeOldest(Tx& tx, const char* oldest_sql, const char* delete_sql,
-                                  Millis before, int max_rows, std::int64_t* removed) {
-    std::int64_t last_old = 0;
-    int old_rows = 0;
-    bool young = false;
-    TE_RETURN_IF_ERROR(tx.s.Run(oldest_sql, SqlArgs().Add(max_rows),
-                                [&](const Row& r) {
-                                  if (young || r.Int(1) >= before) {
-                                    young = true;
-                                    return;
-                                  }
-                                  last_old = r.Int(0);
-                                  ++old_rows;
-                                })
-                           .status());
-    if (old_rows == 0) return false;
-    TE_ASSIGN_OR_RETURN(std::int64_t n, tx.Run(delete_sql, SqlArgs().Add(last_old).Add(before)));
-    *removed += n;
-    return old_rows == max_rows;
   }
 
   // --- transactions over the pool ---

@@ -176,10 +176,6 @@ constexpr const char* kDeleteExecutionsAttempts =
 constexpr const char* kDeleteExecutionsEffects =
     "DELETE FROM effects WHERE execution_id = ANY($1::bigint[])";
 constexpr const char* kDeleteExecutions = "DELETE FROM executions WHERE id = ANY($1::bigint[])";
-// Log lines and audit records are appended in time order: the oldest by id
-// until the first young one.
-constexpr const char* kDeleteLogsUpTo = "DELETE FROM execution_logs WHERE id <= $1 AND at < $2";
-constexpr const char* kDeleteAuditUpTo = "DELETE FROM audit_log WHERE id <= $1 AND at < $2";
 
 constexpr const char* kInsertAttempt =
     "INSERT INTO execution_attempts (execution_id, attempt, claim_version, worker,"
@@ -592,23 +588,18 @@ class PostgresStore final : public SqlStore {
   Result<PurgeReport> Purge(const RetentionCutoffs& cutoffs, int max_rows, bool dry_run) override {
     TE_RETURN_IF_ERROR(ValidatePurge(cutoffs, max_rows));
     if (dry_run) {
-      return ReadTx<PurgeReport>([&](Tx& tx) { return CountPurge(tx, cutoffs); });
+      return ReadTx<PurgeReport>([&](Tx& tx) {
+        PgSession session(tx.c);
+        return CountPurgeable(session, cutoffs);
+      });
     }
     return Write<PurgeReport>([&](Tx& tx) -> Result<PurgeReport> {
       PurgeReport r;
       if (cutoffs.executions_ended_before > 0) {
         TE_RETURN_IF_ERROR(PurgeExecutions(tx, cutoffs.executions_ended_before, max_rows, r));
       }
-      if (cutoffs.logs_before > 0) {
-        TE_ASSIGN_OR_RETURN(bool more, PurgeOldest(tx, kOldestLogs, kDeleteLogsUpTo,
-                                                   cutoffs.logs_before, max_rows, &r.logs));
-        r.more = r.more || more;
-      }
-      if (cutoffs.audit_before > 0) {
-        TE_ASSIGN_OR_RETURN(bool more, PurgeOldest(tx, kOldestAudit, kDeleteAuditUpTo,
-                                                   cutoffs.audit_before, max_rows, &r.audit));
-        r.more = r.more || more;
-      }
+      PgSession session(tx.c);
+      TE_RETURN_IF_ERROR(PurgeOldLogsAndAudit(session, cutoffs, max_rows, r));
       return r;
     });
   }
@@ -770,34 +761,6 @@ class PostgresStore final : public SqlStore {
  private:
   // --- retention (I7) ---
 
-  static Result<std::int64_t> CountOne(Tx& tx, const char* sql, Millis a) {
-    TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(sql, Params().Add(a)));
-    return s.rows() > 0 ? s.Int(0, 0) : 0;
-  }
-
-  static Result<PurgeReport> CountPurge(Tx& tx, const RetentionCutoffs& cutoffs) {
-    PurgeReport r;
-    const Millis ended = cutoffs.executions_ended_before;
-    if (ended > 0) {
-      TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kCountPurgeable, Params().Add(ended)));
-      if (s.rows() > 0) {
-        r.executions = s.Int(0, 0);
-        r.oldest_ended_at = s.Int(0, 1);
-        r.newest_ended_at = s.Int(0, 2);
-      }
-      TE_ASSIGN_OR_RETURN(r.attempts, CountOne(tx, kCountPurgeableAttempts, ended));
-      TE_ASSIGN_OR_RETURN(r.effects, CountOne(tx, kCountPurgeableEffects, ended));
-    }
-    // Log lines: those of the executions that go, and those old enough.
-    TE_ASSIGN_OR_RETURN(PgResult logs,
-                        tx.Q(kCountPurgeableLogs, Params().Add(ended).Add(cutoffs.logs_before)));
-    if (logs.rows() > 0) r.logs = logs.Int(0, 0);
-    if (cutoffs.audit_before > 0) {
-      TE_ASSIGN_OR_RETURN(r.audit, CountOne(tx, kCountOldAudit, cutoffs.audit_before));
-    }
-    return r;
-  }
-
   // Removes up to `max_rows` due executions with their logs, attempts and
   // effects; their counters go down with them (flushed with the transaction).
   static Status PurgeExecutions(Tx& tx, Millis ended_before, int max_rows, PurgeReport& r) {
@@ -824,24 +787,6 @@ class PostgresStore final : public SqlStore {
     r.executions += d.affected();
     r.more = static_cast<int>(ids.size()) == max_rows;
     return Status::Ok();
-  }
-
-  // Removes the oldest rows by id while they are older than `before`, up to
-  // `max_rows`; adds how many to *removed and returns whether the batch was
-  // full of old rows.
-  static Result<bool> PurgeOldest(Tx& tx, const char* oldest_sql, const char* delete_sql,
-                                  Millis before, int max_rows, std::int64_t* removed) {
-    TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(oldest_sql, Params().Add(max_rows)));
-    std::int64_t last_old = 0;
-    int old_rows = 0;
-    for (int i = 0; i < s.rows() && s.Int(i, 1) < before; ++i) {
-      last_old = s.Int(i, 0);
-      ++old_rows;
-    }
-    if (old_rows == 0) return false;
-    TE_ASSIGN_OR_RETURN(PgResult d, tx.Q(delete_sql, Params().Add(last_old).Add(before)));
-    *removed += d.affected();
-    return old_rows == max_rows;
   }
 
   // The LISTEN thread: connects, LISTENs on channel_, and calls the listener

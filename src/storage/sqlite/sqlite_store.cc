@@ -100,15 +100,6 @@ constexpr const char* kDeleteExecutionAttempts =
     "DELETE FROM execution_attempts WHERE execution_id = ?1 RETURNING 1";
 constexpr const char* kDeleteExecutionEffects =
     "DELETE FROM effects WHERE execution_id = ?1 RETURNING 1";
-// Log lines and audit records are appended in time order: the oldest by id
-// until the first young one.
-constexpr const char* kDeleteLogsUpTo =
-    "DELETE FROM execution_logs WHERE id <= ?1 AND at < ?2 RETURNING 1";
-constexpr const char* kDeleteAuditUpTo =
-    "DELETE FROM audit_log WHERE id <= ?1 AND at < ?2 RETURNING 1";
-
-// List variants: each is a static statement so it is prepared once; the
-// optional filters are "?N IS NULL OR ..." and the leading column picks the index.
 constexpr const char* kUpdateScheduleState =
     "INSERT INTO schedule_state (job, last_fire_at, last_evaluated_at, skipped_fires,"
     " last_skipped_at) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(job) DO UPDATE SET"
@@ -495,7 +486,10 @@ class SqliteStore final : public SqlStore {
   Result<PurgeReport> Purge(const RetentionCutoffs& cutoffs, int max_rows, bool dry_run) override {
     TE_RETURN_IF_ERROR(ValidatePurge(cutoffs, max_rows));
     if (dry_run) {
-      return Read<PurgeReport>([&](Connection& c) { return CountPurge(c, cutoffs); });
+      return Read<PurgeReport>([&](Connection& c) {
+        SqliteSession session(c);
+        return CountPurgeable(session, cutoffs);
+      });
     }
     return Write<PurgeReport>(
         [&](Connection& c) -> Result<PurgeReport> {
@@ -503,16 +497,8 @@ class SqliteStore final : public SqlStore {
           if (cutoffs.executions_ended_before > 0) {
             TE_RETURN_IF_ERROR(PurgeExecutions(c, cutoffs.executions_ended_before, max_rows, r));
           }
-          if (cutoffs.logs_before > 0) {
-            TE_ASSIGN_OR_RETURN(bool more, PurgeOldest(c, kOldestLogs, kDeleteLogsUpTo,
-                                                       cutoffs.logs_before, max_rows, &r.logs));
-            r.more = r.more || more;
-          }
-          if (cutoffs.audit_before > 0) {
-            TE_ASSIGN_OR_RETURN(bool more, PurgeOldest(c, kOldestAudit, kDeleteAuditUpTo,
-                                                       cutoffs.audit_before, max_rows, &r.audit));
-            r.more = r.more || more;
-          }
+          SqliteSession session(c);
+          TE_RETURN_IF_ERROR(PurgeOldLogsAndAudit(session, cutoffs, max_rows, r));
           return r;
         },
         Durability::kRelaxed);
@@ -809,41 +795,6 @@ class SqliteStore final : public SqlStore {
     }
   }
 
-  static Result<std::int64_t> CountOne(Connection& c, const char* sql, Millis a) {
-    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(sql));
-    s.Bind(1, a);
-    TE_ASSIGN_OR_RETURN(bool row, s.Step());
-    return row ? s.Int(0) : 0;
-  }
-
-  static Result<PurgeReport> CountPurge(Connection& c, const RetentionCutoffs& cutoffs) {
-    PurgeReport r;
-    const Millis ended = cutoffs.executions_ended_before;
-    if (ended > 0) {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kCountPurgeable));
-      s.Bind(1, ended);
-      TE_ASSIGN_OR_RETURN(bool row, s.Step());
-      if (row) {
-        r.executions = s.Int(0);
-        r.oldest_ended_at = s.Int(1);
-        r.newest_ended_at = s.Int(2);
-      }
-      TE_ASSIGN_OR_RETURN(r.attempts, CountOne(c, kCountPurgeableAttempts, ended));
-      TE_ASSIGN_OR_RETURN(r.effects, CountOne(c, kCountPurgeableEffects, ended));
-    }
-    // Log lines: those of the executions that go, and those old enough.
-    {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kCountPurgeableLogs));
-      s.Bind(1, ended).Bind(2, cutoffs.logs_before);
-      TE_ASSIGN_OR_RETURN(bool row, s.Step());
-      if (row) r.logs = s.Int(0);
-    }
-    if (cutoffs.audit_before > 0) {
-      TE_ASSIGN_OR_RETURN(r.audit, CountOne(c, kCountOldAudit, cutoffs.audit_before));
-    }
-    return r;
-  }
-
   // Writer thread only: removes up to `max_rows` due executions with their
   // logs, attempts and effects; their counters go down with them.
   Status PurgeExecutions(Connection& c, Millis ended_before, int max_rows, PurgeReport& r) {
@@ -884,31 +835,6 @@ class SqliteStore final : public SqlStore {
     }
     r.more = static_cast<int>(doomed.size()) == max_rows;
     return Status::Ok();
-  }
-
-  // Removes the oldest rows by id while they are older than `before`, up to
-  // `max_rows`; adds how many to *removed and returns whether the batch was
-  // full of old rows.
-  static Result<bool> PurgeOldest(Connection& c, const char* oldest_sql, const char* delete_sql,
-                                  Millis before, int max_rows, std::int64_t* removed) {
-    std::int64_t last_old = 0;
-    int old_rows = 0;
-    {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(oldest_sql));
-      s.Bind(1, max_rows);
-      while (true) {
-        TE_ASSIGN_OR_RETURN(bool row, s.Step());
-        if (!row || s.Int(1) >= before) break;
-        last_old = s.Int(0);
-        ++old_rows;
-      }
-    }
-    if (old_rows == 0) return false;
-    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(delete_sql));
-    s.Bind(1, last_old).Bind(2, before);
-    TE_ASSIGN_OR_RETURN(std::int64_t n, CountReturned(s));
-    *removed += n;
-    return old_rows == max_rows;
   }
 
   // Counters change with the operation that changes the status; the writer
