@@ -951,6 +951,9 @@ std::vector<StatementCase> StatementCases() {
            "boom again"),
        2, ""},
       {TE_SHARED(kDeleteExecution), SqlArgs().Add(2), 1, ""},
+      // Retention: the oldest log line (id 1, at 1500) and audit record (id 1, at 1600).
+      {TE_SHARED(kDeleteLogsUpTo), SqlArgs().Add(1).Add(1600), 1, ""},
+      {TE_SHARED(kDeleteAuditUpTo), SqlArgs().Add(1).Add(1700), 1, ""},
       {TE_SHARED(kJobVersion), SqlArgs().Add("job-a"), 1, "100"},
       {TE_SHARED(kJobVersionForUpdate), SqlArgs().Add("job-a"), 1, "100"},
       {TE_DIALECT(kUpsertJob), JobArgs("job-a", 2, 2000), -1, ""},
