@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "storage/mariadb/testing/test_server.h"
 #include "testing_support/test_util.h"
 
 namespace taskengine::maria {
@@ -29,87 +30,9 @@ namespace {
 using storage_internal::Row;
 using storage_internal::SqlArgs;
 
-std::string SourceDir() {
-  const char* dir = std::getenv("TASKENGINE_SOURCE_DIR");
-  return dir != nullptr ? dir : ".";
-}
-
-// Runs a shell command; returns its exit status and fills `out` with its stdout.
-int Shell(const std::string& command, std::string* out = nullptr) {
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) return -1;
-  std::string text;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) text += buf;
-  const int rc = pclose(p);
-  if (out != nullptr) {
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-    *out = text;
-  }
-  return rc;
-}
-
-// A throwaway server, stopped at the end.
-class Server {
- public:
-  Server() {
-    // The mysql user must reach the server directory inside our temp dir.
-    ::chmod(dir_.path().c_str(), 0755);
-    server_dir_ = dir_.File("mariadb");
-    started_ = Script("start", &url_);
-  }
-  ~Server() {
-    if (started_) (void)Stop();
-  }
-  Server(const Server&) = delete;
-  Server& operator=(const Server&) = delete;
-
-  bool started() const { return started_; }
-  // The URL, or the script's output when it failed.
-  const std::string& url() const { return url_; }
-
-  bool Stop() { return Script("stop"); }
-  bool Start() {
-    std::string out;
-    return Script("start", &out);
-  }
-
- private:
-  bool Script(const char* verb, std::string* out = nullptr) {
-    std::string ignored;
-    return Shell(SourceDir() + "/scripts/mariadb_cluster.sh " + verb + " " + server_dir_ + " 2>&1",
-                 out != nullptr ? out : &ignored) == 0;
-  }
-
-  TempDir dir_;
-  std::string server_dir_;
-  std::string url_;
-  bool started_ = false;
-};
-
-// One server for the binary (mariadb-install-db takes seconds), stopped when
-// the binary ends.
-Server* shared_server = nullptr;
-
-class ServerEnvironment : public ::testing::Environment {
- public:
-  void TearDown() override {
-    delete shared_server;
-    shared_server = nullptr;
-  }
-};
-const ::testing::Environment* const kServerEnvironment =
-    ::testing::AddGlobalTestEnvironment(new ServerEnvironment);
-
-Server& SharedServer() {
-  if (shared_server == nullptr) shared_server = new Server();
-  return *shared_server;
-}
-
-// `url` with its database replaced by `database`.
-std::string WithDatabase(const std::string& url, const std::string& database) {
-  return url.substr(0, url.rfind('/') + 1) + database;
-}
+using testing::SharedServer;
+using testing::TestServer;
+using testing::WithDatabase;
 
 // Every row of `sql` as `columns` texts each ("NULL" for a NULL).
 using Table = std::vector<std::vector<std::string>>;
@@ -128,7 +51,7 @@ Result<Table> Select(MariaConn& conn, const char* sql, const SqlArgs& args, int 
 class MariaConnTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Server& server = SharedServer();
+    TestServer& server = SharedServer();
     ASSERT_TRUE(server.started()) << server.url();
     std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -622,7 +545,7 @@ TEST_F(MariaConnTest, KilledConnectionIsUnavailableAndStaysBroken) {
 // a new Connect after the restart works, and the cached statements are
 // prepared again.
 TEST(MariaServerStopTest, StopIsUnavailableAndReconnectWorks) {
-  Server server;
+  TestServer server;
   ASSERT_TRUE(server.started()) << server.url();
   MariaConn conn;
   ASSERT_OK(conn.Connect(server.url()));
