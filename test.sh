@@ -123,7 +123,7 @@ step "[asan] ctest (unit, conformance, integration)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure -j "$jobs"
 
-tsan_tests=(engine_test sqlite_conformance_test postgres_conformance_test pg_store_test mariadb_conformance_test)
+tsan_tests=(engine_test sqlite_conformance_test postgres_conformance_test pg_store_test mariadb_conformance_test redis_transport_test redis_wakeup_test)
 step "[tsan] configure + build"
 build_preset tsan --target "${tsan_tests[@]}"
 step "[tsan] ctest"

@@ -1,26 +1,34 @@
 // taskengine-bench: the benchmarks of quality.md §1 that issue 2 covers.
 //
 //   taskengine-bench [p1|p2|p6|p9|purge|all] [--jobs N] [--workers N] [--runs N] [--dir PATH]
+//                    [--p2-spin]
 //   taskengine-bench fill --jobs N --db PATH
 //
 // `fill` is not a figure: it writes the database that P10 (the dashboard with
 // millions of executions, bench/p10.sh) opens with `taskengine serve`.
 // Each figure is printed with its setup. Client and engine share the
 // process (and the machine's cores); thread counts are printed.
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench_support.h"
+#include "core/mutex.h"
+#include "core/pickup_trace.h"
 #include "engine/engine_internal.h"
 #include "engine/retention.h"
 #include "storage/store.h"
@@ -31,6 +39,10 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+using taskengine::bench::Median;
+using taskengine::bench::Percentile;
+using taskengine::bench::WakeupFloor;
+
 struct Args {
   std::string which = "all";
   long jobs = 100'000;
@@ -40,6 +52,9 @@ struct Args {
   long purge_budget_ms = -1;  // purge: RetentionPolicy::max_transaction_ms (-1 = its default)
   std::string dir;
   std::string db;  // fill: the database file to create
+  // p2: the bench thread spins until the handler starts instead of sleeping
+  // (the waiting of P2 before issue 19: it keeps one of the cores busy).
+  bool p2_spin = false;
 };
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
@@ -53,17 +68,6 @@ long ReadStatusKb(const char* field) {
   return -1;
 }
 
-// The p-quantile (0..1) of a non-empty sample, by nearest rank.
-double Percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * v.size()))];
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 te::JobDefinition NoopJob(const std::string& name, const std::string& queue) {
   te::JobDefinition j;
   j.name = te::JobName(name);
@@ -72,13 +76,98 @@ te::JobDefinition NoopJob(const std::string& name, const std::string& queue) {
   return j;
 }
 
+namespace trace = te::pickup_trace;
+
+// The floor of a durable commit: a 4 KiB write and fdatasync on `path`.
+class SyncFloor {
+ public:
+  explicit SyncFloor(const std::string& path)
+      : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600)) {
+    if (fd_ < 0) {
+      std::perror("open");
+      std::exit(1);
+    }
+  }
+  ~SyncFloor() { ::close(fd_); }
+  // One write + fdatasync; ms.
+  double Sample() {
+    char block[4096];
+    std::memset(block, static_cast<int>(++n_), sizeof block);
+    const auto t0 = Clock::now();
+    if (::pwrite(fd_, block, sizeof block, 0) != static_cast<ssize_t>(sizeof block) ||
+        ::fdatasync(fd_) != 0) {
+      std::perror("write + fdatasync");
+      std::exit(1);
+    }
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  }
+
+ private:
+  const int fd_;
+  long n_ = 0;
+};
+
+// One P2 sample: the pickup trace's points (steady ns; 0 = not passed).
+using TracePoints = std::array<std::int64_t, trace::kPointCount>;
+
+// The segment that ends at each point, as the breakdown prints it.
+constexpr std::array<const char*, trace::kPointCount> kPointSegment = {
+    "",  // kDispatchCall
+    "dispatch call -> admission queued for the writer",
+    "writer wakes, begins the batch",
+    "admission statements",
+    "COMMIT (fdatasync)",
+    "caller wakes after the commit",
+    "caller signals the pool",
+    "claimer (or the parked worker) wakes",
+    "claim queued for the writer",
+    "writer wakes, begins the batch",
+    "claim statements",
+    "COMMIT",
+    "claiming thread wakes with the lease (or delivered)",
+    "worker has the lease (woken, or claimed it)",
+    "mark-started queued for the writer",
+    "writer wakes, begins the batch",
+    "mark statements",
+    "COMMIT",
+    "worker wakes after the mark",
+    "handler starts",
+    "",  // kAckHeard
+};
+
+struct P2Figures {
+  double ack_p50 = 0, ack_p99 = 0;        // dispatch acknowledged -> handler start
+  double commit_p50 = 0, commit_p99 = 0;  // admission committed -> handler start
+  double floor_p50 = 0, floor_p99 = 0;    // condition-variable handoff
+  double sync_p50 = 0, sync_p99 = 0;      // 4 KiB write + fdatasync
+  std::vector<TracePoints> samples;
+};
+
+// ms from the last point passed before `p` (from kDispatchCall on, and not
+// after `p`: with a claim at admission the writer hands the lease over
+// while the dispatching caller is still waking) to `p`; negative when
+// either was not passed.
+double SegmentMs(const TracePoints& t, int p) {
+  if (t[p] == 0) return -1;
+  for (int q = p - 1; q >= 0; --q) {
+    if (t[q] != 0 && t[q] <= t[p]) return (t[p] - t[q]) / 1e6;
+  }
+  return -1;
+}
+
+double PickupMs(const TracePoints& t) {
+  return (t[trace::kHandlerStart] - t[trace::kAdmitCommitted]) / 1e6;
+}
+
 class Bench {
  public:
   explicit Bench(const Args& a) : args_(a) {}
 
   // Opens an engine on a fresh database in `args_.dir`.
-  std::unique_ptr<te::Engine> Open(int workers, const std::string& name,
-                                   te::Clock* clock = nullptr) {
+  // `noop`, when given, is the handler of the job "noop" instead of one that
+  // counts in done_.
+  std::unique_ptr<te::Engine> Open(int workers, const std::string& name, te::Clock* clock = nullptr,
+                                   te::Handler noop = nullptr) {
     std::filesystem::path dir = std::filesystem::path(args_.dir) / name;
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
@@ -96,10 +185,13 @@ class Bench {
     auto engine = std::move(e).value();
     Check(engine->DefineJob(NoopJob("noop", "default")));
     Check(engine->DefineJob(NoopJob("backlog", "backlog")));
-    Check(engine->RegisterHandler("noop", [this](te::JobContext&) {
-      done_.fetch_add(1, std::memory_order_relaxed);
-      return te::HandlerResult::Success();
-    }));
+    if (!noop) {
+      noop = [this](te::JobContext&) {
+        done_.fetch_add(1, std::memory_order_relaxed);
+        return te::HandlerResult::Success();
+      };
+    }
+    Check(engine->RegisterHandler("noop", std::move(noop)));
     return engine;
   }
 
@@ -171,9 +263,14 @@ class Bench {
         "   with the in-process pool (%d worker threads, prefetch %d, claim batch 512);\n"
         "   WAL, synchronous=FULL. Medians of %d runs:\n"
         "   dispatch %.0f jobs/s | drain %.0f jobs/s | dispatch+drain %.0f jobs/s"
-        "  (target >= 40000)\n\n",
+        "  (target >= 100000)\n\n",
         args_.jobs, args_.workers, args_.prefetch, args_.runs, Median(disp), Median(drain),
         Median(e2e));
+    const std::string setup = std::to_string(args_.jobs) + " no-op jobs, " +
+                              std::to_string(args_.workers) + " worker threads, synchronous=FULL";
+    te::bench::PrintFigure("P1", "SQLite dispatch + drain, " + setup, e2e, "jobs/s", ">=", 100'000);
+    te::bench::PrintFigure("P1", "SQLite bulk dispatch alone", disp, "jobs/s");
+    te::bench::PrintFigure("P1", "SQLite drain alone", drain, "jobs/s");
   }
 
   // Bulk admission alone (a profiling aid).
@@ -184,62 +281,191 @@ class Bench {
                 args_.jobs / d);
   }
 
-  void P2() {
-    auto e = Open(1, "p2");
-    std::atomic<long> started_ns{0};
-    e->Stop();
-    e.reset();
-    // Re-open with a handler that records its start time.
-    te::EngineOptions o;
-    o.database_path = (std::filesystem::path(args_.dir) / "p2" / "bench.db").string();
-    o.worker_threads = 1;
-    auto opened = te::Engine::Open(o);
-    Check(opened.status());
-    auto engine = std::move(opened).value();
-    Check(engine->RegisterHandler("noop", [&](te::JobContext&) {
-      started_ns.store(Clock::now().time_since_epoch().count(), std::memory_order_release);
+  static constexpr int kP2Samples = 1000;
+
+  // One P2 run on a fresh database: kP2Samples pickups, each followed by one
+  // sample of each floor.
+  P2Figures P2Run(int run) {
+    std::atomic<std::int64_t> started_ns{0};
+    auto engine = Open(1, "p2-" + std::to_string(run), nullptr, [&](te::JobContext&) {
+      const std::int64_t now = trace::NowNs();
+      if (trace::PickupTrace* t = trace::Installed(); t != nullptr) {
+        trace::MarkAt(t, trace::kHandlerStart, now);
+      }
+      started_ns.store(now, std::memory_order_release);
+      started_ns.notify_one();
       return te::HandlerResult::Success();
-    }));
+    });
     Check(engine->Start());
-    std::vector<double> from_call, from_ack;
-    int before_ack = 0;
-    const int samples = 1000;
-    for (int i = 0; i < samples; ++i) {
+    WakeupFloor wakeup;
+    SyncFloor sync(
+        (std::filesystem::path(args_.dir) / ("p2-" + std::to_string(run)) / "floor").string());
+    std::mt19937 gap_random(42 + run);
+    std::uniform_int_distribution<int> gap_us(500, 2000);
+    P2Figures f;
+    std::vector<double> from_ack, from_commit, floor, fsync;
+    trace::PickupTrace points;
+    for (int i = 0; i < kP2Samples; ++i) {
+      for (auto& p : points.at) p.store(0, std::memory_order_relaxed);
       started_ns = 0;
+      trace::g_installed.store(&points, std::memory_order_release);
       te::DispatchRequest r;
       r.job = te::JobName("noop");
-      auto t0 = Clock::now();
+      trace::MarkAt(&points, trace::kDispatchCall, trace::NowNs());
       auto d = engine->Dispatch(r);
-      auto t1 = Clock::now();
+      const std::int64_t ack = trace::NowNs();
+      trace::MarkAt(&points, trace::kAckHeard, ack);
       Check(d.status());
-      while (started_ns.load(std::memory_order_acquire) == 0) {
+      if (args_.p2_spin) {
+        while (started_ns.load(std::memory_order_acquire) == 0) {
+        }
+      } else {
+        started_ns.wait(0, std::memory_order_acquire);
       }
-      long s = started_ns.load();
-      from_call.push_back((s - t0.time_since_epoch().count()) / 1e6);
-      double after_ack = (s - t1.time_since_epoch().count()) / 1e6;
-      if (after_ack < 0) ++before_ack;
-      from_ack.push_back(std::max(0.0, after_ack));
+      const std::int64_t start = started_ns.load(std::memory_order_acquire);
+      from_ack.push_back(std::max<std::int64_t>(0, start - ack) / 1e6);
       // Idle again: the outcome is durably published before the next sample.
-      while (engine->stats().published < i + 1) std::this_thread::yield();
+      while (engine->stats().published < i + 1) {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+      trace::g_installed.store(nullptr, std::memory_order_release);
+      TracePoints t;
+      for (int p = 0; p < trace::kPointCount; ++p) t[p] = points.at[p].load();
+      from_commit.push_back(PickupMs(t));
+      f.samples.push_back(t);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      // The floors, in the same loop.
+      std::this_thread::sleep_for(std::chrono::microseconds(gap_us(gap_random)));
+      floor.push_back(wakeup.Handoff());
+      fsync.push_back(sync.Sample());
     }
     engine->Stop();
-    std::printf(
-        "P2 SQLite pickup latency: idle in-process worker (1 thread); single dispatch;\n"
-        "   %d samples. dispatch acknowledged (committed) -> handler start:\n"
-        "   p50 %.3f ms, p99 %.3f ms  (target p50 <= 0.5, p99 <= 2);\n"
-        "   in %d samples the handler had started before the caller heard the ack (counted 0)\n"
-        "   dispatch call (incl. its durable commit) -> handler start: p50 %.3f ms, p99 %.3f "
-        "ms\n\n",
-        samples, Percentile(from_ack, 0.5), Percentile(from_ack, 0.99), before_ack,
-        Percentile(from_call, 0.5), Percentile(from_call, 0.99));
+    f.ack_p50 = Percentile(from_ack, 0.5);
+    f.ack_p99 = Percentile(from_ack, 0.99);
+    f.commit_p50 = Percentile(from_commit, 0.5);
+    f.commit_p99 = Percentile(from_commit, 0.99);
+    f.floor_p50 = Percentile(floor, 0.5);
+    f.floor_p99 = Percentile(floor, 0.99);
+    f.sync_p50 = Percentile(fsync, 0.5);
+    f.sync_p99 = Percentile(fsync, 0.99);
+    return f;
   }
 
+  // The per-stage breakdown of P2: for each segment between consecutive
+  // points of the pickup trace, its p50 and p99 (medians over the runs), how
+  // many samples passed it, and its mean share in each run's slowest 1% of
+  // pickups (committed -> handler start).
+  static void PrintStages(const std::vector<P2Figures>& runs) {
+    std::printf(
+        "P2 per-stage breakdown (ms; p50/p99 are medians over the runs; 'slowest 1%%' is the\n"
+        "   stage's mean over each run's 1%% slowest pickups, committed -> handler start):\n"
+        "   %-52s %7s %7s %7s %12s\n",
+        "stage (segment ending at the point)", "p50", "p99", "max", "slowest 1%");
+    for (int p = 1; p < trace::kAckHeard; ++p) {
+      std::vector<double> p50s, p99s, tail;
+      double most = 0;
+      long passed = 0;
+      for (const P2Figures& f : runs) {
+        std::vector<double> v;
+        for (const TracePoints& t : f.samples) {
+          const double ms = SegmentMs(t, p);
+          if (t[p] == 0) continue;
+          v.push_back(ms);
+          most = std::max(most, ms);
+        }
+        passed += static_cast<long>(v.size());
+        if (v.empty()) continue;
+        p50s.push_back(Percentile(v, 0.5));
+        p99s.push_back(Percentile(v, 0.99));
+        std::vector<const TracePoints*> by_total;
+        for (const TracePoints& t : f.samples) by_total.push_back(&t);
+        std::sort(by_total.begin(), by_total.end(), [](const TracePoints* a, const TracePoints* b) {
+          return PickupMs(*a) > PickupMs(*b);
+        });
+        const std::size_t top = std::max<std::size_t>(1, by_total.size() / 100);
+        double sum = 0;
+        for (std::size_t k = 0; k < top; ++k) sum += std::max(0.0, SegmentMs(*by_total[k], p));
+        tail.push_back(sum / static_cast<double>(top));
+      }
+      if (p == 1) std::printf("   -- admission (dispatch call -> committed):\n");
+      if (p == trace::kAdmitReturned)
+        std::printf("   -- pickup (admission committed -> handler start):\n");
+      if (passed == 0) {
+        std::printf("   %-52s %7s %7s %7s %12s\n", kPointSegment[p], "-", "-", "-", "(not passed)");
+        continue;
+      }
+      std::printf("   %-52s %7.3f %7.3f %7.3f %12.3f\n", kPointSegment[p], Median(p50s),
+                  Median(p99s), most, Median(tail));
+    }
+    std::printf("\n");
+  }
+
+  // P2: pickup latency, with the per-stage breakdown of each sample
+  // (core/pickup_trace.h) and this machine's floors measured in the same
+  // loop, one floor sample after each pickup sample: a condition-variable
+  // handoff to a sleeping thread after an idle gap of 0.5-2 ms (as
+  // /work/shared/tools/wakeup-floor.c) and a 4 KiB write + fdatasync.
+  void P2() {
+    std::vector<P2Figures> runs;
+    for (int run = 0; run < std::max(1, args_.runs); ++run) {
+      runs.push_back(P2Run(run));
+      const P2Figures& f = runs.back();
+      std::printf(
+          "  run %d: ack -> handler start p50 %.3f p99 %.3f ms | commit -> handler start p50 %.3f "
+          "p99 %.3f ms | wakeup floor p50 %.3f p99 %.3f ms | fdatasync p50 %.3f p99 %.3f ms | "
+          "p99 (from commit) / wakeup-floor p99 %.2f\n",
+          run + 1, f.ack_p50, f.ack_p99, f.commit_p50, f.commit_p99, f.floor_p50, f.floor_p99,
+          f.sync_p50, f.sync_p99, f.commit_p99 / f.floor_p99);
+    }
+    auto med = [&](double P2Figures::*field) {
+      std::vector<double> v;
+      for (const P2Figures& f : runs) v.push_back(f.*field);
+      return Median(v);
+    };
+    std::vector<double> ratios;
+    for (const P2Figures& f : runs) ratios.push_back(f.commit_p99 / f.floor_p99);
+    double load[3] = {0, 0, 0};
+    if (getloadavg(load, 3) < 0) load[0] = load[1] = load[2] = -1;
+    std::printf(
+        "P2 SQLite pickup latency: idle in-process worker (1 worker thread; the engine's claimer,\n"
+        "   writer, completer, keeper and sweeper threads; the bench thread dispatches and\n"
+        "   %s until the handler starts); single dispatch, 1 ms idle between samples;\n"
+        "   %d samples per run, medians of %d runs; load average %.2f %.2f %.2f:\n"
+        "   admission committed -> handler start: p50 %.3f ms, p99 %.3f ms"
+        "  (target p50 <= 0.1, p99 <= 1)\n"
+        "   dispatch acknowledged -> handler start: p50 %.3f ms, p99 %.3f ms (before the ack: 0)\n"
+        "   wakeup floor (cv handoff after 0.5-2 ms idle), same loop: p50 %.3f ms, p99 %.3f ms\n"
+        "   fdatasync floor (4 KiB write + fdatasync), same loop: p50 %.3f ms, p99 %.3f ms\n"
+        "   p99 (committed -> start) / wakeup-floor p99: %.2f  (target <= 3)\n\n",
+        args_.p2_spin ? "spins" : "sleeps", kP2Samples, static_cast<int>(runs.size()), load[0],
+        load[1], load[2], med(&P2Figures::commit_p50), med(&P2Figures::commit_p99),
+        med(&P2Figures::ack_p50), med(&P2Figures::ack_p99), med(&P2Figures::floor_p50),
+        med(&P2Figures::floor_p99), med(&P2Figures::sync_p50), med(&P2Figures::sync_p99),
+        Median(ratios));
+    auto all = [&](double P2Figures::*field) {
+      std::vector<double> v;
+      for (const P2Figures& f : runs) v.push_back(f.*field);
+      return v;
+    };
+    te::bench::PrintFigure("P2", "SQLite pickup p50 (committed -> handler start)",
+                           all(&P2Figures::commit_p50), "ms", "<=", 0.1);
+    te::bench::PrintFigure("P2", "SQLite pickup p99 (committed -> handler start)",
+                           all(&P2Figures::commit_p99), "ms", "<=", 1);
+    te::bench::PrintFigure("P2", "pickup p99 / wakeup-floor p99 (same run)", ratios, "x", "<=", 3);
+    te::bench::PrintFigure("floor", "wakeup floor p50 (cv handoff after 0.5-2 ms idle)",
+                           all(&P2Figures::floor_p50), "ms");
+    te::bench::PrintFigure("floor", "wakeup floor p99", all(&P2Figures::floor_p99), "ms");
+    te::bench::PrintFigure("floor", "fdatasync floor p50 (4 KiB write)", all(&P2Figures::sync_p50),
+                           "ms");
+    te::bench::PrintFigure("floor", "fdatasync floor p99", all(&P2Figures::sync_p99), "ms");
+    PrintStages(runs);
+  }
   void P6() {
-    std::vector<double> shallow, deep;
+    std::vector<double> shallow, deep, ratios;
     for (int i = 0; i < std::max(1, args_.runs - 1); ++i) {
       shallow.push_back(P1Run(1'000, i)[1]);
       deep.push_back(P1Run(1'000'000, i)[1]);
+      ratios.push_back(deep.back() / shallow.back());
       std::printf("  run %d: drain with 1k queued %.0f jobs/s, with 1M queued %.0f jobs/s\n", i + 1,
                   shallow.back(), deep.back());
     }
@@ -248,6 +474,8 @@ class Bench {
         "   queued (in a queue no worker serves; same table and indexes). Medians:\n"
         "   %.0f vs %.0f jobs/s, ratio %.2f  (target >= 0.8)\n\n",
         args_.jobs, Median(shallow), Median(deep), Median(deep) / Median(shallow));
+    te::bench::PrintFigure("P6", "drain with 1,000,000 queued / with 1,000 queued", ratios, "x",
+                           ">=", 0.8);
   }
 
   void P9() {
@@ -268,6 +496,9 @@ class Bench {
         "   peak RSS (VmHWM) while bulk-dispatching then draining %ld jobs: %.1f MB"
         " (target < 150); drain took %.1f s (%.0f jobs/s)\n\n",
         args_.workers, idle / 1024.0, n, peak / 1024.0, secs, n / secs);
+    te::bench::PrintFigure("P9", "RSS idle", {idle / 1024.0}, "MB", "<=", 30);
+    te::bench::PrintFigure("P9", "peak RSS draining 1,000,000 jobs", {peak / 1024.0}, "MB",
+                           "<=", 150);
   }
 
   // Dispatch latency (one Dispatch call, its durable commit included) while
@@ -325,6 +556,10 @@ class Bench {
         Percentile(before, 0.5), Percentile(before, 0.99), during.size(), Percentile(during, 0.5),
         Percentile(during, 0.99), after.size(), Percentile(after, 0.5), Percentile(after, 0.99),
         Percentile(during, 0.99) / Percentile(before, 0.99));
+    te::bench::PrintFigure("I7",
+                           "dispatch p99 during a retention purge / idle before (a bound of "
+                           "this bench, not of quality.md)",
+                           {Percentile(during, 0.99) / Percentile(before, 0.99)}, "x", "<=", 2);
   }
 
   // Creates args_.db (which must not exist) with --jobs executions, as a
@@ -415,12 +650,14 @@ int main(int argc, char** argv) {
       a.dir = next();
     else if (s == "--db")
       a.db = next();
+    else if (s == "--p2-spin")
+      a.p2_spin = true;
     else if (s == "--purge-budget-ms")
       a.purge_budget_ms = std::stol(next());
     else if (s == "-h" || s == "--help") {
       std::printf(
           "usage: taskengine-bench [p1|p2|p6|p9|purge|all] [--jobs N] [--workers N] "
-          "[--prefetch N] [--runs N] [--dir PATH] [--purge-budget-ms N]\n"
+          "[--prefetch N] [--runs N] [--dir PATH] [--purge-budget-ms N] [--p2-spin]\n"
           "       taskengine-bench fill --jobs N --db PATH\n");
       return 0;
     } else

@@ -31,6 +31,7 @@
 #include "api/api.h"
 #include "api/auth.h"
 #include "api/http_server.h"
+#include "bench_support.h"
 #include "engine/engine_internal.h"
 #include "http_load.h"
 #include "storage/store.h"
@@ -41,6 +42,9 @@ using json = nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 
 namespace {
+
+using te::bench::Median;
+using te::bench::Percentile;
 
 constexpr const char* kDispatchToken = "bench-dispatch";
 constexpr const char* kWorkerToken = "bench-worker";
@@ -64,18 +68,6 @@ void Check(const te::Status& s, const char* what) {
     std::fprintf(stderr, "%s: %s\n", what, s.ToString().c_str());
     std::exit(1);
   }
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-double Percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  if (v.empty()) return 0;
-  std::size_t i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
 }
 
 // An engine, the API and the HTTP server on a fresh database. In-process
@@ -187,10 +179,14 @@ void RunP3(const Args& args) {
                 seconds, rates.back());
   }
   std::printf(
-      "P3 HTTP dispatch: median %.0f req/s (target >= 15,000). %d keep-alive connections "
+      "P3 HTTP dispatch: median %.0f req/s (target >= 30,000). %d keep-alive connections "
       "driven by 1 client thread (epoll), one request in flight each; server 2 I/O + 32 "
       "handler threads; every 202 after its commit (WAL, synchronous=FULL)\n",
       Median(rates), args.clients);
+  te::bench::PrintFigure("P3",
+                         "HTTP single dispatches, " + std::to_string(args.clients) +
+                             " keep-alive clients, each 202 after its commit",
+                         rates, "req/s", ">=", 30'000);
 }
 
 // One remote worker: lease up to 100, complete them (one batch call or one
@@ -268,11 +264,16 @@ void RunP4(const Args& args) {
                   rates.back());
     }
     std::printf(
-        "P4 remote workers, %s: median %.0f jobs/s (target >= 20,000). %d worker threads, "
+        "P4 remote workers, %s: median %.0f jobs/s (target >= %s). %d worker threads, "
         "one keep-alive connection each, leases of up to 100; server 2 I/O + 32 handler "
         "threads\n",
         batch_finish ? "one finish call per leased batch" : "one complete call per execution",
-        Median(rates), args.workers);
+        Median(rates), batch_finish ? "20,000" : "15,000", args.workers);
+    te::bench::PrintFigure(
+        "P4",
+        std::to_string(args.workers) + " remote workers, leases of 100, " +
+            (batch_finish ? "one finish call per batch" : "one complete call per execution"),
+        rates, "jobs/s", ">=", batch_finish ? 20'000 : 15'000);
   }
 }
 
@@ -330,6 +331,13 @@ void RunP8(const Args& args) {
       kSamples, args.executions, Percentile(large, 0.5), Percentile(large, 0.99),
       Percentile(small, 0.5), Percentile(small, 0.99),
       Percentile(large, 0.99) / std::max(1e-9, Percentile(small, 0.99)));
+  const std::string stored = std::to_string(args.executions) + " executions";
+  te::bench::PrintFigure("P8", "GET /api/v1/stats p99, " + stored, {Percentile(large, 0.99)}, "ms",
+                         "<=", 50);
+  te::bench::PrintFigure("P8", "GET /api/v1/stats p99, one tenant's reader, " + stored,
+                         {Percentile(tenant, 0.99)}, "ms", "<=", 50);
+  te::bench::PrintFigure("P8", "first page of queued executions with total p99, " + stored,
+                         {Percentile(search, 0.99)}, "ms");
 }
 
 Args Parse(int argc, char** argv) {

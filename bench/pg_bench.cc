@@ -4,6 +4,7 @@
 //
 //   taskengine-pg-bench --database-url=postgres://...|mysql://... [--jobs N]
 //                       [--workers N] [--runs N] [--dir PATH]
+//                       [--configs=two,one,sqlite]
 //
 // On MariaDB each run gets a fresh database (created next to the URL's and
 // dropped after the run; the URL's user needs CREATE and DROP).
@@ -27,8 +28,11 @@
 #include <thread>
 #include <vector>
 
+#include "bench_support.h"
 #include "storage/mariadb/maria_conn.h"
 #include "storage/open_store.h"
+#include "storage/postgres/pg_conn.h"
+#include "storage/store_rows.h"
 #include "taskengine/engine.h"
 
 namespace te = taskengine;
@@ -36,26 +40,61 @@ using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
+using te::bench::Median;
+
 struct Args {
   std::string url;
   long jobs = 100'000;
   int workers = 4;  // per node
   int runs = 3;
   std::string dir = "/tmp/taskengine-pg-bench";
+  // Which set-ups each run measures (all by default): "two" (P5/P11, 2
+  // nodes), "one" (1 node on the server), "sqlite" (P1 on SQLite).
+  bool two = true, one = true, sqlite = true;
 };
 
 double Seconds(SteadyClock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 void Check(const te::Status& s, const char* what) {
   if (!s.ok()) {
     std::fprintf(stderr, "%s: %s\n", what, s.ToString().c_str());
     std::exit(1);
   }
+}
+
+// The transactions the server has committed so far, over all its databases:
+// PostgreSQL's pg_stat_database.xact_commit, MariaDB's Com_commit (the engine
+// runs with autocommit off, so each of its transactions ends in a COMMIT).
+// -1 when it cannot be read.
+long long ServerCommits(const std::string& url, bool maria) {
+  if (maria) {
+    static constexpr char kSql[] =
+        "SELECT CAST(VARIABLE_VALUE AS SIGNED) FROM information_schema.GLOBAL_STATUS "
+        "WHERE VARIABLE_NAME = 'COM_COMMIT'";
+    te::maria::MariaConn c;
+    if (!c.Connect(url).ok()) return -1;
+    long long v = -1;
+    auto r = c.Run(kSql, {}, [&](const te::storage_internal::Row& row) { v = row.Int(0); });
+    return r.ok() ? v : -1;
+  }
+  te::pg::PgConn c;
+  if (!c.Connect(url, "").ok()) return -1;
+  auto r = c.Exec("SELECT sum(xact_commit)::bigint FROM pg_stat_database");
+  if (!r.ok() || r->rows() != 1) return -1;
+  return std::atoll(r->Text(0, 0).c_str());
+}
+
+// ServerCommits once the count has settled: PostgreSQL's backends report
+// their counts when they go idle or exit, a little after the client left.
+long long SettledServerCommits(const std::string& url, bool maria) {
+  long long last = ServerCommits(url, maria);
+  for (int i = 0; i < 10 && last >= 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const long long now = ServerCommits(url, maria);
+    if (now == last) break;
+    last = now;
+  }
+  return last;
 }
 
 te::JobDefinition NoopJob() {
@@ -152,11 +191,20 @@ int main(int argc, char** argv) {
       a.runs = std::atoi(v);
     else if (const char* v = value("--dir"))
       a.dir = v;
-    else {
+    else if (const char* v = value("--configs")) {
+      const std::string list = std::string(",") + v + ",";
+      a.two = list.find(",two,") != std::string::npos;
+      a.one = list.find(",one,") != std::string::npos;
+      a.sqlite = list.find(",sqlite,") != std::string::npos;
+      if (!a.two && !a.one && !a.sqlite) {
+        std::fprintf(stderr, "--configs takes a comma-separated list of two, one, sqlite\n");
+        return 2;
+      }
+    } else {
       std::fprintf(
           stderr,
           "usage: taskengine-pg-bench --database-url=postgres://...|mysql://... [--jobs=N] "
-          "[--workers=N per node] [--runs=N] [--dir=PATH]\n");
+          "[--workers=N per node] [--runs=N] [--dir=PATH] [--configs=two,one,sqlite]\n");
       return 2;
     }
   }
@@ -166,7 +214,7 @@ int main(int argc, char** argv) {
                  "start DIR prints one)\n");
     return 2;
   }
-  std::vector<double> pg, pg_one, sqlite;
+  std::vector<double> pg, pg_one, sqlite, commits;
   auto report = [&](const char* what, int r, double d, double w) {
     std::printf("  run %d %-24s dispatch %.0f/s, drain %.0f jobs/s, end to end %.0f jobs/s\n",
                 r + 1, what, a.jobs / d, a.jobs / w, a.jobs / (d + w));
@@ -198,17 +246,29 @@ int main(int argc, char** argv) {
   const std::string two_nodes = server + ", 2 nodes:";
   const std::string one_node = server + ", 1 node:";
   for (int r = 0; r < a.runs; ++r) {
-    {
+    if (a.two) {
       const te::EngineOptions o = server_options("p5", r);
+      const long long commits_before = SettledServerCommits(a.url, maria);
+      double seconds = 0;
       {
         Run run(o, 2, a.workers);
         auto [d, w] = run.Go(a.jobs);
         pg.push_back(a.jobs / (d + w));
+        seconds = d + w;
         report(two_nodes.c_str(), r, d, w);
+      }
+      const long long commits_after = SettledServerCommits(a.url, maria);
+      if (commits_before >= 0 && commits_after >= commits_before) {
+        commits.push_back(static_cast<double>(commits_after - commits_before) / seconds);
+        std::printf(
+            "  run %d %-24s the server committed %lld transactions: %.0f/s, %.2f jobs each\n",
+            r + 1, two_nodes.c_str(), commits_after - commits_before, commits.back(),
+            static_cast<double>(a.jobs) /
+                static_cast<double>(std::max(1LL, commits_after - commits_before)));
       }
       drop(o);
     }
-    {
+    if (a.one) {
       const te::EngineOptions o = server_options("p1pg", r);
       {
         Run run(o, 1, 2 * a.workers);
@@ -218,7 +278,7 @@ int main(int argc, char** argv) {
       }
       drop(o);
     }
-    {
+    if (a.sqlite) {
       std::filesystem::path dir = std::filesystem::path(a.dir) / ("p1-" + std::to_string(r));
       std::filesystem::remove_all(dir);
       std::filesystem::create_directories(dir);
@@ -241,8 +301,23 @@ int main(int argc, char** argv) {
       "   ratios to SQLite: %s 2 nodes %.2f, %s 1 node %.2f\n",
       maria ? "P11" : "P5", server.c_str(), a.jobs, a.workers,
       maria ? "innodb_flush_log_at_trx_commit=1" : "synchronous_commit=on", a.runs, Median(pg),
-      maria ? 10000 : 20000, server.c_str(), 2 * a.workers, Median(pg_one), 2 * a.workers, ref,
+      maria ? 10000 : 40000, server.c_str(), 2 * a.workers, Median(pg_one), 2 * a.workers, ref,
       server.c_str(), ref > 0 ? Median(pg) / ref : 0.0, server.c_str(),
       ref > 0 ? Median(pg_one) / ref : 0.0);
+  const std::string id = maria ? "P11" : "P5";
+  te::bench::PrintFigure(id,
+                         server + ", 2 nodes x " + std::to_string(a.workers) + " workers, " +
+                             std::to_string(a.jobs) + " no-op jobs, dispatch + drain",
+                         pg, "jobs/s", ">=", maria ? 10'000 : 40'000);
+  te::bench::PrintFigure(
+      id,
+      server +
+          ": transactions the server committed per second during the 2-node runs (all databases)",
+      commits, "commits/s");
+  te::bench::PrintFigure(id, server + ", 1 node x " + std::to_string(2 * a.workers) + " workers",
+                         pg_one, "jobs/s");
+  te::bench::PrintFigure(
+      id, "SQLite in the same run, 1 node x " + std::to_string(2 * a.workers) + " workers", sqlite,
+      "jobs/s");
   return 0;
 }

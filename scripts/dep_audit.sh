@@ -126,6 +126,7 @@ if [ $check_tools -eq 1 ]; then
   pg_bin=/usr/lib/postgresql/15/bin
   for t in "$pg_bin/initdb" "$pg_bin/pg_ctl" "$pg_bin/postgres" "$pg_bin/psql" \
            /usr/sbin/mariadbd /usr/bin/mariadb-install-db /usr/bin/mariadb-admin /usr/bin/mariadb \
+           /usr/bin/redis-server /usr/bin/redis-cli \
            clang clang++ clang-format faketime runuser dpkg-shlibdeps dpkg-deb node chromium \
            /usr/bin/python3 /usr/bin/tsc /usr/bin/php /usr/bin/phpunit /usr/bin/ruby; do
     case "$t" in

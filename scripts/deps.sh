@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages taskengine needs, only those that are missing.
-# Called by run.sh and test.sh. Usage: scripts/deps.sh [build|test] [--list]
+# Called by run.sh, test.sh and bench/run.sh.
+# Usage: scripts/deps.sh [build|test|bench] [--list]
+#   bench   the test packages and what the benchmark report adds (valgrind)
 #   --list  print the package names (one per line) instead of installing them;
 #           scripts/dep_audit.sh reads the list this way.
 # `test` also readies the browser tests (tests/browser): npm when node has none
@@ -15,11 +17,20 @@ build_pkgs=(
   libgtest-dev libgmock-dev
   libpq-dev postgresql-15
   libmariadb-dev  # the MariaDB/MySQL backend's client (src/storage/mariadb)
+  libhiredis-dev  # the Redis transport's client (src/transport)
 )
-test_pkgs=(clang libclang-rt-14-dev llvm lld clang-format faketime dpkg-dev chromium nodejs python3 node-typescript php-cli php-curl phpunit ruby ruby-activejob mariadb-server mariadb-client)  # lld: every tree links with it when present (TASKENGINE_LINKER); clang-format: the format check; faketime: the clock drill (RD11); dpkg-dev: the .deb test; chromium, nodejs: the browser tests; nodejs, python3, node-typescript, php-cli, php-curl, phpunit, ruby, ruby-activejob: the client tests (tests/clients); mariadb-server, mariadb-client: the throwaway MariaDB of the tests (scripts/mariadb_cluster.sh)
+test_pkgs=(clang libclang-rt-14-dev llvm lld clang-format faketime dpkg-dev chromium nodejs python3 node-typescript php-cli php-curl phpunit ruby ruby-activejob mariadb-server mariadb-client redis-server redis-tools)  # lld: every tree links with it when present (TASKENGINE_LINKER); clang-format: the format check; faketime: the clock drill (RD11); dpkg-dev: the .deb test; chromium, nodejs: the browser tests; nodejs, python3, node-typescript, php-cli, php-curl, phpunit, ruby, ruby-activejob: the client tests (tests/clients); mariadb-server, mariadb-client: the throwaway MariaDB of the tests (scripts/mariadb_cluster.sh); redis-server, redis-tools: the throwaway Redis of the transport tests (scripts/redis_server.sh)
+
+bench_pkgs=(valgrind)  # bench/run.sh: callgrind's instructions per job
 
 want=("${build_pkgs[@]}")
-if [ "${1:-build}" = "test" ]; then want+=("${test_pkgs[@]}"); fi
+group=${1:-build}
+case "$group" in
+  build) ;;
+  test) want+=("${test_pkgs[@]}") ;;
+  bench) want+=("${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
+  *) echo "deps: unknown group $group (build, test or bench)" >&2; exit 2 ;;
+esac
 if [ "${2:-}" = "--list" ]; then
   printf '%s\n' "${want[@]}"
   exit 0
@@ -49,7 +60,7 @@ else
   apt_install "${missing[@]}"
 fi
 
-if [ "${1:-build}" = "test" ]; then
+if [ "$group" != "build" ]; then
   # The browser tests' npm packages (playwright-core, axe-core), pinned by the lock file.
   if ! command -v npm >/dev/null 2>&1; then
     echo "deps: installing npm (for the browser tests' packages)"

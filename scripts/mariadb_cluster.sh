@@ -49,26 +49,8 @@ fail() {
   exit 1
 }
 
-free_port() {
-  python3 - <<'EOF' 2>/dev/null && return 0
-import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()
-EOF
-  # Fallback without python: probe a random range with bash's /dev/tcp.
-  local p
-  for _ in $(seq 1 200); do
-    p=$((20000 + RANDOM % 40000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-      echo "$p"
-      return 0
-    fi
-  done
-  echo "mariadb_cluster: no free port found" >&2
-  return 1
-}
+# shellcheck source=lib/free_port.sh
+source "$(dirname "$0")/lib/free_port.sh"
 
 url_of() {
   local port
@@ -93,6 +75,8 @@ case "$cmd" in
     mkdir -p "$dir"
     dir="$(cd "$dir" && pwd)"
     if [ "$(id -u)" -eq 0 ]; then chown mysql:mysql "$dir"; fi
+    mkdir -p "$dir/tmp"
+    if [ "$(id -u)" -eq 0 ]; then chown mysql:mysql "$dir/tmp"; fi
     if [ ! -d "$dir/data/mysql" ]; then
       port="$(free_port)"
       echo "$port" >"$dir/port"
@@ -100,6 +84,10 @@ case "$cmd" in
 # mariadb_cluster.sh: a throwaway test server
 [mariadbd]
 datadir = $dir/data
+# Its own temporary directory: a server deletes the temporary-table files
+# (#sql*) it finds in its tmpdir when it starts, so a shared /tmp would let
+# one test's server delete those of another server still running.
+tmpdir = $dir/tmp
 socket = $dir/mysqld.sock
 pid-file = $dir/mariadbd.pid
 log-error = $dir/server.log

@@ -34,26 +34,8 @@ as_owner() {
   fi
 }
 
-free_port() {
-  python3 - <<'EOF' 2>/dev/null && return 0
-import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()
-EOF
-  # Fallback without python: probe a random range with bash's /dev/tcp.
-  local p
-  for _ in $(seq 1 200); do
-    p=$((20000 + RANDOM % 40000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-      echo "$p"
-      return 0
-    fi
-  done
-  echo "pg_cluster: no free port found" >&2
-  return 1
-}
+# shellcheck source=lib/free_port.sh
+source "$(dirname "$0")/lib/free_port.sh"
 
 url_of() {
   local port

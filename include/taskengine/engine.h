@@ -20,6 +20,7 @@
 #include "taskengine/lifecycle.h"
 #include "taskengine/random.h"
 #include "taskengine/status.h"
+#include "taskengine/transport_stats.h"
 #include "taskengine/types.h"
 
 namespace taskengine {
@@ -62,6 +63,16 @@ struct EngineOptions {
   // PostgreSQL: the schema holding the engine's tables. Default (and when
   // empty): "taskengine".
   std::string database_schema = "taskengine";
+  // D3: a redis:// URL (redis://[[user]:password@]host[:port][/db]) turns on
+  // the Redis transport: a commit on one node that makes work due wakes the
+  // engines of every node within milliseconds (their claims still go to the
+  // database, which stays the authority; without Redis, or while it is down,
+  // other nodes find the work at their next poll). Empty = none.
+  std::string redis_url;
+  // The prefix of the transport's Redis keys: engines that share a database
+  // share it; deployments that share one Redis must not. 1..64 characters of
+  // A-Z a-z 0-9 _ . : -. Default: "taskengine".
+  std::string redis_prefix = "taskengine";
   SyncMode sync = SyncMode::kFull;
   // Apply schema migrations on Open. Default: true.
   bool migrate = true;
@@ -197,6 +208,9 @@ struct EngineStats {
   std::array<std::int64_t, kCancelLatencyBoundsMs.size() + 1> cancel_latency_buckets{};
   std::int64_t cancel_latency_count = 0;
   Millis cancel_latency_sum_ms = 0;
+
+  // The Redis transport (redis_url); enabled = false without one.
+  TransportStats transport;
 };
 
 // Thread-safe.

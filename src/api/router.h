@@ -37,6 +37,7 @@
 #include "api/auth.h"
 #include "api/http_types.h"
 #include "api/rate_limit.h"
+#include "core/percent.h"
 
 namespace taskengine::api {
 
@@ -143,9 +144,5 @@ bool IsMutating(HttpMethod method);
 // Splits a percent-encoded path into decoded segments ("/a/b%2Fc" -> {"a", "b/c"}).
 // nullopt for a path that does not start with '/' or holds bad percent-encoding.
 std::optional<std::vector<std::string>> SplitPath(std::string_view path);
-
-// Percent-decodes `s` ('+' is a space only when plus_is_space). nullopt for a
-// '%' not followed by two hex digits.
-std::optional<std::string> PercentDecode(std::string_view s, bool plus_is_space);
 
 }  // namespace taskengine::api

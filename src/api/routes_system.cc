@@ -163,6 +163,26 @@ HttpResponse Metrics(ApiContext& ctx, const RouteRequest& req) {
   w.Sample("taskengine_cancel_latency_seconds_bucket", "{le=\"+Inf\"}", d(s.cancel_latency_count));
   w.Sample("taskengine_cancel_latency_seconds_sum", "", s.cancel_latency_sum_ms / 1000.0);
   w.Sample("taskengine_cancel_latency_seconds_count", "", d(s.cancel_latency_count));
+  if (s.transport.enabled) {
+    const TransportStats& t = s.transport;
+    w.Single("taskengine_redis_connected", "gauge",
+             "1 while this node's Redis transport can take wakeups, else 0 (pickup then waits "
+             "for the poll).",
+             t.connected ? 1 : 0);
+    w.Single("taskengine_redis_wakeups_published_total", "counter",
+             "Wakeups this node pushed to every node's ready list after commits that made work "
+             "due (one per flush; commits during a flush share the next).",
+             d(t.published));
+    w.Single("taskengine_redis_wakeups_dropped_total", "counter",
+             "Wakeups this node could not push (Redis unreachable); the work waits for the poll.",
+             d(t.dropped));
+    w.Single("taskengine_redis_wakeups_received_total", "counter",
+             "Wakeups this node took from its ready list.", d(t.received));
+    w.Single("taskengine_redis_reconnects_total", "counter",
+             "Connections to Redis this node made again after losing one.", d(t.reconnects));
+    w.Single("taskengine_redis_nodes", "gauge",
+             "Nodes registered for wakeups at this node's last look.", d(t.nodes));
+  }
   if (ctx.options.extra_metrics) ctx.options.extra_metrics(&out);
   HttpResponse response;
   response.status = 200;

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "core/canonical_json.h"
+#include "core/pickup_trace.h"
 
 namespace taskengine {
 namespace {
@@ -168,6 +169,10 @@ Result<std::vector<DispatchResult>> Dispatcher::DispatchBatch(
     admits.push_back(std::move(admit).value());
   }
   TE_ASSIGN_OR_RETURN(std::vector<AdmitResult> admitted, store_->AdmitBatch(admits));
+  if (pickup_trace::PickupTrace* trace = pickup_trace::Installed(); trace != nullptr) [[unlikely]] {
+    pickup_trace::MarkWrite(trace, pickup_trace::kAdmitQueued, pickup_trace::last_write);
+    pickup_trace::MarkAt(trace, pickup_trace::kAdmitReturned, pickup_trace::NowNs());
+  }
   std::vector<DispatchResult> out;
   out.reserve(admitted.size());
   bool created = false;
@@ -175,7 +180,6 @@ Result<std::vector<DispatchResult>> Dispatcher::DispatchBatch(
     created = created || admitted[i].outcome == AdmitOutcome::kCreated;
     out.push_back(ToDispatchResult(admitted[i]));
   }
-  if (created && on_admitted_) on_admitted_();
   if (created && lifecycle_) {
     for (std::size_t i = 0; i < admitted.size(); ++i) {
       if (admitted[i].outcome != AdmitOutcome::kCreated) continue;

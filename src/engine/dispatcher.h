@@ -13,17 +13,14 @@ namespace taskengine {
 // Thread-safe.
 class Dispatcher {
  public:
-  // `on_admitted` is called after a commit that created executions (the
-  // in-process wakeup; losing it only delays pickup to the next poll).
   // `lifecycle` (may be empty) gets an execution.dispatched event for each
-  // execution a commit created.
+  // execution a commit created. (The store's work publisher wakes the
+  // workers after such a commit: Store::SetWorkPublisher.)
   Dispatcher(Store* store, Clock* clock, std::size_t max_payload_bytes,
-             std::function<void()> on_admitted,
              std::function<void(const LifecycleEvent&)> lifecycle = nullptr)
       : store_(store),
         clock_(clock),
         max_payload_bytes_(max_payload_bytes),
-        on_admitted_(std::move(on_admitted)),
         lifecycle_(std::move(lifecycle)) {}
 
   Result<DispatchResult> Dispatch(const DispatchRequest& request);
@@ -38,7 +35,6 @@ class Dispatcher {
   Store* const store_;
   Clock* const clock_;
   const std::size_t max_payload_bytes_;
-  const std::function<void()> on_admitted_;
   const std::function<void(const LifecycleEvent&)> lifecycle_;
 };
 

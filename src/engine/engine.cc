@@ -15,6 +15,10 @@
 #include "engine/engine_internal.h"
 #include "engine/worker_pool.h"
 #include "storage/open_store.h"
+#include "transport/work_transport.h"
+#ifdef TASKENGINE_HAVE_REDIS
+#include "transport/redis_transport.h"
+#endif
 
 namespace taskengine {
 namespace {
@@ -128,27 +132,70 @@ class CancelLatency {
   Millis sum_ms_ GUARDED_BY(mu_) = 0;
 };
 
+// Store::AdmissionClaimer for the engine's pool: forwards to the pool once
+// Start published it (pool_ptr_; before that, and for an engine without
+// workers, nothing is reserved). The pool lives as long as the engine, which
+// unsets this claimer before the store is gone.
+class PoolAdmissionClaimer final : public Store::AdmissionClaimer {
+ public:
+  PoolAdmissionClaimer(const std::atomic<WorkerPool*>* pool, WorkerId worker)
+      : pool_(pool), worker_(std::move(worker)) {}
+  bool Reserve(const std::string& queue) override {
+    WorkerPool* pool = pool_->load(std::memory_order_acquire);
+    return pool != nullptr && pool->ReserveForAdmission(queue);
+  }
+  // Reserve returned true, so the pool is there.
+  void Deliver(Lease lease) override {
+    pool_->load(std::memory_order_acquire)->DeliverAdmitted(std::move(lease));
+  }
+  void Unreserve(const std::string& queue) override {
+    pool_->load(std::memory_order_acquire)->UnreserveAdmission(queue);
+  }
+  WorkerId worker() const override { return worker_; }
+
+ private:
+  const std::atomic<WorkerPool*>* const pool_;
+  const WorkerId worker_;
+};
+
 class EngineImpl final : public EngineInternal {
  public:
   EngineImpl(EngineOptions options, std::unique_ptr<Clock> owned_clock,
-             std::unique_ptr<Store> store, std::unique_ptr<RandomSource> owned_random)
+             std::unique_ptr<Store> store, std::unique_ptr<RandomSource> owned_random,
+             std::unique_ptr<WorkTransport> transport)
       : options_(std::move(options)),
         owned_clock_(std::move(owned_clock)),
         owned_random_(std::move(owned_random)),
+        transport_(std::move(transport)),
         store_(std::move(store)),
-        dispatcher_(
-            store_.get(), options_.clock, options_.max_payload_bytes, [this] { WakeWorkers(); },
-            options_.lifecycle_listener),
+        dispatcher_(store_.get(), options_.clock, options_.max_payload_bytes,
+                    options_.lifecycle_listener),
         grants_(store_.get()),
         authorizer_(options_.authorizer != nullptr ? options_.authorizer : &grants_) {
     // A3: work made due by another node wakes the workers at once.
     store_->SetWorkListener([this] { WakeWorkers(); });
+    // Work made due by this engine's own commits (admissions of the API and
+    // the scheduler, requeues, replays, recovered leases, a lane's next job)
+    // wakes its workers right after the commit, and, through the transport,
+    // every other node (D3; the database is the queue of record).
+    store_->SetWorkPublisher([this, transport = transport_.get()](const std::string& queue) {
+      WakeWorkers();
+      if (transport != nullptr) transport->Publish(queue);
+    });
+    if (transport_) transport_->Start([this] { WakeWorkers(); });
+    // P2: an idle worker may take an execution in its admission's transaction.
+    store_->SetAdmissionClaimer(&admission_claimer_);
   }
 
-  // The store's listener goes first: it must not call into a half-destroyed engine.
+  // The store's listener and the transport go first: they must not call into
+  // a half-destroyed engine. The transport outlives the store (declared
+  // before it): the store's last commits may still publish.
   ~EngineImpl() override {
     store_->SetWorkListener(nullptr);
+    if (transport_) transport_->Stop();
     Stop();
+    store_->SetWorkPublisher(nullptr);
+    store_->SetAdmissionClaimer(nullptr);
   }
 
   Status DefineJob(const JobDefinition& job) override { return store_->UpsertJob(job); }
@@ -253,7 +300,6 @@ class EngineImpl final : public EngineInternal {
     r.require_approval = options_.replay_requires_approval;
     r.ambiguous = options.ambiguous;
     TE_ASSIGN_OR_RETURN(ReplayReply reply, store_->Replay(r));
-    if (reply.outcome == ReplayOutcome::kReplayed) WakeWorkers();
     return ReplayResult{reply.outcome, reply.status};
   }
 
@@ -261,7 +307,6 @@ class EngineImpl final : public EngineInternal {
     TE_ASSIGN_OR_RETURN(Execution e, store_->GetExecution(id));
     TE_RETURN_IF_ERROR(CheckRequester(e));
     TE_ASSIGN_OR_RETURN(ReplayReply reply, store_->ApproveReplay(id, OperatorAction{approver, {}}));
-    WakeWorkers();
     return ReplayResult{reply.outcome, reply.status};
   }
 
@@ -277,7 +322,6 @@ class EngineImpl final : public EngineInternal {
       }
       if (!report.more) break;
     }
-    if (total > 0) WakeWorkers();
     return total;
   }
 
@@ -289,6 +333,7 @@ class EngineImpl final : public EngineInternal {
     EngineStats s = pool != nullptr ? pool->stats() : EngineStats{};
     s.lease_expirations = lease_expirations_.load();
     cancel_latency_.Fill(&s);
+    if (transport_) s.transport = transport_->stats();
     return s;
   }
 
@@ -371,6 +416,7 @@ class EngineImpl final : public EngineInternal {
   // options_.clock points at it. Outlives everything that reads the clock.
   const std::unique_ptr<Clock> owned_clock_;
   const std::unique_ptr<RandomSource> owned_random_;
+  const std::unique_ptr<WorkTransport> transport_;  // may be null
   const std::unique_ptr<Store> store_;
   Dispatcher dispatcher_;
   GrantsAuthorizer grants_;
@@ -385,6 +431,7 @@ class EngineImpl final : public EngineInternal {
   bool stopped_ GUARDED_BY(mu_) = false;
   // pool_, published once by Start for readers that take no lock.
   std::atomic<WorkerPool*> pool_ptr_{nullptr};
+  PoolAdmissionClaimer admission_claimer_{&pool_ptr_, WorkerId(options_.worker_id)};
 
   CancelLatency cancel_latency_;
   std::atomic<std::int64_t> lease_expirations_{0};
@@ -442,6 +489,20 @@ Result<std::unique_ptr<Engine>> OpenEngine(EngineOptions options, const StoreWra
                            std::to_string(kMinPayloadLimit) + " and " +
                            std::to_string(kMaxPayloadLimit));
   }
+  // Before the store: a bad URL changes nothing (no migration).
+  std::unique_ptr<WorkTransport> transport;
+  if (!options.redis_url.empty()) {
+#ifdef TASKENGINE_HAVE_REDIS
+    RedisTransportOptions t;
+    t.url = options.redis_url;
+    t.prefix = options.redis_prefix;
+    TE_ASSIGN_OR_RETURN(transport, OpenRedisTransport(std::move(t)));
+#else
+    return InvalidArgument(
+        "redis_url: this build has no Redis transport (install libhiredis-dev "
+        "and build again)");
+#endif
+  }
   StoreLocation location;
   location.path = options.database_path;
   location.sync = options.sync;
@@ -467,8 +528,9 @@ Result<std::unique_ptr<Engine>> OpenEngine(EngineOptions options, const StoreWra
           for (const LifecycleEvent& e : events) listener(e);
         });
   }
-  auto engine = std::make_unique<EngineImpl>(std::move(options), std::move(opened.owned_clock),
-                                             std::move(store), std::move(owned_random));
+  auto engine =
+      std::make_unique<EngineImpl>(std::move(options), std::move(opened.owned_clock),
+                                   std::move(store), std::move(owned_random), std::move(transport));
   return std::unique_ptr<Engine>(std::move(engine));
 }
 

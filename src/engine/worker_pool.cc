@@ -8,6 +8,8 @@
 #include <exception>
 #include <nlohmann/json.hpp>
 
+#include "core/pickup_trace.h"
+
 namespace taskengine {
 
 // --- registry ---------------------------------------------------------------
@@ -220,11 +222,72 @@ Status WorkerPool::Start() {
 }
 
 void WorkerPool::Wake() {
+  bool to_worker = false;
   {
     MutexLock lock(mu_);
-    wake_ = true;
+    // A parked worker claims the new work itself (one claim, marked started,
+    // no hop through the claimer); with none parked, the claimer claims it.
+    to_worker = !stop_claiming_ && parked_workers_ > direct_claims_ + admission_reserved_;
+    if (to_worker) {
+      ++direct_claims_;
+    } else {
+      wake_ = true;
+    }
   }
-  claim_cv_.NotifyOne();
+  pickup_trace::Mark(pickup_trace::kWakeSignalled);
+  if (to_worker) {
+    work_cv_.NotifyOne();
+  } else {
+    claim_cv_.NotifyOne();
+  }
+}
+
+bool WorkerPool::ReserveForAdmission(const std::string& queue) {
+  // Every admission asks, on the store's writer thread: a busy pool answers
+  // without its lock.
+  if (parked_hint_.load(std::memory_order_relaxed) == 0) return false;
+  MutexLock lock(mu_);
+  if (!started_ || stop_claiming_ || parked_workers_ <= direct_claims_ + admission_reserved_) {
+    return false;
+  }
+  auto it = queue_index_.find(queue);
+  if (it == queue_index_.end()) return false;  // a queue this pool does not serve
+  QueueState& q = queues_[it->second];
+  // As ClaimDirect: only when the queue may start one more now.
+  if (q.running + q.reserved >= q.limit || TargetInHand(q) <= q.in_hand + q.reserved) return false;
+  ++q.reserved;
+  ++admission_reserved_;
+  return true;
+}
+
+void WorkerPool::UnreserveAdmission(const std::string& queue) {
+  MutexLock lock(mu_);
+  auto it = queue_index_.find(queue);
+  if (it == queue_index_.end()) return;
+  --queues_[it->second].reserved;
+  if (--admission_reserved_ == 0) idle_cv_.NotifyAll();  // Stop may wait for it
+}
+
+void WorkerPool::DeliverAdmitted(Lease lease) {
+  pickup_trace::Mark(pickup_trace::kClaimReturned);
+  ++claimed_;
+  MutexLock lock(mu_);
+  auto it = queue_index_.find(lease.queue);
+  if (it != queue_index_.end()) {
+    --queues_[it->second].reserved;
+    if (--admission_reserved_ == 0) idle_cv_.NotifyAll();  // Stop may wait for it
+  }
+  std::shared_ptr<Task> task = TakeLease(std::move(lease));
+  task->marked = true;
+  if (stop_claiming_) {
+    GiveBack({task});  // stopping: nothing new starts (L6); released by the completer
+    return;
+  }
+  // First among the marked leases of its queue: a parked worker takes it.
+  QueueState& q = queues_[task->queue];
+  q.ready.insert(q.ready.begin() + static_cast<std::ptrdiff_t>(q.marked_ready), task);
+  ++q.marked_ready;
+  work_cv_.NotifyOne();
 }
 
 void WorkerPool::NotifyCancel(ExecutionId id) {
@@ -351,17 +414,22 @@ int WorkerPool::TargetInHand(const QueueState& q) const {
 // the workers of a fast queue never wait for a mark, and should the node die,
 // at most this much work was marked started without its handler having run.
 // A queue slower than two jobs in this time is marked one lease at a time,
-// as each handler starts.
+// as each handler starts. Where a mark takes longer (a database whose commit
+// waits for a slow disk flush), the horizon is two marks' time, so that a
+// refill is done before the marked work runs out.
 constexpr double kMarkAheadSeconds = 0.005;
 constexpr int kMaxMarkBatch = 1024;
 
 int WorkerPool::MarkBatch(const QueueState& q) const {
-  return static_cast<int>(std::clamp<double>(q.rate * kMarkAheadSeconds, 1, kMaxMarkBatch));
+  const double ahead = std::max(kMarkAheadSeconds, 2 * mark_seconds_);
+  return static_cast<int>(std::clamp<double>(q.rate * ahead, 1, kMaxMarkBatch));
 }
 
 void WorkerPool::ClaimLoop() {
   MutexLock lock(mu_);
   while (!stop_claiming_) {
+    // When this pass began (only while a pickup trace is installed).
+    const std::int64_t awake_ns = pickup_trace::Installed() != nullptr ? pickup_trace::NowNs() : 0;
     ClaimRequest request;
     request.worker = WorkerId(options_.worker_id);
     int wanted = 0;
@@ -387,6 +455,12 @@ void WorkerPool::ClaimLoop() {
     lock.Unlock();
     request.mark_started = false;  // L4: marked when a handler takes each lease
     auto leases = store_->Claim(request);
+    if (pickup_trace::PickupTrace* trace = pickup_trace::Installed();
+        trace != nullptr && leases.ok() && !leases->empty()) [[unlikely]] {
+      pickup_trace::MarkAt(trace, pickup_trace::kClaimerAwake, awake_ns);
+      pickup_trace::MarkWrite(trace, pickup_trace::kClaimQueued, pickup_trace::last_write);
+      pickup_trace::MarkAt(trace, pickup_trace::kClaimReturned, pickup_trace::NowNs());
+    }
     lock.Lock();
     if (!leases.ok()) {
       spdlog::warn("claim failed: {}", leases.status().ToString());
@@ -398,29 +472,8 @@ void WorkerPool::ClaimLoop() {
     }
     const int got = static_cast<int>(leases->size());
     for (Lease& lease : *leases) {
-      auto task = std::make_shared<Task>();
-      auto it = queue_index_.find(lease.queue);
-      task->queue = it == queue_index_.end() ? 0 : it->second;
-      task->next_heartbeat_at = clock_->NowMillis() + std::max<Millis>(1, lease.lease_ms / 3);
-      task->lease = std::move(lease);
-      // An older lease of the same execution is stale now (the store hands
-      // out a new claim only once the old one is gone, e.g. recovered while
-      // this process stalled): drop it, or tell its handler the claim is lost.
-      std::vector<std::shared_ptr<Task>> older;
-      auto [begin, end] = in_hand_.equal_range(task->lease.id.value);
-      for (auto it = begin; it != end; ++it) older.push_back(it->second);
-      for (auto& old : older) {
-        if (!old->started) {
-          DropUnstarted(old);
-        } else {
-          old->lost = true;
-          if (old->context) old->context->MarkLost();
-        }
-      }
-      QueueState& q = queues_[task->queue];
-      ++q.in_hand;
-      q.ready.push_back(task);
-      in_hand_.emplace(task->lease.id.value, task);
+      std::shared_ptr<Task> task = TakeLease(std::move(lease));
+      queues_[task->queue].ready.push_back(task);
     }
     claimed_ += got;
     if (got > 0) work_cv_.NotifyAll();
@@ -445,12 +498,141 @@ std::shared_ptr<WorkerPool::Task> WorkerPool::NextReady() {
   return nullptr;
 }
 
+std::shared_ptr<WorkerPool::Task> WorkerPool::TakeLease(Lease lease) {
+  auto task = std::make_shared<Task>();
+  auto it = queue_index_.find(lease.queue);
+  task->queue = it == queue_index_.end() ? 0 : it->second;
+  task->next_heartbeat_at = clock_->NowMillis() + std::max<Millis>(1, lease.lease_ms / 3);
+  task->lease = std::move(lease);
+  // An older lease of the same execution is stale now (the store hands
+  // out a new claim only once the old one is gone, e.g. recovered while
+  // this process stalled): drop it, or tell its handler the claim is lost.
+  std::vector<std::shared_ptr<Task>> older;
+  auto [begin, end] = in_hand_.equal_range(task->lease.id.value);
+  for (auto it = begin; it != end; ++it) older.push_back(it->second);
+  for (auto& old : older) {
+    if (!old->started) {
+      DropUnstarted(old);
+    } else {
+      old->lost = true;
+      if (old->context) old->context->MarkLost();
+    }
+  }
+  ++queues_[task->queue].in_hand;
+  in_hand_.emplace(task->lease.id.value, task);
+  return task;
+}
+
+std::shared_ptr<WorkerPool::Task> WorkerPool::ClaimDirect() {
+  const std::int64_t awake_ns = pickup_trace::Installed() != nullptr ? pickup_trace::NowNs() : 0;
+  // One lease for this worker and one for each other parked worker no wake
+  // is on its way to, from the queues in priority order that may take more.
+  const int most = 1 + std::max(0, parked_workers_ - direct_claims_ - admission_reserved_);
+  ClaimRequest request;
+  request.worker = WorkerId(options_.worker_id);
+  request.mark_started = true;  // L4: each lease goes to an idle worker at once
+  bool every_queue_asked = true;
+  for (const QueueState& q : queues_) {
+    if (q.running >= q.limit || TargetInHand(q) <= q.in_hand) continue;
+    if (static_cast<int>(request.slots.size()) == most) {
+      every_queue_asked = false;
+      break;
+    }
+    request.slots.push_back(QueueSlot{q.config.name, 1});
+  }
+  if (request.slots.empty()) {
+    // No queue may start more now; the claimer still prefetches for them.
+    wake_ = true;
+    claim_cv_.NotifyOne();
+    return nullptr;
+  }
+  Result<std::vector<Lease>> leases = std::vector<Lease>{};
+  {
+    MutexUnlock unlock(mu_);
+    leases = store_->Claim(request);
+  }
+  if (pickup_trace::PickupTrace* trace = pickup_trace::Installed();
+      trace != nullptr && leases.ok() && !leases->empty()) [[unlikely]] {
+    pickup_trace::MarkAt(trace, pickup_trace::kClaimerAwake, awake_ns);
+    pickup_trace::MarkWrite(trace, pickup_trace::kClaimQueued, pickup_trace::last_write);
+    pickup_trace::MarkAt(trace, pickup_trace::kClaimReturned, pickup_trace::NowNs());
+  }
+  if (!leases.ok()) {
+    spdlog::warn("claim failed: {}", leases.status().ToString());
+    wake_ = true;  // the claimer retries at its poll interval
+    claim_cv_.NotifyOne();
+    return nullptr;
+  }
+  const auto got = static_cast<int>(leases->size());
+  claimed_ += got;
+  // More may be due (a queue answered all it was asked, or was not asked):
+  // the claimer claims the rest in batches.
+  if (!every_queue_asked || got == static_cast<int>(request.slots.size())) {
+    wake_ = true;
+    claim_cv_.NotifyOne();
+  }
+  std::vector<std::shared_ptr<Task>> tasks;
+  for (Lease& lease : *leases) tasks.push_back(TakeLease(std::move(lease)));
+  if (tasks.empty()) return nullptr;
+  if (stop_claiming_) {
+    GiveBack(tasks);  // stopping: nothing new starts (L6)
+    return nullptr;
+  }
+  // This worker runs the lease of the highest-priority queue; the others
+  // wait, marked started, first in their queues for the other parked workers.
+  std::stable_sort(tasks.begin(), tasks.end(),
+                   [](const auto& a, const auto& b) { return a->queue < b->queue; });
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    tasks[i]->marked = true;
+    if (i == 0) continue;
+    QueueState& q = queues_[tasks[i]->queue];
+    q.ready.insert(q.ready.begin() + static_cast<std::ptrdiff_t>(q.marked_ready), tasks[i]);
+    ++q.marked_ready;
+    work_cv_.NotifyOne();
+  }
+  return tasks.front();
+}
+
+void WorkerPool::GiveBack(const std::vector<std::shared_ptr<Task>>& tasks) {
+  for (const auto& t : tasks) {
+    QueueState& q = queues_[t->queue];
+    --q.in_hand;
+    EraseInHand(t);
+    FinishRequest r;
+    r.lease = LeaseRef{t->lease.id, t->lease.version};
+    r.kind = FinishRequest::Kind::kRelease;
+    MutexUnlock unlock(mu_);
+    Finish(t, std::move(r));
+  }
+  if (!tasks.empty()) {
+    wake_ = true;
+    claim_cv_.NotifyOne();
+  }
+}
+
 void WorkerPool::WorkLoop() {
   MutexLock lock(mu_);
   while (true) {
     std::shared_ptr<Task> task;
-    while (!stop_workers_ && (task = NextReady()) == nullptr) work_cv_.Wait(mu_);
+    while (!stop_workers_ && (task = NextReady()) == nullptr) {
+      if (direct_claims_ > 0) {
+        // Woken by Wake: claim for this worker (and the other parked ones).
+        --direct_claims_;
+        if (!stop_claiming_ && (task = ClaimDirect()) != nullptr) break;
+        continue;
+      }
+      parked_hint_.store(++parked_workers_, std::memory_order_relaxed);
+      work_cv_.Wait(mu_);
+      parked_hint_.store(--parked_workers_, std::memory_order_relaxed);
+    }
     if (!task) return;
+    pickup_trace::Mark(pickup_trace::kWorkerAwake);
+    if (direct_claims_ > parked_workers_) {
+      // A wake meant for a worker that found other work: the claimer takes it.
+      direct_claims_ = parked_workers_;
+      wake_ = true;
+      claim_cv_.NotifyOne();
+    }
     QueueState& q = queues_[task->queue];
     ++q.running;
     task->started = true;
@@ -508,10 +690,17 @@ std::shared_ptr<WorkerPool::Task> WorkerPool::MarkStarted(
   refs.reserve(batch.size());
   for (const auto& t : batch) refs.push_back(LeaseRef{t->lease.id, t->lease.version});
   std::vector<Status> replies;
+  const Clock::SteadyTime mark_start = clock_->Steady();
   {
     MutexUnlock unlock(mu_);
     replies = store_->MarkStarted(refs);
   }
+  if (pickup_trace::PickupTrace* trace = pickup_trace::Installed(); trace != nullptr) [[unlikely]] {
+    pickup_trace::MarkWrite(trace, pickup_trace::kMarkQueued, pickup_trace::last_write);
+    pickup_trace::MarkAt(trace, pickup_trace::kMarkReturned, pickup_trace::NowNs());
+  }
+  const double took = std::chrono::duration<double>(clock_->Steady() - mark_start).count();
+  mark_seconds_ = 0.8 * mark_seconds_ + 0.2 * took;
   std::shared_ptr<Task> mine;
   std::vector<std::shared_ptr<Task>> followers;
   std::vector<std::shared_ptr<Task>> give_back;
@@ -546,20 +735,7 @@ std::shared_ptr<WorkerPool::Task> WorkerPool::MarkStarted(
     q.marked_ready += followers.size();
     work_cv_.NotifyAll();
   }
-  for (const auto& t : give_back) {
-    QueueState& q = queues_[t->queue];
-    --q.in_hand;
-    EraseInHand(t);
-    FinishRequest r;
-    r.lease = LeaseRef{t->lease.id, t->lease.version};
-    r.kind = FinishRequest::Kind::kRelease;
-    MutexUnlock unlock(mu_);
-    Finish(t, std::move(r));
-  }
-  if (!give_back.empty()) {
-    wake_ = true;
-    claim_cv_.NotifyOne();
-  }
+  GiveBack(give_back);
   return mine;
 }
 
@@ -803,6 +979,13 @@ void WorkerPool::Stop() {
     if (!started_ || stopped_) return;
     stopped_ = true;
     stop_claiming_ = true;
+    // Claims at admission reserved before now have their transactions in
+    // the store's writer: their leases arrive within a commit and go back
+    // (DeliverAdmitted) while the completer still runs.
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.shutdown_grace_ms);
+    while (admission_reserved_ > 0 && idle_cv_.WaitUntil(mu_, until)) {
+    }
   }
   claim_cv_.NotifyAll();
   claimer_.join();

@@ -3,7 +3,17 @@
 // Threads (none per job):
 //  - a claimer that claims batches per queue (priority order, per-queue
 //    concurrency plus a bounded prefetch), woken in-process on admission and
-//    polling at `poll_interval_ms` otherwise (A3);
+//    polling at `poll_interval_ms` otherwise (A3). When a worker is parked
+//    (nothing to run), an admission's Wake goes to that worker instead: it
+//    claims for itself one lease per queue that may start one (ClaimDirect),
+//    marked started in the same transaction, and runs it, so an idle pool's
+//    pickup is one writer transaction and four thread wakeups after the
+//    admission's commit (P2); the claimer then claims whatever else is due.
+//    Faster still, on a store that claims at admission (SQLite,
+//    Store::AdmissionClaimer): a parked worker is reserved while the
+//    admission's transaction runs, the execution is claimed for it, marked
+//    started, in that transaction, and the lease reaches it right after the
+//    COMMIT: one thread wakeup and no claim transaction;
 //  - `worker_threads` workers that run handlers. A lease is marked started
 //    in the store (Store::MarkStarted) before its handler runs: by the worker
 //    that takes it, one at a time, for slow jobs; for a fast queue about 5 ms
@@ -81,6 +91,14 @@ class WorkerPool {
   void NotifyCancel(ExecutionId id) EXCLUDES(mu_);
   // Graceful shutdown (L6). Idempotent.
   void Stop() EXCLUDES(mu_, finish_mu_, keep_mu_);
+  // Claims at admission (Store::AdmissionClaimer, which the engine forwards
+  // here; called on the store's writer thread). Reserve: true reserves a
+  // parked worker for an execution of `queue` admitted now, when the queue
+  // may start one more. Deliver: the claim committed; the lease, marked
+  // started, goes to a worker at once. Unreserve: it did not commit.
+  bool ReserveForAdmission(const std::string& queue) EXCLUDES(mu_);
+  void DeliverAdmitted(Lease lease) EXCLUDES(mu_, finish_mu_);
+  void UnreserveAdmission(const std::string& queue) EXCLUDES(mu_);
   EngineStats stats() const;
 
  private:
@@ -88,9 +106,10 @@ class WorkerPool {
   class Context;
   struct QueueState {
     QueueConfig config;
-    int limit = 0;    // concurrency
-    int in_hand = 0;  // leased by this pool, not yet finished
-    int running = 0;  // handlers running now (or being marked started)
+    int limit = 0;     // concurrency
+    int in_hand = 0;   // leased by this pool, not yet finished
+    int running = 0;   // handlers running now (or being marked started)
+    int reserved = 0;  // claims at admission on their way (ReserveForAdmission)
     // Leases waiting for a worker; those marked started (MarkStarted) first.
     std::deque<std::shared_ptr<Task>> ready;
     std::size_t marked_ready = 0;  // how many at the front of `ready` are marked
@@ -131,6 +150,19 @@ class WorkerPool {
   std::shared_ptr<Task> MarkStarted(const std::vector<std::shared_ptr<Task>>& batch,
                                     bool first_is_mine) REQUIRES(mu_);
 
+  // Makes `lease`, just claimed, a task in hand (in_hand_ and its queue's
+  // count; not in a ready list), dropping an older lease of its execution.
+  std::shared_ptr<Task> TakeLease(Lease lease) REQUIRES(mu_);
+  // For a worker that Wake woke: claims, marked started, one lease for it and
+  // one for each other parked worker; returns the calling worker's (the
+  // others wait marked in their ready lists), or nullptr when nothing was
+  // due. Wakes the claimer when more may be due. Releases mu_ during the
+  // store call.
+  std::shared_ptr<Task> ClaimDirect() REQUIRES(mu_);
+  // Gives `tasks` (in hand, unstarted, out of every ready list) back to the
+  // store (released) and wakes the claimer. Releases mu_ around each Finish.
+  void GiveBack(const std::vector<std::shared_ptr<Task>>& tasks) REQUIRES(mu_);
+
   void ClaimLoop() EXCLUDES(mu_);
   void WorkLoop() EXCLUDES(mu_);
   void CompleteLoop() EXCLUDES(finish_mu_);
@@ -163,7 +195,19 @@ class WorkerPool {
   std::unordered_multimap<std::int64_t, std::shared_ptr<Task>> in_hand_ GUARDED_BY(mu_);
   // When the completion rates were last sampled (clock_->Steady()); none yet.
   std::optional<Clock::SteadyTime> rate_sampled_at_ GUARDED_BY(mu_);
+  // How long a Store::MarkStarted call takes (clock_->Steady(), smoothed).
+  double mark_seconds_ GUARDED_BY(mu_) = 0;
   bool wake_ GUARDED_BY(mu_) = false;
+  // Workers waiting on work_cv_ with nothing to run, and how many of them
+  // Wake asked to claim new work themselves (ClaimDirect); never more.
+  int parked_workers_ GUARDED_BY(mu_) = 0;
+  // parked_workers_ for a look without mu_ (ReserveForAdmission); a hint:
+  // the decision is made under mu_.
+  std::atomic<int> parked_hint_{0};
+  int direct_claims_ GUARDED_BY(mu_) = 0;
+  // Parked workers a claim at admission is on its way to (the sum of the
+  // queues' `reserved`); a Wake asks only the others to claim.
+  int admission_reserved_ GUARDED_BY(mu_) = 0;
   bool stop_claiming_ GUARDED_BY(mu_) = false;
   bool stop_workers_ GUARDED_BY(mu_) = false;
   bool started_ GUARDED_BY(mu_) = false;

@@ -21,6 +21,7 @@
 #include "core/notify_target.h"
 #include "engine/scheduler.h"
 #include "storage/open_store.h"
+#include "transport/redis_url.h"
 
 namespace taskengine {
 namespace {
@@ -114,10 +115,11 @@ std::string Where(std::string_view file, const toml::source_region& region) {
 
 // The keys of every table ParseConfig reads: the tables below refuse any
 // other key, and ConfigKeys() lists them for the documentation.
-constexpr std::string_view kRootKeys[] = {"database",        "engine",        "http", "redaction",
-                                          "retention",       "notifications", "log",  "queue",
-                                          "command_profile", "http_target",   "job"};
+constexpr std::string_view kRootKeys[] = {"database",  "redis",           "engine",        "http",
+                                          "redaction", "retention",       "notifications", "log",
+                                          "queue",     "command_profile", "http_target",   "job"};
 constexpr std::string_view kDatabaseKeys[] = {"path", "url", "schema", "sync"};
+constexpr std::string_view kRedisKeys[] = {"url", "prefix"};
 constexpr std::string_view kEngineKeys[] = {"worker_threads",           "poll_interval_ms",
                                             "sweep_interval_ms",        "shutdown_grace_ms",
                                             "replay_requires_approval", "max_payload_bytes"};
@@ -159,6 +161,7 @@ struct TableKeys {
 };
 constexpr TableKeys kTables[] = {
     {"database", false, kDatabaseKeys},
+    {"redis", false, kRedisKeys},
     {"engine", false, kEngineKeys},
     {"http", false, kHttpKeys},
     {"redaction", false, kRedactionKeys},
@@ -519,6 +522,21 @@ Status ApplyEnv(const EnvLookup& env, ServerConfig* c) {
     }
     c->database_url = *url;
   }
+  for (const char* name : {"REDIS_URL", "TASKENGINE_REDIS_URL"}) {
+    // Later wins: TASKENGINE_REDIS_URL over REDIS_URL over the file.
+    auto url = env(name);
+    if (!url || url->empty()) continue;  // set but empty: as if unset
+    if (auto parsed = ParseRedisUrl(*url); !parsed.ok()) {
+      return InvalidArgument(std::string(name) + ": " + parsed.status().message());
+    }
+    c->redis_url = *url;
+  }
+  if (auto prefix = env("TASKENGINE_REDIS_PREFIX")) {
+    if (Status s = CheckRedisPrefix(*prefix); !s.ok()) {
+      return InvalidArgument("TASKENGINE_REDIS_PREFIX: " + s.message());
+    }
+    c->redis_prefix = *prefix;
+  }
   if (auto schema = env("TASKENGINE_DATABASE_SCHEMA")) {
     if (!IsSchemaName(*schema)) {
       return InvalidArgument("TASKENGINE_DATABASE_SCHEMA='" + *schema +
@@ -625,6 +643,21 @@ Result<ServerConfig> FromTable(const toml::table& root_table, std::string_view f
     auto mode = ParseSync(sync);
     if (!mode.ok()) return t.Error(*t.Get("sync"), "sync", mode.status().message());
     c.sync = *mode;
+    return Status::Ok();
+  }));
+  TE_RETURN_IF_ERROR(WithTable(root, "redis", file, &c.locations, [&](TableReader& t) -> Status {
+    TE_RETURN_IF_ERROR(t.String("url", 4096, &c.redis_url));
+    if (t.Get("url") != nullptr) {
+      if (auto parsed = ParseRedisUrl(c.redis_url); !parsed.ok()) {
+        return t.Error(*t.Get("url"), "url", parsed.status().message());
+      }
+    }
+    TE_RETURN_IF_ERROR(t.String("prefix", 64, &c.redis_prefix));
+    if (t.Get("prefix") != nullptr) {
+      if (Status s = CheckRedisPrefix(c.redis_prefix); !s.ok()) {
+        return t.Error(*t.Get("prefix"), "prefix", s.message());
+      }
+    }
     return Status::Ok();
   }));
   TE_RETURN_IF_ERROR(WithTable(root, "engine", file, &c.locations, [&](TableReader& t) -> Status {

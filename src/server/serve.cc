@@ -27,6 +27,7 @@
 #include "handlers/notify_handler.h"
 #include "server/logging.h"
 #include "server/server.h"
+#include "storage/open_store.h"
 
 namespace taskengine {
 namespace {
@@ -152,6 +153,10 @@ Status Serve(const ServerConfig& config) {
   spdlog::info("taskengine serve: config {}",
                config.source.empty() ? "(none: defaults)" : config.source);
   spdlog::info("database {}", DescribeDatabase(config));
+  if (!config.redis_url.empty()) {
+    spdlog::info("redis transport {} (prefix {})", RedactUrl(config.redis_url),
+                 config.redis_prefix);
+  }
   spdlog::info("{} worker threads; queues: {}", config.worker_threads,
                DescribeQueues(config.queues));
   auto opened = OpenEngine(config, EngineMode::kServe);

@@ -28,7 +28,12 @@ std::string RedactUrl(std::string_view url) {
   std::size_t at = out.find('@', scheme + 3);
   if (at == std::string::npos) return out;
   std::size_t colon = out.find(':', scheme + 3);
-  if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
+  if (colon != std::string::npos && colon < at) {
+    out.replace(colon + 1, at - colon - 1, "***");
+  } else if (out.rfind("redis", 0) == 0) {
+    // redis://secret@host: the one word is the password.
+    out.replace(scheme + 3, at - scheme - 3, "***");
+  }
   return out;
 }
 

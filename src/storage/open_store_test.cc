@@ -19,6 +19,9 @@ TEST(OpenStoreTest, RedactUrlHidesOnlyThePassword) {
   EXPECT_EQ(RedactUrl("postgres://app:s3cret@db:5432/jobs"), "postgres://app:***@db:5432/jobs");
   EXPECT_EQ(RedactUrl("postgres://app@db/jobs"), "postgres://app@db/jobs");
   EXPECT_EQ(RedactUrl("postgres://db:5432/jobs"), "postgres://db:5432/jobs");
+  EXPECT_EQ(RedactUrl("redis://:s3cret@cache:6379/2"), "redis://:***@cache:6379/2");
+  EXPECT_EQ(RedactUrl("redis://s3cret@cache"), "redis://***@cache");
+  EXPECT_EQ(RedactUrl("redis://cache:6379"), "redis://cache:6379");
   EXPECT_EQ(RedactUrl("postgresql://a:p%40ss@h/d"), "postgresql://a:***@h/d");
 }
 

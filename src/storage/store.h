@@ -618,6 +618,44 @@ class Store {
   // is in progress or will start. The default (SQLite: one process) never
   // calls it.
   virtual void SetWorkListener(std::function<void()> listener) { (void)listener; }
+  // Work made due by THIS store: after each commit that made work due now or
+  // later (an admission that is not parked, a requeue, the next execution of
+  // a lane), `publisher` gets the queue of the first such execution, on the
+  // thread that committed (SQLite: its writer thread, before the callers of
+  // the batch hear of the commit); it must not block and must not call into
+  // the store. Nothing for a transaction that did not commit. The engine
+  // wakes its own workers with it and hands it to its transport (D3). Best
+  // effort by design: the work is in the database already (A3), so a call
+  // dropped only delays pickup to the next poll. Call once, before the store
+  // is shared between threads (empty = none).
+  virtual void SetWorkPublisher(std::function<void(const std::string& queue)> publisher) {
+    (void)publisher;
+  }
+
+  // --- claims at admission (P2) ---
+  // An engine whose workers sit idle may take an execution in the very
+  // transaction that admits it: then no claim transaction and no thread
+  // hop stand between the admission's COMMIT and the handler's start. A
+  // store that supports it (SQLite, whose writer thread runs every
+  // admission) asks `claimer` for each execution it admits due now and not
+  // parked; the others never call it. Call once, before the store is shared
+  // between threads (nullptr = none); it must outlive the store's use of it.
+  class AdmissionClaimer {
+   public:
+    // Called inside the admission's transaction. True reserves an idle
+    // worker for an execution of `queue`: the store then claims it, marked
+    // started, for worker(), and afterwards calls exactly one of Deliver
+    // (the claim committed) or Unreserve (it did not, or the store could
+    // not claim). None of the three may block or call into the store.
+    virtual bool Reserve(const std::string& queue) = 0;
+    virtual void Deliver(Lease lease) = 0;
+    virtual void Unreserve(const std::string& queue) = 0;
+    virtual WorkerId worker() const = 0;
+
+   protected:
+    ~AdmissionClaimer() = default;
+  };
+  virtual void SetAdmissionClaimer(AdmissionClaimer* claimer) { (void)claimer; }
 
   // --- reads ---
   virtual Result<Execution> GetExecution(ExecutionId id) = 0;

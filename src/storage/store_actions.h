@@ -105,12 +105,21 @@ class ActionStore : public Store {
   void SetLifecycleObserver(std::function<void(std::vector<LifecycleEvent>&&)> observer) override {
     lifecycle_observer_ = std::move(observer);
   }
+  void SetWorkPublisher(std::function<void(const std::string& queue)> publisher) override {
+    work_publisher_ = std::move(publisher);
+  }
 
  protected:
   bool ObservesLifecycle() const { return static_cast<bool>(lifecycle_observer_); }
   // Hands the events of a committed transaction to the observer.
   void PublishLifecycle(std::vector<LifecycleEvent>&& events) const {
     if (lifecycle_observer_ && !events.empty()) lifecycle_observer_(std::move(events));
+  }
+
+  // Tells the work publisher that a committed transaction made work due in
+  // `queue` (SetWorkPublisher).
+  void PublishWork(const std::string& queue) const {
+    if (work_publisher_) work_publisher_(queue);
   }
 
   // Runs `body` in one write transaction, committed when it returns OK and
@@ -124,6 +133,7 @@ class ActionStore : public Store {
   Result<T> InActionTx(F&& body);
 
   std::function<void(std::vector<LifecycleEvent>&&)> lifecycle_observer_;
+  std::function<void(const std::string&)> work_publisher_;
 };
 
 }  // namespace taskengine::storage_internal

@@ -101,6 +101,10 @@ try {
     console.log(`P10 ${r.name.padEnd(26)} data shown after navigation: median ${m.toFixed(0)} ms, ` +
                 `min ${Math.min(...r.times).toFixed(0)}, max ${Math.max(...r.times).toFixed(0)} ` +
                 `(${r.times.length} runs; target <= 300 ms, ratio ${(m / 300).toFixed(2)})`);
+    // The machine-readable line of bench/run.sh (bench/bench_support.h PrintFigure).
+    const f = (v) => v.toFixed(4);
+    console.log(`@figure|P10|${r.name} page: data shown after navigation|${f(m)}|` +
+                `${f(Math.min(...r.times))}|${f(Math.max(...r.times))}|${r.times.length}|ms|<=|300`);
   }
 } finally {
   if (browser) await browser.close();

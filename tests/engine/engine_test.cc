@@ -4,12 +4,18 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
+#include "core/canonical_json.h"
 #include "engine/engine_internal.h"
+#include "engine/worker_pool.h"
+#include "storage/sqlite/sqlite_store.h"
 #include "storage/store.h"
 #include "testing_support/test_util.h"
 
@@ -43,6 +49,43 @@ class EngineTest : public ::testing::Test {
   ExecutionStatus StatusOf(Engine& e, ExecutionId id) {
     auto ex = e.GetExecution(id);
     return ex.ok() ? ex->status : ExecutionStatus::kQueued;
+  }
+  // What a succeeding handler saw: the executions it ran and their attempts.
+  class RunLog {
+   public:
+    taskengine::Handler Handler() {
+      return [this](JobContext& ctx) {
+        std::lock_guard<std::mutex> lock(mu_);
+        seen_.insert(ctx.execution_id().value);
+        attempts_.push_back(ctx.attempt());
+        return HandlerResult::Success();
+      };
+    }
+    std::size_t Times(ExecutionId id) {
+      std::lock_guard<std::mutex> lock(mu_);
+      return seen_.count(id.value);
+    }
+    std::size_t Total() {
+      std::lock_guard<std::mutex> lock(mu_);
+      return seen_.size();
+    }
+    std::vector<int> attempts() {
+      std::lock_guard<std::mutex> lock(mu_);
+      return attempts_;
+    }
+
+   private:
+    std::mutex mu_;
+    std::multiset<std::int64_t> seen_;
+    std::vector<int> attempts_;
+  };
+  // Each of `ids` ran once, on attempt 1, and succeeded.
+  void ExpectEachRanOnceOnAttempt1(Engine& e, RunLog& runs, const std::vector<ExecutionId>& ids) {
+    for (const ExecutionId& id : ids) {
+      EXPECT_EQ(runs.Times(id), 1u);
+      EXPECT_EQ(StatusOf(e, id), ExecutionStatus::kSucceeded);
+    }
+    EXPECT_THAT(runs.attempts(), ::testing::Each(1));
   }
   TempDir dir_;
 };
@@ -530,6 +573,215 @@ TEST_F(EngineTest, ManyJobsEachRunExactlyOnce) {
   EXPECT_EQ(seen.size(), ds.size());
   for (auto& d : ds) EXPECT_EQ(seen.count(d.id.value), 1u);
   for (auto& d : ds) EXPECT_EQ(StatusOf(*engine, d.id), ExecutionStatus::kSucceeded);
+}
+
+// A3 and the direct handoff: with polling out of the picture (one minute),
+// each dispatch to an idle pool is claimed at once, by a parked worker for
+// itself or by the claimer, and a batch larger than one claim runs whole (the
+// worker's claim wakes the claimer for the rest). Each runs once, attempt 1.
+TEST_F(EngineTest, A3_DispatchToAnIdlePoolRunsWithoutWaitingForAPoll) {
+  EngineOptions o = Options(2);
+  o.poll_interval_ms = 60'000;
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(o));
+  ASSERT_OK(engine->DefineJob(Job("count", "count")));
+  RunLog runs;
+  ASSERT_OK(engine->RegisterHandler("count", runs.Handler()));
+  ASSERT_OK(engine->Start());
+  std::vector<ExecutionId> ids;
+  for (int i = 0; i < 20; ++i) {
+    DispatchRequest r;
+    r.job = JobName("count");
+    ASSERT_OK_AND_ASSIGN(auto d, engine->Dispatch(r));
+    ids.push_back(d.id);
+    ASSERT_TRUE(WaitFor([&] { return runs.Times(d.id) == 1; })) << "dispatch " << i;
+  }
+  std::vector<DispatchRequest> batch(100);
+  for (auto& r : batch) r.job = JobName("count");
+  ASSERT_OK_AND_ASSIGN(auto ds, engine->DispatchBatch(batch));
+  for (const auto& d : ds) ids.push_back(d.id);
+  ASSERT_TRUE(WaitFor([&] { return runs.Total() >= ids.size(); }));
+  ASSERT_TRUE(WaitFor([&] { return engine->stats().published >= 120; }));
+  EngineStats stats = engine->stats();
+  EXPECT_EQ(stats.claimed, 120);
+  EXPECT_EQ(stats.succeeded, 120);
+  EXPECT_EQ(stats.stale, 0);
+  EXPECT_EQ(stats.released, 0);
+  engine->Stop();
+  ExpectEachRanOnceOnAttempt1(*engine, runs, ids);
+}
+
+// The same with two queues and one worker: the parked worker's own claim
+// asks only the higher-priority queue, so work admitted to the other one is
+// claimed by the claimer it wakes, without a poll.
+TEST_F(EngineTest, A3_DispatchToALowerQueueOfAnIdlePoolRunsWithoutWaitingForAPoll) {
+  EngineOptions o = Options(1);
+  o.poll_interval_ms = 60'000;
+  o.queues = {QueueConfig{"low", 0, 1}, QueueConfig{"high", 10, 1}};
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(o));
+  ASSERT_OK(engine->DefineJob(Job("j-low", "work", "low")));
+  ASSERT_OK(engine->DefineJob(Job("j-high", "work", "high")));
+  std::atomic<int> ran{0};
+  ASSERT_OK(engine->RegisterHandler("work", [&](JobContext&) {
+    ++ran;
+    return HandlerResult::Success();
+  }));
+  ASSERT_OK(engine->Start());
+  for (int i = 0; i < 10; ++i) {
+    DispatchRequest r;
+    r.job = JobName(i % 3 == 2 ? "j-high" : "j-low");
+    ASSERT_OK_AND_ASSIGN(auto d, engine->Dispatch(r));
+    ASSERT_TRUE(WaitFor([&] { return ran.load() == i + 1; })) << "dispatch " << i;
+  }
+  ASSERT_TRUE(WaitFor([&] { return engine->stats().published >= 10; }));
+  EXPECT_EQ(engine->stats().claimed, 10);
+  EXPECT_EQ(engine->stats().stale, 0);
+}
+
+// P2, claim at admission: a dispatch to a pool with a parked worker is
+// claimed for that worker in the admission's own transaction (marked
+// started), so Dispatch already answers `running`, and the execution runs
+// once, attempt 1. Sequential dispatches, each waited for: the worker is
+// parked again long before the next (its outcome's commit comes first).
+TEST_F(EngineTest, P2_AnIdleWorkerTakesAnExecutionInItsAdmissionsTransaction) {
+  EngineOptions o = Options(1);
+  o.poll_interval_ms = 60'000;
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(o));
+  ASSERT_OK(engine->DefineJob(Job("count", "count")));
+  RunLog runs;
+  ASSERT_OK(engine->RegisterHandler("count", runs.Handler()));
+  ASSERT_OK(engine->Start());
+  constexpr int kDispatches = 20;
+  int answered_running = 0;
+  std::vector<ExecutionId> ids;
+  for (int i = 0; i < kDispatches; ++i) {
+    DispatchRequest r;
+    r.job = JobName("count");
+    ASSERT_OK_AND_ASSIGN(auto d, engine->Dispatch(r));
+    ids.push_back(d.id);
+    if (d.status == ExecutionStatus::kRunning) ++answered_running;
+    ASSERT_TRUE(WaitFor([&] { return engine->stats().published == i + 1; })) << "dispatch " << i;
+  }
+  // The first may come before the worker first parked; under a sanitizer or
+  // a loaded machine a few more may too. None would mean no claim at all.
+  EXPECT_GE(answered_running, kDispatches / 2);
+  EngineStats stats = engine->stats();
+  EXPECT_EQ(stats.claimed, kDispatches);
+  EXPECT_EQ(stats.succeeded, kDispatches);
+  EXPECT_EQ(stats.stale, 0);
+  engine->Stop();
+  ExpectEachRanOnceOnAttempt1(*engine, runs, ids);
+}
+
+// A claim at admission respects the queue's concurrency: with two workers
+// and a queue of concurrency 1 whose one execution runs, the next dispatch
+// stays queued although a worker is parked, and runs once the first ends.
+// The claimed execution is the pool's: running, attempt 1, leased to this
+// engine's worker id.
+TEST_F(EngineTest, P2_ClaimAtAdmissionKeepsTheQueuesConcurrency) {
+  EngineOptions o = Options(2);
+  o.poll_interval_ms = 60'000;
+  o.worker_id = "admission-claims";
+  o.queues = {QueueConfig{"default", 0, 1}};
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(o));
+  ASSERT_OK(engine->DefineJob(Job("hold", "hold")));
+  std::atomic<bool> release{false};
+  std::atomic<int> running{0}, most{0}, ran{0};
+  ASSERT_OK(engine->RegisterHandler("hold", [&](JobContext&) {
+    const int now = ++running;
+    most = std::max(most.load(), now);
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    --running;
+    ++ran;
+    return HandlerResult::Success();
+  }));
+  ASSERT_OK(engine->Start());
+  DispatchRequest r;
+  r.job = JobName("hold");
+  // Until one dispatch found a parked worker (the pool may not have parked
+  // yet right after Start): it runs and holds the queue.
+  std::vector<ExecutionId> ids;
+  std::optional<ExecutionId> held;
+  for (int i = 0; i < 50 && !held; ++i) {
+    ASSERT_OK_AND_ASSIGN(auto d, engine->Dispatch(r));
+    ids.push_back(d.id);
+    if (d.status == ExecutionStatus::kRunning) held = d.id;
+    if (!held) ASSERT_TRUE(WaitFor([&] { return running.load() == 1; }));
+    if (!held) {
+      release = true;
+      ASSERT_TRUE(WaitFor([&] { return engine->stats().published == i + 1; }));
+      release = false;
+    }
+  }
+  ASSERT_TRUE(held.has_value()) << "no dispatch was claimed at admission";
+  ASSERT_TRUE(WaitFor([&] { return running.load() == 1; }));
+  ASSERT_OK_AND_ASSIGN(Execution e, engine->GetExecution(*held));
+  EXPECT_EQ(e.status, ExecutionStatus::kRunning);
+  EXPECT_EQ(e.worker.value, "admission-claims");
+  EXPECT_EQ(e.attempt, 1);
+  ASSERT_OK_AND_ASSIGN(auto next, engine->Dispatch(r));
+  ids.push_back(next.id);
+  EXPECT_EQ(next.status, ExecutionStatus::kQueued) << "the queue's one slot is taken";
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(running.load(), 1);
+  release = true;
+  ASSERT_TRUE(WaitFor([&] { return StatusOf(*engine, next.id) == ExecutionStatus::kSucceeded; }));
+  EXPECT_EQ(most.load(), 1);
+  engine->Stop();
+  for (const ExecutionId& id : ids) EXPECT_EQ(StatusOf(*engine, id), ExecutionStatus::kSucceeded);
+  EXPECT_EQ(ran.load(), static_cast<int>(ids.size()));
+}
+
+// L6 with a claim at admission in flight: Stop waits for the lease of a
+// reservation made before it (the admission's transaction still in the
+// writer) and gives it back, attempt returned, instead of leaving it to
+// expire as a started attempt. Driven on the pool itself, which plays the
+// store's writer here: reserve, Stop on another thread, deliver later.
+TEST_F(EngineTest, L6_StopGivesBackALeaseClaimedAtAdmissionWhileStopping) {
+  SqliteStoreOptions so;
+  so.path = dir_.File("pool.db");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, OpenSqliteStore(so));
+  ASSERT_OK(store->Migrate());
+  ASSERT_OK(store->UpsertJob(Job("count", "count")));
+  HandlerRegistry handlers;
+  std::atomic<int> ran{0};
+  ASSERT_OK(handlers.Register("count", [&](JobContext&) {
+    ++ran;
+    return HandlerResult::Success();
+  }));
+  WorkerPoolOptions po;
+  static_cast<EngineOptions&>(po) = Options(1);
+  po.poll_interval_ms = 60'000;
+  po.worker_id = "stopping-pool";
+  po.queues = {QueueConfig{}};
+  WorkerPool pool(store.get(), SystemClock::Get(), &handlers, po);
+  ASSERT_OK(pool.Start());
+  // The pool's one worker parks soon after Start.
+  ASSERT_TRUE(WaitFor([&] { return pool.ReserveForAdmission("default"); }));
+  // What the writer would do inside the admission: claim it, marked started.
+  AdmitRequest a;
+  a.job = JobName("count");
+  a.payload_json = "{}";
+  a.fingerprint = Sha256Hex(a.payload_json);
+  ASSERT_OK_AND_ASSIGN(AdmitResult admitted, store->Admit(a));
+  ClaimRequest c;
+  c.worker = WorkerId("stopping-pool");
+  c.mark_started = true;
+  c.slots = {QueueSlot{"default", 1}};
+  ASSERT_OK_AND_ASSIGN(std::vector<Lease> leases, store->Claim(c));
+  ASSERT_EQ(leases.size(), 1u);
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    pool.Stop();
+    stopped = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(stopped.load()) << "Stop returned with a claim at admission on its way";
+  pool.DeliverAdmitted(leases.front());
+  stopper.join();
+  EXPECT_EQ(ran.load(), 0) << "nothing new starts while stopping";
+  ASSERT_OK_AND_ASSIGN(Execution e, store->GetExecution(admitted.id));
+  EXPECT_EQ(e.status, ExecutionStatus::kQueued) << "released for another worker at once";
+  EXPECT_EQ(e.attempt, 0) << "a released lease gives its attempt back";
 }
 
 // Short jobs: a queue's prefetch grows with its completion rate (about 100 ms

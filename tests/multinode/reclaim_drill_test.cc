@@ -37,14 +37,20 @@ TEST(ReclaimDrill, StalledNodeReclaimsItsExecutionsAndKeepsTheNewLeasesAlive) {
   const std::string config_a = work.File("a.toml");
   const std::string config_b = work.File("b.toml");
   // The work job's script (the same in both configs, which both seed the
-  // definition): record the start, take a moment, perform the countable
-  // effect `notice` (drill_support.h), exit 0.
+  // definition): record the start, wait for the test's go, perform the
+  // countable effect `notice` (drill_support.h), exit 0. The go comes only
+  // after B recovered A's leases: the handler that ran at the stall then
+  // reserves under a claim version that is no longer current (`stale`) and
+  // performs nothing. Without the wait its child (which SIGSTOP does not
+  // stop) could reserve while the lease still held and commit after B took
+  // it back: a commit that must be refused, leaving a reservation that is
+  // rightly `ambiguous` on the next attempt (E1, E3) — a different drill.
   auto toml = [&](const NodeConfig& c) {
     std::string t = NodeToml(c, files, "exit 0\n");
     const std::string marker = "'''\n";
     const std::size_t at = t.find(marker);
     EXPECT_NE(at, std::string::npos);
-    if (at != std::string::npos) t.insert(at + marker.size(), StartLine(files) + "sleep 0.5\n");
+    if (at != std::string::npos) t.insert(at + marker.size(), StartLine(files) + WaitForGo(files));
     return t;
   };
   std::ofstream(config_a) << toml(a_config);
@@ -78,6 +84,7 @@ TEST(ReclaimDrill, StalledNodeReclaimsItsExecutionsAndKeepsTheNewLeasesAlive) {
       },
       std::chrono::milliseconds(200));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  files.GoAll();
   ASSERT_EQ(kill(a.pid(), SIGCONT), 0);
   ASSERT_TRUE(recovered) << "B's sweeper did not recover A's leases";
 

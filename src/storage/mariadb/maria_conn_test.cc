@@ -387,6 +387,57 @@ TEST_F(MariaConnTest, ReturningYieldsRows) {
   EXPECT_EQ(none, 0);
 }
 
+TEST_F(MariaConnTest, RunBulkRunsEveryElementInOrderAndSumsAffectedRows) {
+  ASSERT_OK(conn_.Exec("CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT, s LONGTEXT)"));
+  static constexpr char kInsert[] = "INSERT INTO t (s, id, v) VALUES (?3, ?1, ?2)";
+  std::vector<SqlArgs> rows;
+  rows.push_back(SqlArgs().Add(1).Add(10).Add("a'b"));
+  rows.push_back(SqlArgs().Add(2).AddNull().Add(std::string(100000, 'x')));
+  rows.push_back(SqlArgs().Add(3).Add(-5).AddNull());
+  ASSERT_OK_AND_ASSIGN(std::int64_t inserted, conn_.RunBulk(kInsert, rows));
+  EXPECT_EQ(inserted, 3);
+  ASSERT_OK_AND_ASSIGN(
+      Table got, Select(conn_, "SELECT id, v, LENGTH(s), LEFT(s, 3) FROM t ORDER BY id", {}, 4));
+  EXPECT_EQ(got, (Table{{"1", "10", "3", "a'b"},
+                        {"2", "NULL", "100000", "xxx"},
+                        {"3", "-5", "NULL", "NULL"}}));
+
+  // Each element runs in order, seeing the ones before it; matched rows count.
+  static constexpr char kUpdate[] = "UPDATE t SET v = COALESCE(v, 0) + ?2 WHERE id = ?1";
+  ASSERT_OK_AND_ASSIGN(std::int64_t updated,
+                       conn_.RunBulk(kUpdate, {SqlArgs().Add(1).Add(1), SqlArgs().Add(99).Add(1),
+                                               SqlArgs().Add(1).Add(1), SqlArgs().Add(2).Add(0)}));
+  EXPECT_EQ(updated, 3);
+  EXPECT_EQ(Count("SELECT v FROM t WHERE id = 1"), 12);
+  EXPECT_EQ(Count("SELECT v FROM t WHERE id = 2"), 0);
+  // One element and none.
+  ASSERT_OK_AND_ASSIGN(std::int64_t one, conn_.RunBulk(kUpdate, {SqlArgs().Add(3).Add(5)}));
+  EXPECT_EQ(one, 1);
+  ASSERT_OK_AND_ASSIGN(std::int64_t none, conn_.RunBulk(kUpdate, {}));
+  EXPECT_EQ(none, 0);
+  // The statement is still a plain one afterwards.
+  ASSERT_OK_AND_ASSIGN(std::int64_t plain,
+                       conn_.Run(kUpdate, SqlArgs().Add(3).Add(1), [](const Row&) {}));
+  EXPECT_EQ(plain, 1);
+  EXPECT_EQ(Count("SELECT v FROM t WHERE id = 3"), 1);
+
+  // A duplicate key fails the call as a single statement would.
+  auto dup =
+      conn_.RunBulk(kInsert, {SqlArgs().Add(7).Add(0).Add("n"), SqlArgs().Add(1).Add(0).Add("n")});
+  ASSERT_FALSE(dup.ok());
+  EXPECT_EQ(dup.status().code(), ErrorCode::kConflict) << dup.status().ToString();
+  EXPECT_TRUE(conn_.healthy());
+
+  // An argument that is an integer in one element and a text in another is
+  // a caller's bug.
+  auto mixed = conn_.RunBulk(kUpdate, {SqlArgs().Add(1).Add(1), SqlArgs().Add("1").Add(1)});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_EQ(mixed.status().code(), ErrorCode::kInternal) << mixed.status().ToString();
+  auto short_row = conn_.RunBulk(kUpdate, {SqlArgs().Add(1).Add(1), SqlArgs().Add(1)});
+  ASSERT_FALSE(short_row.ok());
+  EXPECT_EQ(short_row.status().code(), ErrorCode::kInternal);
+}
+
 TEST_F(MariaConnTest, DuplicateKeyIsConflict) {
   ASSERT_OK(conn_.Exec("CREATE TABLE t (id BIGINT PRIMARY KEY, k VARCHAR(20) UNIQUE)"));
   const char* insert = "INSERT INTO t (id, k) VALUES (?1, ?2)";

@@ -2,7 +2,11 @@
 #include "storage/mariadb/maria_store.h"
 
 #include <algorithm>
+#include <array>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -100,26 +104,44 @@ constexpr char kHasVersionTable[] =
     " AND table_name = 'schema_version'";
 constexpr char kReadVersion[] = "SELECT MAX(version) FROM schema_version";
 
-constexpr const char* kBeginWrite = "START TRANSACTION";
+// The store's connections run with autocommit off: a write transaction
+// begins with its first statement (READ COMMITTED, the session's level) and
+// ends with COMMIT or ROLLBACK, one round trip less than START TRANSACTION.
+constexpr const char* kSessionSetup = "SET SESSION autocommit = 0";
 constexpr const char* kBeginRead =
     "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;"
     " START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY";
 // Seconds a lane's lock is waited for before the transaction is retried.
 constexpr int kLaneLockWaitSeconds = 10;
 
-// Batches of rows go to the server in statements of a power-of-two number of
-// rows (at most kMaxBatchRows), so that a connection prepares few distinct
-// texts whatever the batch sizes.
-constexpr int kMaxBatchRows = 256;
+// A batch's rows are locked (LockInOrder) and its executions admitted
+// (AdmitAll) in statements of a power-of-two number of rows, at most 256, so
+// that a connection prepares few distinct texts whatever the batch sizes: a
+// lock of n rows names the ids of the next power of two (the last one
+// repeated), an admission of n rows takes the largest power of two that
+// fits, then the next. A batch's updates run the shared one-row statement:
+// the rows whose arguments differ only in their id in statements over an id
+// list (InListUpdate; the common case, e.g. a claim of first attempts), the
+// others in one bulk execution (MariaConn::RunBulk).
+constexpr int kBatchSizes = 9;  // 1, 2, 4, ... 256 rows
+// The payloads of one admission statement stay below this many bytes (far
+// below max_allowed_packet) unless a single row is larger.
+constexpr std::size_t kMaxAdmissionBytes = 4 << 20;
 
-// The size of the next statement for `remaining` rows.
-int ChunkRows(std::size_t remaining) {
-  int n = 1;
-  while (n * 2 <= kMaxBatchRows && static_cast<std::size_t>(n * 2) <= remaining) n *= 2;
-  return n;
+// log2 of the largest power of two <= min(remaining, kMaxBatchRows).
+int FloorChunk(std::size_t remaining) {
+  int k = 0;
+  while (k + 1 < kBatchSizes && (std::size_t{1} << (k + 1)) <= remaining) ++k;
+  return k;
+}
+// log2 of the smallest power of two >= min(remaining, kMaxBatchRows).
+int CeilChunk(std::size_t remaining) {
+  int k = 0;
+  while (k + 1 < kBatchSizes && (std::size_t{1} << k) < remaining) ++k;
+  return k;
 }
 
-// "(?1, ?2, ...)" style placeholders for `count` values from `first`.
+// "?first, ?first+1, ..." for `count` values.
 std::string Placeholders(int first, int count) {
   std::string out;
   for (int i = 0; i < count; ++i) {
@@ -129,30 +151,81 @@ std::string Placeholders(int first, int count) {
   return out;
 }
 
-// SELECT <state columns> of executions `rows` ids, locked in id order.
-std::string LockRowsSql(int rows) {
-  return "SELECT " TE_SQL_STATE_COLUMNS " FROM executions WHERE id IN (" + Placeholders(1, rows) +
-         ") ORDER BY id FOR UPDATE";
+// SELECT <state columns> of the executions with 2^k ids, locked in id order.
+const char* LockRowsSql(int k) {
+  static const std::array<std::string, kBatchSizes> texts = [] {
+    std::array<std::string, kBatchSizes> out;
+    for (int i = 0; i < kBatchSizes; ++i) {
+      out[i] = "SELECT " TE_SQL_STATE_COLUMNS " FROM executions WHERE id IN (" +
+               Placeholders(1, 1 << i) + ") ORDER BY id FOR UPDATE";
+    }
+    return out;
+  }();
+  return texts[k].c_str();
 }
 
-// UPDATE executions e JOIN (<rows> rows of `columns`, the first being id) v
-// ON e.id = v.id <on> SET <set>: the row values are ?1.. in row order; the
-// statement's other arguments follow them.
-std::string BatchUpdateSql(const std::vector<const char*>& columns, int rows, std::string_view on,
-                           std::string_view set) {
-  std::string values;
-  int p = 1;
-  for (int r = 0; r < rows; ++r) {
-    values += r == 0 ? "SELECT " : " UNION ALL SELECT ";
-    for (std::size_t c = 0; c < columns.size(); ++c) {
-      if (c > 0) values += ", ";
-      values += "?" + std::to_string(p++);
-      if (r == 0) values += std::string(" AS ") + columns[c];
+// kInsertExecution for 2^k rows, answering their ids in row order: row r's
+// ?N is ?(N + r * kInsertExecutionArgs).
+constexpr int kInsertExecutionArgs = 22;
+const char* InsertExecutionsSql(int k) {
+  static const std::array<std::string, kBatchSizes> texts = [] {
+    const std::string_view shared = kInsertExecution;
+    const std::size_t values = shared.find(" VALUES ");
+    const std::string_view head = shared.substr(0, values + 8);
+    const std::string_view tuple = shared.substr(values + 8);
+    std::array<std::string, kBatchSizes> out;
+    for (int i = 0; i < kBatchSizes; ++i) {
+      std::string sql(head);
+      for (int r = 0; r < (1 << i); ++r) {
+        if (r > 0) sql += ", ";
+        for (std::size_t at = 0; at < tuple.size(); ++at) {
+          if (tuple[at] != '?') {
+            sql += tuple[at];
+            continue;
+          }
+          std::size_t end = at + 1;
+          while (end < tuple.size() && tuple[end] >= '0' && tuple[end] <= '9') ++end;
+          const int n = std::stoi(std::string(tuple.substr(at + 1, end - at - 1)));
+          sql += "?" + std::to_string(n + r * kInsertExecutionArgs);
+          at = end - 1;
+        }
+      }
+      out[i] = sql + " RETURNING id";
+    }
+    return out;
+  }();
+  return texts[k].c_str();
+}
+
+// A shared one-row UPDATE ("... WHERE id = ?1 ...", `args` arguments) for
+// 2^k ids at once: "WHERE id IN (?1, ?args+1, ...)", the other arguments as
+// in the one-row text. Immutable.
+class InListUpdate {
+ public:
+  InListUpdate(const char* one_row, int args) : one_row_(one_row) {
+    const std::string_view text = one_row;
+    constexpr std::string_view kWhere = " WHERE id = ?1";
+    const std::size_t at = text.find(kWhere);
+    TE_CHECK(at != std::string_view::npos && text.find(kWhere, at + 1) == std::string_view::npos);
+    const std::size_t after = at + kWhere.size();
+    TE_CHECK(after == text.size() || text[after] == ' ');
+    for (int k = 0; k < kBatchSizes; ++k) {
+      std::string ids = "?1";
+      for (int i = 1; i < (1 << k); ++i) ids += ", ?" + std::to_string(args + i);
+      texts_[k] = std::string(text.substr(0, at)) + " WHERE id IN (" + ids + ")" +
+                  std::string(text.substr(after));
     }
   }
-  return "UPDATE executions e JOIN (" + values + ") v ON e.id = v.id" + std::string(on) + " SET " +
-         std::string(set);
-}
+  const char* one_row() const { return one_row_; }
+  const char* Sql(int k) const { return texts_[k].c_str(); }
+
+ private:
+  const char* one_row_;
+  std::array<std::string, kBatchSizes> texts_;
+};
+const InListUpdate kClaimUpdates(kClaimUpdate, 8);
+const InListUpdate kMarkStartedMany(kMarkStartedOne, 2);
+const InListUpdate kApplyTransitions(kApplyTransition, 15);
 
 using Pool = SqlPool<MariaConn>;
 using PooledConn = Pool::Slot;
@@ -165,9 +238,65 @@ struct Tx {
   MariaSession s;
   StatusCounters counters;
   bool lane_locked = false;
+  // The queue of the first execution this transaction made due, for the
+  // work publisher after COMMIT (SetWorkPublisher).
+  std::optional<std::string> wake_queue;
+
+  void MarkWork(const std::string& queue) {
+    if (!wake_queue) wake_queue = queue;
+  }
 
   Result<std::int64_t> Run(const char* sql, const SqlArgs& args = SqlArgs()) {
     return s.Exec(sql, args);
+  }
+  Result<std::int64_t> RunBulk(const char* sql, const std::vector<SqlArgs>& rows) {
+    return c.RunBulk(sql, rows);
+  }
+
+  // Runs `update`'s one-row statement for each of `rows` (its arguments, the
+  // id first): rows whose other arguments are equal go in statements over
+  // their ids, in id order; the rest in one bulk execution. Returns the rows
+  // matched.
+  Result<std::int64_t> RunUpdates(const InListUpdate& update, std::vector<SqlArgs> rows) {
+    const auto id_of = [](const SqlArgs& a) { return a.values()[0].number; };
+    const auto rest_less = [](const SqlArgs& a, const SqlArgs& b) {
+      return std::lexicographical_compare(
+          a.values().begin() + 1, a.values().end(), b.values().begin() + 1, b.values().end(),
+          [](const SqlValue& x, const SqlValue& y) {
+            return std::tie(x.kind, x.number, x.text) < std::tie(y.kind, y.number, y.text);
+          });
+    };
+    std::sort(rows.begin(), rows.end(), [&](const SqlArgs& a, const SqlArgs& b) {
+      if (rest_less(a, b)) return true;
+      if (rest_less(b, a)) return false;
+      return id_of(a) < id_of(b);
+    });
+    std::int64_t matched = 0;
+    std::vector<SqlArgs> singles;
+    for (std::size_t i = 0; i < rows.size();) {
+      std::size_t end = i + 1;
+      while (end < rows.size() && !rest_less(rows[i], rows[end])) ++end;
+      if (end - i == 1) {
+        singles.push_back(std::move(rows[i]));
+        i = end;
+        continue;
+      }
+      while (i < end) {
+        const int k = CeilChunk(end - i);
+        const std::size_t n = std::min(end - i, std::size_t{1} << k);
+        SqlArgs a = rows[i];
+        for (std::size_t j = 1; j < (std::size_t{1} << k); ++j) {
+          a.Add(id_of(rows[i + std::min(j, n - 1)]));
+        }
+        TE_ASSIGN_OR_RETURN(std::int64_t m, s.Exec(update.Sql(k), a));
+        matched += m;
+        i += n;
+      }
+    }
+    std::sort(singles.begin(), singles.end(),
+              [&](const SqlArgs& a, const SqlArgs& b) { return id_of(a) < id_of(b); });
+    TE_ASSIGN_OR_RETURN(std::int64_t m, c.RunBulk(update.one_row(), singles));
+    return matched + m;
   }
 };
 
@@ -185,7 +314,12 @@ class MariaStore final : public SqlStore {
         random_(o.random != nullptr ? o.random : owned_random_.get()),
         pool_(
             Pool::Options{o.pool_size, o.reconnect_backoff_min, o.reconnect_backoff_max, "MariaDB"},
-            clock_, [this](MariaConn& c) { return c.Connect(options_.url); }) {}
+            clock_, [this](MariaConn& c) -> Status {
+              TE_RETURN_IF_ERROR(c.Connect(options_.url));
+              Status setup = c.Exec(kSessionSetup);
+              if (!setup.ok()) c.Close();
+              return setup;
+            }) {}
 
   // Opens one connection: the server must be reachable at open.
   Status Init() {
@@ -216,11 +350,12 @@ class MariaStore final : public SqlStore {
         TE_RETURN_IF_ERROR(
             c.Exec("DELETE FROM schema_version; INSERT INTO schema_version"
                    " (version) VALUES (" +
-                   std::to_string(v + 1) + ")"));
+                   std::to_string(v + 1) + "); COMMIT"));
       }
       return Status::Ok();
     }();
-    if (c.healthy()) (void)c.Exec("SELECT RELEASE_ALL_LOCKS()");
+    // Autocommit is off: nothing of a failed version stays uncommitted.
+    if (c.healthy()) (void)c.Exec("ROLLBACK; SELECT RELEASE_ALL_LOCKS()");
     pool_.Release(pc);
     return st;
   }
@@ -278,7 +413,7 @@ class MariaStore final : public SqlStore {
         TE_ASSIGN_OR_RETURN(
             std::vector<ClaimRow> rows,
             tx.s.All(request.handlers ? kClaimDueForHandlers : kClaimDue, due, ReadClaimRow));
-        std::vector<std::vector<SqlValue>> updates;
+        std::vector<SqlArgs> updates;
         for (const ClaimRow& claim : rows) {
           const StateRow& row = claim.row;
           Event e;
@@ -287,18 +422,15 @@ class MariaStore final : public SqlStore {
           auto t = Decide(row.state, e);
           if (!t.ok()) continue;  // cannot happen for a queued row; never guess
           Lease lease = NewLease(claim, *t, now, slot.queue);
-          updates.push_back({Int(row.id.value), Int(static_cast<int>(t->to)), Int(t->attempt),
-                             Int(lease.version.value), Int(lease.lease_expires_at)});
+          SqlArgs u;
+          u.Add(row.id.value).Add(static_cast<int>(t->to)).Add(t->attempt);
+          u.Add(lease.version.value).Add(request.worker.value).Add(now);
+          u.Add(lease.lease_expires_at).Add(request.mark_started ? 1 : 0);
+          updates.push_back(std::move(u));
           tx.counters.CountTransition(row, *t, now);
           out.push_back(std::move(lease));
         }
-        TE_RETURN_IF_ERROR(
-            BatchUpdate(tx, {"id", "status", "attempt", "version", "expires"}, updates, "",
-                        "e.status = v.status, e.attempt = v.attempt, e.claim_version = v.version,"
-                        " e.worker = ?T1, e.started_at = ?T2, e.lease_expires_at = v.expires,"
-                        " e.finished_at = 0, e.handler_started = ?T3",
-                        {SqlValue{SqlValue::Kind::kText, 0, request.worker.value}, Int(now),
-                         Int(request.mark_started ? 1 : 0)}));
+        TE_RETURN_IF_ERROR(tx.RunUpdates(kClaimUpdates, std::move(updates)).status());
       }
       return out;
     });
@@ -307,19 +439,36 @@ class MariaStore final : public SqlStore {
   std::vector<Status> MarkStarted(const std::vector<LeaseRef>& leases) override {
     using Replies = std::vector<Status>;
     auto r = Write<Replies>([&](Tx& tx) -> Result<Replies> {
+      // Usually every lease is current: one statement marks them all, in id
+      // order (rows are locked in id order). A row it did not match (a stale
+      // or unknown lease) is answered below; the rows it matched are current
+      // leases, marked as the answers below say.
+      std::vector<LeaseRef> sorted = leases;
+      std::sort(sorted.begin(), sorted.end(),
+                [](const LeaseRef& a, const LeaseRef& b) { return a.id.value < b.id.value; });
+      const bool distinct = std::adjacent_find(sorted.begin(), sorted.end(),
+                                               [](const LeaseRef& a, const LeaseRef& b) {
+                                                 return a.id.value == b.id.value;
+                                               }) == sorted.end();
+      if (distinct) {
+        TE_ASSIGN_OR_RETURN(std::int64_t marked, tx.RunUpdates(kMarkStartedMany, MarkArgs(sorted)));
+        if (marked == static_cast<std::int64_t>(sorted.size())) {
+          return Replies(leases.size(), Status::Ok());
+        }
+      }
       TE_ASSIGN_OR_RETURN(LockedRows rows,
                           LockInOrder(tx, IdsOf(leases, [](const LeaseRef& l) { return l.id; })));
       Replies out;
       out.reserve(leases.size());
-      std::vector<std::vector<SqlValue>> marks;
+      std::vector<LeaseRef> current;
       for (const LeaseRef& lease : leases) {
         TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, rows.Get(tx, lease.id));
         out.push_back(CheckLease(row, lease));
-        if (out.back().ok()) marks.push_back({Int(lease.id.value), Int(lease.version.value)});
+        if (out.back().ok()) current.push_back(lease);
       }
-      TE_RETURN_IF_ERROR(BatchUpdate(tx, {"id", "version"}, marks,
-                                     " AND e.claim_version = v.version AND e.status = 1",
-                                     "e.handler_started = 1"));
+      std::sort(current.begin(), current.end(),
+                [](const LeaseRef& a, const LeaseRef& b) { return a.id.value < b.id.value; });
+      TE_RETURN_IF_ERROR(tx.RunUpdates(kMarkStartedMany, MarkArgs(current)).status());
       return out;
     });
     if (!r.ok()) return Replies(leases.size(), r.status());
@@ -387,7 +536,7 @@ class MariaStore final : public SqlStore {
       Replies out;
       out.reserve(requests.size());
       MariaActionTx actions(*this, tx);
-      std::vector<std::vector<SqlValue>> successes;
+      std::vector<SqlArgs> successes;
       for (const FinishRequest& f : requests) {
         TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, rows.Get(tx, f.lease.id));
         TE_ASSIGN_OR_RETURN(FinishDecision d, DecideFinish(actions, row, f, now, *random_));
@@ -400,15 +549,8 @@ class MariaStore final : public SqlStore {
             occurrences[f.lease.id.value] == 1) {
           // Nothing else in this batch reads this row again, and a success
           // outside a lane touches no other row: write it with the others.
-          const std::string_view result = f.result_json;
-          successes.push_back({Int(row->id.value), Int(static_cast<int>(t.to)), Int(t.attempt),
-                               Int(t.consecutive_lease_expiries), Int(t.permanent_failures),
-                               Int(t.ambiguous_failures), Int(static_cast<int>(t.failure_class)),
-                               Int(t.cancel_requested ? 1 : 0), Int(t.clear_lease ? 1 : 0),
-                               Int(t.finished ? now : Millis{0}),
-                               result.empty()
-                                   ? SqlValue{}
-                                   : SqlValue{SqlValue::Kind::kText, 0, std::string(result)}});
+          successes.push_back(
+              TransitionArgs(*row, t, now, d.plan.result, d.plan.error, d.plan.progress));
           tx.counters.CountTransition(*row, t, now);
         } else {
           TE_RETURN_IF_ERROR(Apply(tx, *row, t, now, d.plan.result, d.plan.error, d.plan.progress));
@@ -416,19 +558,7 @@ class MariaStore final : public SqlStore {
         rows.Touch(f.lease.id);
         out.emplace_back(FinishReplyFor(t));
       }
-      TE_RETURN_IF_ERROR(BatchUpdate(
-          tx,
-          {"id", "status", "attempt", "expiries", "permanent", "ambiguous", "failure_class",
-           "cancel_requested", "clear_lease", "finished_at", "result"},
-          successes, "",
-          "e.status = v.status, e.attempt = v.attempt,"
-          " e.consecutive_lease_expiries = v.expiries, e.permanent_failures = v.permanent,"
-          " e.ambiguous_failures = v.ambiguous, e.failure_class = v.failure_class,"
-          " e.cancel_requested = v.cancel_requested,"
-          " e.lease_expires_at = CASE WHEN v.clear_lease <> 0 THEN 0 ELSE e.lease_expires_at END,"
-          " e.worker = CASE WHEN v.clear_lease <> 0 THEN '' ELSE e.worker END,"
-          " e.finished_at = v.finished_at, e.result = COALESCE(v.result, e.result),"
-          " e.error = '', e.progress = 100"));
+      TE_RETURN_IF_ERROR(tx.RunUpdates(kApplyTransitions, std::move(successes)).status());
       return out;
     });
     if (!r.ok()) return Replies(requests.size(), r.status());
@@ -636,72 +766,117 @@ class MariaStore final : public SqlStore {
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
     LockedRows out;
     for (std::size_t i = 0; i < ids.size();) {
-      const int n = ChunkRows(ids.size() - i);
+      const int k = CeilChunk(ids.size() - i);
+      const std::size_t n = std::min(ids.size() - i, std::size_t{1} << k);
       SqlArgs a;
-      for (int k = 0; k < n; ++k) a.Add(ids[i + k]);
+      for (std::size_t j = 0; j < (std::size_t{1} << k); ++j) a.Add(ids[i + std::min(j, n - 1)]);
       TE_RETURN_IF_ERROR(
-          tx.s.RunText(LockRowsSql(n), a, [&](const Row& r) { out.Add(ReadStateRow(r)); })
-              .status());
+          tx.s.Run(LockRowsSql(k), a, [&](const Row& r) { out.Add(ReadStateRow(r)); }).status());
       i += n;
     }
     return out;
   }
 
-  // Runs BatchUpdateSql(columns, ..., on, set) over `rows` (each a list of
-  // values in `columns` order), in chunks; `tail` holds the statement's other
-  // arguments.
-  static Status BatchUpdate(Tx& tx, const std::vector<const char*>& columns,
-                            const std::vector<std::vector<SqlValue>>& rows, std::string_view on,
-                            std::string_view set, const std::vector<SqlValue>& tail = {}) {
-    for (std::size_t i = 0; i < rows.size();) {
-      const int n = ChunkRows(rows.size() - i);
-      SqlArgs a;
-      for (int k = 0; k < n; ++k) {
-        for (const SqlValue& v : rows[i + k]) AddValue(a, v);
-      }
-      for (const SqlValue& v : tail) AddValue(a, v);
-      const int first_tail = n * static_cast<int>(columns.size()) + 1;
-      std::string sql = BatchUpdateSql(columns, n, on, set);
-      // The tail's placeholders are written ?T1, ?T2... in `set`: number them.
-      for (std::size_t t = 0; t < tail.size(); ++t) {
-        const std::string from = "?T" + std::to_string(t + 1);
-        const std::string to = "?" + std::to_string(first_tail + static_cast<int>(t));
-        for (std::size_t at = sql.find(from); at != std::string::npos; at = sql.find(from, at)) {
-          sql.replace(at, from.size(), to);
-        }
-      }
-      TE_RETURN_IF_ERROR(tx.s.RunText(sql, a, [](const Row&) {}).status());
-      i += n;
-    }
-    return Status::Ok();
+  // The arguments of kMarkStartedOne for each of `leases`.
+  static std::vector<SqlArgs> MarkArgs(const std::vector<LeaseRef>& leases) {
+    std::vector<SqlArgs> out;
+    out.reserve(leases.size());
+    for (const LeaseRef& l : leases) out.push_back(SqlArgs().Add(l.id.value).Add(l.version.value));
+    return out;
   }
 
-  static void AddValue(SqlArgs& a, const SqlValue& v) {
-    switch (v.kind) {
-      case SqlValue::Kind::kNull:
-        a.AddNull();
-        break;
-      case SqlValue::Kind::kInt:
-        a.Add(v.number);
-        break;
-      case SqlValue::Kind::kText:
-        a.Add(std::string_view(v.text));
-        break;
-    }
-  }
-  static SqlValue Int(std::int64_t v) { return SqlValue{SqlValue::Kind::kInt, v, {}}; }
-
-  // Admits `requests` in order inside `tx`.
+  // Admits `requests` in order inside `tx`. Runs of requests without an
+  // idempotency key or a lane are inserted a chunk at a time (InsertPending);
+  // the others one by one (AdmitOne), each after the ones before it.
   Result<std::vector<AdmitResult>> AdmitAll(Tx& tx, const std::vector<AdmitRequest>& requests,
                                             Millis now) {
     std::vector<AdmitResult> out;
     out.reserve(requests.size());
     std::unordered_map<std::string, JobPolicy> jobs;
+    std::vector<std::pair<const AdmitRequest*, const JobPolicy*>> pending;
     for (const AdmitRequest& r : requests) {
-      TE_ASSIGN_OR_RETURN(AdmitResult res, AdmitOne(tx, r, now, jobs));
-      out.push_back(res);
+      if (!r.idempotency_key.empty() || !r.lane_key.empty()) {
+        TE_RETURN_IF_ERROR(InsertPending(tx, pending, now, out));
+        TE_ASSIGN_OR_RETURN(AdmitResult res, AdmitOne(tx, r, now, jobs));
+        out.push_back(res);
+        continue;
+      }
+      TE_ASSIGN_OR_RETURN(const JobPolicy* p, PolicyOf(tx, r.job, jobs));
+      pending.emplace_back(&r, p);
     }
+    TE_RETURN_IF_ERROR(InsertPending(tx, pending, now, out));
     return out;
+  }
+
+  // The policy of `job`, read once per transaction (kNotFound: no such job).
+  static Result<const JobPolicy*> PolicyOf(Tx& tx, const JobName& job,
+                                           std::unordered_map<std::string, JobPolicy>& jobs) {
+    auto it = jobs.find(job.value);
+    if (it == jobs.end()) {
+      TE_ASSIGN_OR_RETURN(std::optional<JobPolicy> policy,
+                          tx.s.One(kJobPolicy, SqlArgs().Add(job.value), ReadJobPolicyRow));
+      if (!policy) return NotFound("no job named '" + job.value + "'");
+      it = jobs.emplace(job.value, std::move(*policy)).first;
+    }
+    return &it->second;
+  }
+
+  // Appends the arguments of kInsertExecution for `r` to `a`.
+  static void AddInsertArgs(SqlArgs& a, const AdmitRequest& r, const JobPolicy& p, Millis now,
+                            bool parked) {
+    a.Add(r.job.value).Add(r.tenant.value).Add(p.queue);
+    a.Add(static_cast<int>(r.trigger)).Add(r.requester).AddOrNull(r.idempotency_key);
+    a.Add(r.payload_json).Add(r.fingerprint).Add(r.scheduled_at);
+    a.Add(AdmissionRunAt(r, now)).Add(now).Add(r.lane_key);
+    a.Add(r.parent.value).Add(p.retry.max_attempts).Add(p.retry.backoff_base_ms);
+    a.Add(p.retry.backoff_cap_ms).Add(p.retry.max_permanent_attempts);
+    a.Add(p.retry.max_ambiguous_attempts).Add(p.retry.max_consecutive_lease_expiries);
+    a.Add(p.lease_ms).Add(p.retry.max_unsupported_schema_attempts);
+    a.Add(parked ? 1 : 0);
+  }
+
+  // Inserts the admissions `pending` (no idempotency key, no lane) in
+  // multi-row statements, in order, appends their results to `out` and
+  // empties `pending`.
+  static Status InsertPending(
+      Tx& tx, std::vector<std::pair<const AdmitRequest*, const JobPolicy*>>& pending, Millis now,
+      std::vector<AdmitResult>& out) {
+    for (std::size_t i = 0; i < pending.size();) {
+      int k = FloorChunk(pending.size() - i);
+      const auto bytes = [&](int rows) {
+        std::size_t total = 0;
+        for (int j = 0; j < rows; ++j) total += pending[i + j].first->payload_json.size();
+        return total;
+      };
+      while (k > 0 && bytes(1 << k) > kMaxAdmissionBytes) --k;
+      const int rows = 1 << k;
+      SqlArgs a;
+      for (int j = 0; j < rows; ++j) {
+        AddInsertArgs(a, *pending[i + j].first, *pending[i + j].second, now, /*parked=*/false);
+      }
+      std::vector<std::int64_t> ids;
+      ids.reserve(rows);
+      TE_RETURN_IF_ERROR(
+          tx.s.Run(InsertExecutionsSql(k), a, [&](const Row& r) { ids.push_back(r.Int(0)); })
+              .status());
+      if (static_cast<int>(ids.size()) != rows) {
+        return Internal("MariaDB: an insert of " + std::to_string(rows) + " executions answered " +
+                        std::to_string(ids.size()) + " ids");
+      }
+      for (int j = 0; j < rows; ++j) {
+        AdmitResult res;
+        res.outcome = AdmitOutcome::kCreated;
+        res.id = ExecutionId(ids[j]);
+        res.status = ExecutionStatus::kQueued;
+        out.push_back(res);
+        tx.counters.CountAdmission(pending[i + j].second->queue,
+                                   pending[i + j].first->tenant.value);
+        tx.MarkWork(pending[i + j].second->queue);  // no lane: never parked
+      }
+      i += rows;
+    }
+    pending.clear();
+    return Status::Ok();
   }
 
   Result<AdmitResult> AdmitOne(Tx& tx, const AdmitRequest& r, Millis now,
@@ -710,14 +885,8 @@ class MariaStore final : public SqlStore {
       TE_ASSIGN_OR_RETURN(std::optional<AdmitResult> existing, FindByKey(tx, r));
       if (existing) return *existing;
     }
-    auto it = jobs.find(r.job.value);
-    if (it == jobs.end()) {
-      TE_ASSIGN_OR_RETURN(std::optional<JobPolicy> policy,
-                          tx.s.One(kJobPolicy, SqlArgs().Add(r.job.value), ReadJobPolicyRow));
-      if (!policy) return NotFound("no job named '" + r.job.value + "'");
-      it = jobs.emplace(r.job.value, std::move(*policy)).first;
-    }
-    const JobPolicy& p = it->second;
+    TE_ASSIGN_OR_RETURN(const JobPolicy* policy, PolicyOf(tx, r.job, jobs));
+    const JobPolicy& p = *policy;
     bool parked = false;
     if (!r.lane_key.empty()) {
       // Admissions and un-parking of one lane take turns (O1).
@@ -728,15 +897,7 @@ class MariaStore final : public SqlStore {
       parked = open.has_value();
     }
     SqlArgs a;
-    a.Add(r.job.value).Add(r.tenant.value).Add(p.queue);
-    a.Add(static_cast<int>(r.trigger)).Add(r.requester).AddOrNull(r.idempotency_key);
-    a.Add(r.payload_json).Add(r.fingerprint).Add(r.scheduled_at);
-    a.Add(AdmissionRunAt(r, now)).Add(now).Add(r.lane_key);
-    a.Add(r.parent.value).Add(p.retry.max_attempts).Add(p.retry.backoff_base_ms);
-    a.Add(p.retry.backoff_cap_ms).Add(p.retry.max_permanent_attempts);
-    a.Add(p.retry.max_ambiguous_attempts).Add(p.retry.max_consecutive_lease_expiries);
-    a.Add(p.lease_ms).Add(p.retry.max_unsupported_schema_attempts);
-    a.Add(parked ? 1 : 0);
+    AddInsertArgs(a, r, p, now, parked);
     Result<std::int64_t> ins = tx.Run(kInsertExecution, a);
     if (!ins.ok()) {
       if (ins.status().code() != ErrorCode::kConflict || r.idempotency_key.empty()) {
@@ -754,6 +915,7 @@ class MariaStore final : public SqlStore {
     res.id = ExecutionId(tx.c.last_insert_id());
     res.status = ExecutionStatus::kQueued;
     tx.counters.CountAdmission(p.queue, r.tenant.value);
+    if (!parked) tx.MarkWork(p.queue);
     return res;
   }
 
@@ -775,11 +937,11 @@ class MariaStore final : public SqlStore {
     return Status::Ok();
   }
 
-  // Writes a state-machine transition decided for `row`.
-  // REQUIRES: the row is locked by this transaction.
-  Status Apply(Tx& tx, const StateRow& row, const Transition& t, Millis now,
-               std::optional<std::string_view> result, std::optional<std::string_view> error,
-               std::optional<int> progress) {
+  // The arguments of kApplyTransition for `row` moving by `t` at `now`.
+  static SqlArgs TransitionArgs(const StateRow& row, const Transition& t, Millis now,
+                                std::optional<std::string_view> result,
+                                std::optional<std::string_view> error,
+                                std::optional<int> progress) {
     SqlArgs a;
     a.Add(row.id.value).Add(static_cast<int>(t.to));
     a.Add(t.to == ExecutionStatus::kQueued ? t.run_at : row.run_at);
@@ -807,8 +969,20 @@ class MariaStore final : public SqlStore {
     } else {
       a.AddNull();
     }
-    TE_RETURN_IF_ERROR(tx.Run(kApplyTransition, a).status());
+    return a;
+  }
+
+  // Writes a state-machine transition decided for `row`.
+  // REQUIRES: the row is locked by this transaction.
+  Status Apply(Tx& tx, const StateRow& row, const Transition& t, Millis now,
+               std::optional<std::string_view> result, std::optional<std::string_view> error,
+               std::optional<int> progress) {
+    TE_RETURN_IF_ERROR(
+        tx.Run(kApplyTransition, TransitionArgs(row, t, now, result, error, progress)).status());
     tx.counters.CountTransition(row, t, now);
+    if (t.to == ExecutionStatus::kQueued && row.state.status != ExecutionStatus::kQueued) {
+      tx.MarkWork(row.queue);
+    }
     if (EndsFailedAttempt(row.state.status, t.to)) {
       // History of an attempt that did not succeed (the success path writes nothing extra).
       SqlArgs h;
@@ -824,39 +998,45 @@ class MariaStore final : public SqlStore {
           tx.Run(maria::sql::kInsertNotifyPending, SqlArgs().Add(row.id.value).Add(now)).status());
     }
     if (LeavesLane(row, t.to)) {
-      TE_RETURN_IF_ERROR(UnparkLane(tx, row.tenant, row.lane_key, now));
+      TE_ASSIGN_OR_RETURN(bool unparked, UnparkLane(tx, row.tenant, row.lane_key, now));
+      // The lane's next execution: its queue is not read, the wakeup names this one's.
+      if (unparked) tx.MarkWork(row.queue);
     }
     return Status::Ok();
   }
 
   // When the lane (tenant, lane) has no open, un-parked execution left, the
-  // oldest parked one becomes due.
-  static Status UnparkLane(Tx& tx, const std::string& tenant, const std::string& lane, Millis now) {
+  // oldest parked one becomes due. True when one did.
+  static Result<bool> UnparkLane(Tx& tx, const std::string& tenant, const std::string& lane,
+                                 Millis now) {
     TE_RETURN_IF_ERROR(LockLane(tx, tenant, lane));
     const SqlArgs key = SqlArgs().Add(tenant).Add(lane);
     TE_ASSIGN_OR_RETURN(std::optional<bool> busy,
                         tx.s.One(kLaneHasUnparkedOpen, key, [](const Row&) { return true; }));
-    if (busy) return Status::Ok();
+    if (busy) return false;
     TE_ASSIGN_OR_RETURN(std::optional<std::int64_t> next,
                         tx.s.One(kLaneFirstParked, key, [](const Row& r) { return r.Int(0); }));
-    if (!next) return Status::Ok();
-    return tx.Run(kUnpark, SqlArgs().Add(*next).Add(now)).status();
+    if (!next) return false;
+    TE_RETURN_IF_ERROR(tx.Run(kUnpark, SqlArgs().Add(*next).Add(now)).status());
+    return true;
   }
 
-  Status FlushCounts(Tx& tx) {
+  // One statement per counter table, its rows in key order.
+  static Status FlushCounts(Tx& tx) {
+    std::vector<SqlArgs> counts;
     for (const auto& [k, v] : tx.counters.counts) {
       if (v == 0) continue;
-      SqlArgs a;
-      a.Add(std::get<0>(k)).Add(std::get<1>(k)).Add(std::get<2>(k)).Add(v);
-      TE_RETURN_IF_ERROR(tx.Run(kAddStatusCount, a).status());
+      counts.push_back(
+          SqlArgs().Add(std::get<0>(k)).Add(std::get<1>(k)).Add(std::get<2>(k)).Add(v));
     }
+    TE_RETURN_IF_ERROR(tx.RunBulk(kAddStatusCount, counts).status());
+    std::vector<SqlArgs> outcomes;
     for (const auto& [k, v] : tx.counters.outcomes) {
       if (v == 0) continue;
-      SqlArgs a;
-      a.Add(std::get<0>(k)).Add(std::get<1>(k)).Add(std::get<2>(k)).Add(v);
-      TE_RETURN_IF_ERROR(tx.Run(kAddOutcome, a).status());
+      outcomes.push_back(
+          SqlArgs().Add(std::get<0>(k)).Add(std::get<1>(k)).Add(std::get<2>(k)).Add(v));
     }
-    return Status::Ok();
+    return tx.RunBulk(kAddOutcome, outcomes).status();
   }
 
   // The counters of `scope` (GetStats): cost independent of history (P8).
@@ -933,40 +1113,53 @@ class MariaStore final : public SqlStore {
 
   template <typename T, typename F>
   Result<T> Write(F&& body) {
-    return Transact<T>(kBeginWrite, std::forward<F>(body));
+    return Transact<T>(nullptr, std::forward<F>(body));
   }
 
-  // Runs body(tx) in one transaction: BEGIN, body, counter deltas, COMMIT.
-  // Any error rolls everything back. A deadlock or lock wait timeout runs the
-  // whole transaction again (up to max_retries); a connection that turns out
-  // dead at BEGIN (it died while idle: nothing was sent) is replaced once.
+  // Runs body(tx) in one transaction: `begin_sql` (none for a write: its
+  // first statement begins it), body, counter deltas, COMMIT. Any error rolls
+  // everything back. A deadlock or lock wait timeout runs the whole
+  // transaction again (up to max_retries); a connection that turns out dead
+  // at the transaction's first request (it died while idle; the server rolls
+  // back whatever that request did) is replaced once.
   template <typename T, typename F>
   Result<T> Transact(const char* begin_sql, F&& body) {
     bool replaced_dead = false;
     for (int attempt = 0;; ++attempt) {
       TE_ASSIGN_OR_RETURN(PooledConn * pc, pool_.Acquire());
       MariaConn& c = pc->conn;
-      Status begin = c.Exec(begin_sql);
-      if (!begin.ok()) {
-        const bool lost = !c.healthy();
-        pool_.Release(pc);
-        if (lost && !replaced_dead) {
-          replaced_dead = true;
-          continue;
+      const std::uint64_t first_request = c.requests() + 1;
+      const auto died_idle = [&] {
+        return !c.healthy() && c.requests() == first_request && !replaced_dead;
+      };
+      if (begin_sql != nullptr) {
+        Status begin = c.Exec(begin_sql);
+        if (!begin.ok()) {
+          const bool lost = !c.healthy();
+          const bool replace = died_idle();
+          pool_.Release(pc);
+          if (replace) {
+            replaced_dead = true;
+            continue;
+          }
+          return AsUnavailable(begin, lost);
         }
-        return AsUnavailable(begin, lost);
       }
-      Tx tx{c, MariaSession(c), {}, false};
+      Tx tx{c, MariaSession(c), {}, false, std::nullopt};
       tx.counters.record_events = ObservesLifecycle();
       Result<T> r = body(tx);
       Status st = r.status();
       if (st.ok()) st = FlushCounts(tx);
+      if (st.ok() && begin_sql == nullptr && options_.before_commit_for_testing) {
+        st = options_.before_commit_for_testing(tx.s, attempt);
+      }
       if (st.ok()) {
         st = c.Exec("COMMIT");
         if (st.ok()) {
           if (tx.lane_locked) (void)c.Exec(kReleaseLocks);
           pool_.Release(pc);
           PublishLifecycle(std::move(tx.counters.events));
+          if (tx.wake_queue) PublishWork(*tx.wake_queue);
           return r;
         }
       }
@@ -976,7 +1169,12 @@ class MariaStore final : public SqlStore {
       }
       if (c.healthy() && tx.lane_locked) (void)c.Exec(kReleaseLocks);
       const bool lost = !c.healthy();
+      const bool replace = died_idle();
       pool_.Release(pc);
+      if (replace) {
+        replaced_dead = true;
+        continue;
+      }
       if (lost) return AsUnavailable(st, true);
       if (retry && attempt < options_.max_retries) continue;
       return st;

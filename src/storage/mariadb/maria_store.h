@@ -33,11 +33,13 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "storage/database_clock.h"
+#include "storage/sql_session.h"
 #include "storage/store.h"
 #include "taskengine/clock.h"
 #include "taskengine/random.h"
@@ -59,6 +61,13 @@ struct MariaStoreOptions {
   // How often a transaction that hit a deadlock or a lock wait timeout is run
   // again before the call answers kUnavailable. Default: 5.
   int max_retries = 5;
+  // Test seam: called in every write transaction after its statements and
+  // counter changes, just before COMMIT, on the transaction's session, with
+  // how many times this transaction ran before (0 the first time). An error
+  // fails the attempt as a failing statement would: a deadlock or lock wait
+  // timeout met here runs the whole transaction again. Default: none.
+  std::function<Status(storage_internal::SqlSession& session, int attempt)>
+      before_commit_for_testing;
 };
 
 // Validates the options and opens the first connection (kUnavailable when the

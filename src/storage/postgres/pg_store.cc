@@ -1294,6 +1294,7 @@ class PostgresStore final : public SqlStore {
         if (st.ok()) {
           pool_.Release(pc);
           PublishLifecycle(std::move(tx.counters.events));
+          if (tx.wake_queue) PublishWork(*tx.wake_queue);
           return r;
         }
       }

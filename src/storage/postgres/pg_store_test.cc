@@ -24,6 +24,7 @@
 #include "storage/postgres/pg_conn.h"
 #include "storage/postgres/pg_schema.h"
 #include "storage/store_rules.h"
+#include "testing_support/script_server.h"
 #include "testing_support/test_util.h"
 
 namespace taskengine {
@@ -31,62 +32,17 @@ namespace {
 
 constexpr const char* kPgBin = "/usr/lib/postgresql/15/bin";
 
-std::string SourceDir() {
-  const char* dir = std::getenv("TASKENGINE_SOURCE_DIR");
-  return dir != nullptr ? dir : ".";
-}
-
-// Runs a shell command; returns its exit status and fills `out` with its stdout.
-int Run(const std::string& command, std::string* out = nullptr) {
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) return -1;
-  std::string text;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) text += buf;
-  const int rc = pclose(p);
-  if (out != nullptr) {
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-    *out = text;
-  }
-  return rc;
-}
-
-// A throwaway cluster for one test, stopped at the end.
-class Cluster {
+// A throwaway cluster (scripts/pg_cluster.sh), stopped at the end.
+class Cluster : public taskengine::testing::ScriptServer {
  public:
-  Cluster() {
-    // The postgres user must reach the cluster directory inside our temp dir.
-    ::chmod(dir_.path().c_str(), 0755);
-    cluster_dir_ = dir_.File("pg");
-    started_ =
-        Run(SourceDir() + "/scripts/pg_cluster.sh start " + cluster_dir_ + " 2>&1", &url_) == 0;
-  }
-  ~Cluster() {
-    if (started_)
-      (void)Run(As() + kPgBin + "/pg_ctl -D " + cluster_dir_ +
-                "/data -m immediate -w stop >/dev/null 2>&1");
-  }
-  bool started() const { return started_; }
-  // The URL, or the script's output when it failed.
-  const std::string& url() const { return url_; }
+  Cluster() : ScriptServer("scripts/pg_cluster.sh") {}
 
   // Stops the server the hard way (RD11): no checkpoint, connections cut.
   bool StopImmediate() {
-    return Run(As() + kPgBin + "/pg_ctl -D " + cluster_dir_ +
-               "/data -m immediate -w stop >/dev/null 2>&1") == 0;
+    const std::string as = ::geteuid() == 0 ? "runuser -u postgres -- " : "";
+    return taskengine::testing::Shell(as + kPgBin + "/pg_ctl -D " + dir() +
+                                      "/data -m immediate -w stop >/dev/null 2>&1") == 0;
   }
-  bool Start() {
-    std::string out;
-    return Run(SourceDir() + "/scripts/pg_cluster.sh start " + cluster_dir_ + " 2>&1", &out) == 0;
-  }
-
- private:
-  static std::string As() { return ::geteuid() == 0 ? "runuser -u postgres -- " : ""; }
-
-  TempDir dir_;
-  std::string cluster_dir_;
-  std::string url_;
-  bool started_ = false;
 };
 
 // One cluster for the whole binary (initdb takes seconds); each test uses a

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "core/mutex.h"
+#include "core/pickup_trace.h"
 #include "core/state_machine.h"
 #include "storage/list_codec.h"
 #include "storage/sql_statements.h"
@@ -70,6 +71,11 @@ constexpr const char* kClaimDue =
     " FROM executions INDEXED BY executions_due"
     " WHERE queue = ?1 AND status = 0 AND lane_parked = 0 AND run_at <= ?2"
     " ORDER BY run_at, id LIMIT ?3";
+// kClaimDue's columns for the execution ?1 that an admission just inserted
+// (a claim at admission, Store::AdmissionClaimer).
+constexpr const char* kClaimRowById = "SELECT " TE_SQL_STATE_COLUMNS
+                                      ", job, payload, COALESCE(idempotency_key, '')"
+                                      " FROM executions WHERE id = ?1";
 // kClaimDue for a claimer that names the handlers it can run (?4: a
 // HandlerFilter list): executions of other handlers are skipped.
 constexpr const char* kClaimDueForHandlers =
@@ -212,6 +218,12 @@ class SqliteStore final : public SqlStore {
     }
     work_cv_.NotifyAll();
     if (writer_.joinable()) writer_.join();
+    {
+      MutexLock lock(checkpoint_mu_);
+      stop_checkpointer_ = true;
+    }
+    checkpoint_cv_.NotifyAll();
+    if (checkpointer_.joinable()) checkpointer_.join();
   }
 
   Status Init() {
@@ -229,6 +241,15 @@ class SqliteStore final : public SqlStore {
       TE_RETURN_IF_ERROR(
           writer_conn_.Exec("PRAGMA max_page_count = " + std::to_string(options_.max_page_count)));
     }
+    // Checkpoints run on the checkpointer thread, not in the writer's COMMIT
+    // (SQLite's auto-checkpoint): see CheckpointLoop. This replaces the
+    // connection's auto-checkpoint hook.
+    TE_RETURN_IF_ERROR(
+        checkpoint_conn_.Open(options_.path, /*create=*/false, options_.busy_timeout_ms));
+    TE_RETURN_IF_ERROR(checkpoint_conn_.Exec(options_.sync == SyncMode::kFull
+                                                 ? "PRAGMA synchronous = FULL"
+                                                 : "PRAGMA synchronous = NORMAL"));
+    sqlite3_wal_hook(writer_conn_.raw(), &SqliteStore::OnWalCommit, this);
     for (int i = 0; i < std::max(1, options_.read_connections); ++i) {
       auto conn = std::make_unique<Connection>();
       TE_RETURN_IF_ERROR(conn->Open(options_.path, /*create=*/false, options_.busy_timeout_ms));
@@ -238,6 +259,7 @@ class SqliteStore final : public SqlStore {
       owned_readers_.push_back(std::move(conn));
     }
     writer_ = std::thread([this] { WriterLoop(); });
+    checkpointer_ = std::thread([this] { CheckpointLoop(); });
     return Status::Ok();
   }
 
@@ -261,6 +283,8 @@ class SqliteStore final : public SqlStore {
   Result<int> SchemaVersion() override {
     return Read<int>([](Connection& c) { return UserVersion(c); });
   }
+
+  void SetAdmissionClaimer(AdmissionClaimer* claimer) override { admission_claimer_ = claimer; }
 
   // SQLite has no admission from SQL: the dispatcher's check is the only one.
   Status SetPayloadLimit(std::int64_t) override { return Status::Ok(); }
@@ -337,20 +361,10 @@ class SqliteStore final : public SqlStore {
               }
             }
             for (const ClaimRow& claim : due) {
-              const StateRow& row = claim.row;
-              Event e;
-              e.kind = EventKind::kClaim;
-              e.now = now;
-              auto t = Decide(row.state, e);
-              if (!t.ok()) continue;  // cannot happen for a queued row; never guess
-              Lease lease = NewLease(claim, *t, now, slot.queue);
-              TE_ASSIGN_OR_RETURN(Stmt u, c.Prepare(kClaimUpdate));
-              u.Bind(1, row.id.value).Bind(2, static_cast<int>(t->to)).Bind(3, t->attempt);
-              u.Bind(4, lease.version.value).Bind(5, request.worker.value).Bind(6, now);
-              u.Bind(7, lease.lease_expires_at).Bind(8, request.mark_started ? 1 : 0);
-              TE_RETURN_IF_ERROR(u.Run());
-              op_counters_.CountTransition(row, *t, now);
-              out.push_back(std::move(lease));
+              TE_ASSIGN_OR_RETURN(
+                  std::optional<Lease> lease,
+                  ClaimOne(c, claim, request.worker, request.mark_started, slot.queue, now));
+              if (lease) out.push_back(std::move(*lease));
             }
           }
           return out;
@@ -651,6 +665,9 @@ class SqliteStore final : public SqlStore {
     std::function<Status(Connection&)> body;
     Status result;
     bool done = false;  // guarded by mu_
+    // Filled only while a pickup trace is installed (core/pickup_trace.h):
+    // queued by the caller, the rest by the writer before `done`.
+    pickup_trace::WriteTimes times;
   };
 
   static constexpr const char* kBegin = "BEGIN IMMEDIATE";
@@ -717,6 +734,9 @@ class SqliteStore final : public SqlStore {
       s.BindNull(15);
     TE_RETURN_IF_ERROR(s.Run());
     op_counters_.CountTransition(row, t, now);
+    if (t.to == ExecutionStatus::kQueued && row.state.status != ExecutionStatus::kQueued) {
+      MarkWork(row.queue);
+    }
     if (EndsFailedAttempt(row.state.status, t.to)) {
       // History of an attempt that did not succeed (the success path writes nothing extra).
       TE_ASSIGN_OR_RETURN(Stmt a, c.Prepare(kReplaceAttempt));
@@ -733,7 +753,9 @@ class SqliteStore final : public SqlStore {
       TE_RETURN_IF_ERROR(n.Run());
     }
     if (LeavesLane(row, t.to)) {
-      TE_RETURN_IF_ERROR(UnparkLane(c, row.tenant, row.lane_key, now));
+      TE_ASSIGN_OR_RETURN(bool unparked, UnparkLane(c, row.tenant, row.lane_key, now));
+      // The lane's next execution: its queue is not read, the wakeup names this one's.
+      if (unparked) MarkWork(row.queue);
     }
     return Status::Ok();
   }
@@ -843,6 +865,15 @@ class SqliteStore final : public SqlStore {
   void KeepOpCounts() {
     batch_counters_.Add(op_counters_);
     op_counters_.Clear();
+    if (!batch_wake_) batch_wake_ = std::move(op_wake_);
+    op_wake_.reset();
+    for (Lease& lease : op_claims_) batch_claims_.push_back(std::move(lease));
+    op_claims_.clear();
+  }
+  // Claims at admission that will not commit: their workers are free again.
+  void UnreserveClaims(std::vector<Lease>* claims) {
+    for (const Lease& lease : *claims) admission_claimer_->Unreserve(lease.queue);
+    claims->clear();
   }
   Status FlushCounts(Connection& c) {
     for (const auto& [k, v] : batch_counters_.counts) {
@@ -860,18 +891,25 @@ class SqliteStore final : public SqlStore {
   }
 
   // When the lane (tenant, lane) has no open, un-parked execution left, the
-  // oldest parked one becomes due.
-  static Status UnparkLane(Connection& c, const std::string& tenant, const std::string& lane,
-                           Millis now) {
+  // oldest parked one becomes due. True when one did.
+  static Result<bool> UnparkLane(Connection& c, const std::string& tenant, const std::string& lane,
+                                 Millis now) {
     {
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kLaneHasUnparkedOpen));
       s.Bind(1, tenant).Bind(2, lane);
       TE_ASSIGN_OR_RETURN(bool busy, s.Step());
-      if (busy) return Status::Ok();
+      if (busy) return false;
     }
     TE_ASSIGN_OR_RETURN(Stmt u, c.Prepare(kLaneUnparkNext));
     u.Bind(1, tenant).Bind(2, lane).Bind(3, now);
-    return u.Run();
+    TE_RETURN_IF_ERROR(u.Run());
+    return c.changes() > 0;
+  }
+
+  // Records that the running operation makes work in `queue` due (for the
+  // work publisher after the batch's COMMIT). Writer thread only.
+  void MarkWork(const std::string& queue) {
+    if (!op_wake_) op_wake_ = queue;
   }
 
   // The steps of the shared operator actions and sweep (store_actions.h) in
@@ -894,6 +932,51 @@ class SqliteStore final : public SqlStore {
     SqliteStore& store_;
     Connection& c_;
   };
+
+  // Claims the queued execution `claim` for `worker` (the claim's one
+  // place on this backend): nothing when the state machine refuses it.
+  Result<std::optional<Lease>> ClaimOne(Connection& c, const ClaimRow& claim, WorkerId worker,
+                                        bool mark_started, const std::string& queue, Millis now) {
+    const StateRow& row = claim.row;
+    Event e;
+    e.kind = EventKind::kClaim;
+    e.now = now;
+    auto t = Decide(row.state, e);
+    if (!t.ok()) return std::optional<Lease>();  // cannot happen for a queued row; never guess
+    Lease lease = NewLease(claim, *t, now, queue);
+    TE_ASSIGN_OR_RETURN(Stmt u, c.Prepare(kClaimUpdate));
+    u.Bind(1, row.id.value).Bind(2, static_cast<int>(t->to)).Bind(3, t->attempt);
+    u.Bind(4, lease.version.value).Bind(5, worker.value).Bind(6, now);
+    u.Bind(7, lease.lease_expires_at).Bind(8, mark_started ? 1 : 0);
+    TE_RETURN_IF_ERROR(u.Run());
+    op_counters_.CountTransition(row, *t, now);
+    return std::optional<Lease>(std::move(lease));
+  }
+
+  // P2: the execution `id` an admission just inserted, due now in `queue`,
+  // goes to an idle worker of the engine in the same transaction when one
+  // is reserved (Store::AdmissionClaimer). False: it stays queued, and the
+  // caller publishes the work as usual.
+  Result<bool> ClaimAtAdmission(Connection& c, ExecutionId id, const std::string& queue,
+                                Millis now) {
+    AdmissionClaimer* claimer = admission_claimer_;
+    if (claimer == nullptr || !claimer->Reserve(queue)) return false;
+    auto claimed = [&]() -> Result<std::optional<Lease>> {
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kClaimRowById));
+      s.Bind(1, id.value);
+      TE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return std::optional<Lease>();
+      const ClaimRow claim = ReadClaimRow(StmtRow(s));
+      return ClaimOne(c, claim, claimer->worker(), /*mark_started=*/true, queue, now);
+    }();
+    if (!claimed.ok() || !claimed->has_value()) {
+      claimer->Unreserve(queue);
+      if (!claimed.ok()) return claimed.status();
+      return false;
+    }
+    op_claims_.push_back(std::move(**claimed));
+    return true;
+  }
 
   Result<AdmitResult> AdmitOne(Connection& c, const AdmitRequest& r, Millis now,
                                std::unordered_map<std::string, JobPolicy>& jobs) {
@@ -934,6 +1017,15 @@ class SqliteStore final : public SqlStore {
     res.id = ExecutionId(c.last_insert_rowid());
     res.status = ExecutionStatus::kQueued;
     op_counters_.CountAdmission(p.queue, r.tenant.value);
+    if (parked) return res;
+    if (AdmissionRunAt(r, now) <= now) {
+      TE_ASSIGN_OR_RETURN(bool claimed, ClaimAtAdmission(c, res.id, p.queue, now));
+      if (claimed) {
+        res.status = ExecutionStatus::kRunning;
+        return res;
+      }
+    }
+    MarkWork(p.queue);
     return res;
   }
 
@@ -948,6 +1040,9 @@ class SqliteStore final : public SqlStore {
       out.emplace(f(c));
       return out->status();
     };
+    const bool traced = pickup_trace::Installed() != nullptr;
+    if (traced) [[unlikely]]
+      op.times.queued = pickup_trace::NowNs();
     {
       MutexLock lock(mu_);
       if (stopping_) return Unavailable("store is closing");
@@ -955,6 +1050,8 @@ class SqliteStore final : public SqlStore {
       work_cv_.NotifyOne();
       while (!op.done) done_cv_.Wait(mu_);
     }
+    if (traced) [[unlikely]]
+      pickup_trace::last_write = op.times;
     if (!op.result.ok()) return op.result;
     return std::move(*out);
   }
@@ -1016,10 +1113,58 @@ class SqliteStore final : public SqlStore {
     }
   }
 
+  // The WAL size (in pages) at which the writer asks for a checkpoint:
+  // SQLite's default auto-checkpoint size (about 4 MB).
+  static constexpr int kCheckpointPages = 1000;
+
+  // SQLite's wal hook, called on the writer thread after each COMMIT with the
+  // number of pages in the WAL.
+  static int OnWalCommit(void* self, sqlite3*, const char*, int pages) {
+    if (pages >= kCheckpointPages) static_cast<SqliteStore*>(self)->RequestCheckpoint();
+    return SQLITE_OK;
+  }
+
+  void RequestCheckpoint() EXCLUDES(checkpoint_mu_) {
+    {
+      MutexLock lock(checkpoint_mu_);
+      if (checkpoint_wanted_) return;
+      checkpoint_wanted_ = true;
+    }
+    checkpoint_cv_.NotifyOne();
+  }
+
+  // Copies the WAL's committed pages into the database file (a PASSIVE
+  // checkpoint: it waits for no reader or writer) each time the writer asks.
+  // It runs beside the writer, whose commits keep appending to the WAL
+  // meanwhile; the next write transaction after a complete checkpoint starts
+  // the WAL over. Inside a COMMIT, as SQLite's auto-checkpoint does it, the
+  // copy (about 4 MB) and the fsync of the database file would delay every
+  // caller of that commit by milliseconds, once in a few dozen commits.
+  void CheckpointLoop() EXCLUDES(checkpoint_mu_) {
+    MutexLock lock(checkpoint_mu_);
+    while (true) {
+      while (!checkpoint_wanted_ && !stop_checkpointer_) checkpoint_cv_.Wait(checkpoint_mu_);
+      if (stop_checkpointer_) return;
+      checkpoint_wanted_ = false;
+      lock.Unlock();
+      // SQLITE_BUSY: another checkpoint runs (e.g. a backup's); the next
+      // request retries. Any other failure is the disk's, which the writer's
+      // own commits report.
+      (void)sqlite3_wal_checkpoint_v2(checkpoint_conn_.raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE,
+                                      nullptr, nullptr);
+      lock.Lock();
+    }
+  }
+
   // One transaction for the whole batch; a savepoint per operation so that a
   // failing operation changes nothing while the others still commit.
   void RunBatch(const std::vector<Op*>& batch) {
     Connection& c = writer_conn_;
+    const bool traced = pickup_trace::Installed() != nullptr;
+    if (traced) [[unlikely]] {
+      const std::int64_t now = pickup_trace::NowNs();
+      for (Op* op : batch) op->times.began = now;
+    }
     if (options_.sync == SyncMode::kFull) {
       bool sync = false;
       for (const Op* op : batch) sync = sync || op->durability == Durability::kSync;
@@ -1042,9 +1187,11 @@ class SqliteStore final : public SqlStore {
       Op* op = batch[i];
       Status sp = RunCached(c, kSavepoint);
       op_counters_.Clear();
+      op_wake_.reset();
       if (sp.ok()) {
         op->result = op->body(c);
         if (op->result.ok()) KeepOpCounts();
+        UnreserveClaims(&op_claims_);  // those of an operation that failed
         if (!op->result.ok() && !c.autocommit()) sp = RunCached(c, kRollbackTo);
         if (sp.ok() && !c.autocommit()) sp = RunCached(c, kRelease);
       }
@@ -1058,18 +1205,38 @@ class SqliteStore final : public SqlStore {
         for (Op* o : batch) o->result = aborted;
         if (!c.autocommit()) (void)c.Exec("ROLLBACK");
         batch_counters_.Clear();
+        batch_wake_.reset();
+        UnreserveClaims(&batch_claims_);
         return;
       }
     }
     Status commit = FlushCounts(c);
     std::vector<LifecycleEvent> events = std::move(batch_counters_.events);
     batch_counters_.Clear();
+    std::optional<std::string> wake = std::move(batch_wake_);
+    batch_wake_.reset();
+    std::vector<Lease> claims = std::move(batch_claims_);
+    batch_claims_.clear();
+    if (traced) [[unlikely]] {
+      const std::int64_t now = pickup_trace::NowNs();
+      for (Op* op : batch) op->times.committing = now;
+    }
     if (commit.ok()) commit = RunCached(c, kCommit);
+    if (traced) [[unlikely]] {
+      const std::int64_t now = pickup_trace::NowNs();
+      for (Op* op : batch) op->times.committed = now;
+    }
     if (!commit.ok()) {
       if (!c.autocommit()) (void)c.Exec("ROLLBACK");
       for (Op* op : batch) op->result = commit;
+      UnreserveClaims(&claims);
       return;
     }
+    // On this thread, before the callers of the batch wake: the leases
+    // claimed at admission go to their idle workers, and a commit that made
+    // work due wakes the engine's workers without waiting for them.
+    for (Lease& lease : claims) admission_claimer_->Deliver(std::move(lease));
+    if (wake) PublishWork(*wake);
     PublishLifecycle(std::move(events));
   }
 
@@ -1084,12 +1251,28 @@ class SqliteStore final : public SqlStore {
   bool synced_commits_ = true;  // the writer connection's current synchronous mode is FULL
   // Counter deltas of the running operation and of the batch (writer thread only).
   StatusCounters op_counters_, batch_counters_;
+  // The queue of the first execution the running operation / the batch made
+  // due (writer thread only).
+  std::optional<std::string> op_wake_, batch_wake_;
+  // Leases claimed at admission by the running operation / the batch, for
+  // admission_claimer_ after the COMMIT (writer thread only).
+  std::vector<Lease> op_claims_, batch_claims_;
+  // Set once before the store is shared (Store::SetAdmissionClaimer).
+  AdmissionClaimer* admission_claimer_ = nullptr;
 
   Mutex mu_;
   CondVar work_cv_;
   CondVar done_cv_;
   std::deque<Op*> queue_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
+
+  // The checkpointer's connection; used only by its thread (and Init).
+  Connection checkpoint_conn_;
+  std::thread checkpointer_;
+  Mutex checkpoint_mu_;
+  CondVar checkpoint_cv_;
+  bool checkpoint_wanted_ GUARDED_BY(checkpoint_mu_) = false;
+  bool stop_checkpointer_ GUARDED_BY(checkpoint_mu_) = false;
 
   Mutex read_mu_;
   CondVar read_cv_;

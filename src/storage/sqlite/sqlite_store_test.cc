@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <filesystem>
 #include <set>
 
 #include "core/canonical_json.h"
@@ -35,6 +36,17 @@ AdmitRequest Request(int i) {
 // RD13 at the store level: when the database cannot grow, admission answers
 // kUnavailable with a clear message, nothing half-written remains, every
 // acknowledged row is there, and admissions work again once space is freed.
+// A migrated store at `path` on `clock`, with the job Job() defined.
+Result<std::unique_ptr<Store>> OpenWithJob(const std::string& path, FakeClock* clock) {
+  SqliteStoreOptions o;
+  o.path = path;
+  o.clock = clock;
+  TE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenSqliteStore(o));
+  TE_RETURN_IF_ERROR(store->Migrate());
+  TE_RETURN_IF_ERROR(store->UpsertJob(Job()));
+  return store;
+}
+
 TEST(SqliteStoreTest, FullDatabaseIsUnavailableAndRecovers) {
   TempDir dir;
   FakeClock clock;
@@ -75,6 +87,27 @@ TEST(SqliteStoreTest, FullDatabaseIsUnavailableAndRecovers) {
 }
 
 // D4: a database whose schema is newer than the binary is refused, unchanged.
+// Checkpoints run on the store's checkpointer thread, not in the writer's
+// commits: once the WAL passes 1,000 pages, its pages reach the database file
+// while the store stays open.
+TEST(SqliteStoreTest, WalIsCheckpointedIntoTheDatabaseFileWhileOpen) {
+  TempDir dir;
+  SqliteStoreOptions o;
+  o.path = dir.File("ckpt.db");
+  ASSERT_OK_AND_ASSIGN(auto store, OpenSqliteStore(o));
+  ASSERT_OK(store->Migrate());
+  ASSERT_OK(store->UpsertJob(Job()));
+  const auto before = std::filesystem::file_size(o.path);
+  // About 2 KiB per row: 3,000 rows are some 1,500 pages of WAL at least.
+  for (int i = 0; i < 3000; i += 100) {
+    std::vector<AdmitRequest> batch;
+    for (int k = i; k < i + 100; ++k) batch.push_back(Request(k));
+    ASSERT_OK(store->AdmitBatch(batch).status());
+  }
+  EXPECT_TRUE(WaitFor([&] { return std::filesystem::file_size(o.path) > before + 2'000'000; }))
+      << "database file: " << std::filesystem::file_size(o.path) << " bytes";
+}
+
 TEST(SqliteStoreTest, NewerSchemaIsRefused) {
   TempDir dir;
   SqliteStoreOptions o;
@@ -173,6 +206,98 @@ TEST(SqliteStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
   EXPECT_EQ(lane.head, a1);
   EXPECT_EQ(lane.queued, 1);
   EXPECT_NE(a2, ExecutionId());
+}
+
+// Store::AdmissionClaimer as the test sees it: reserves while `grant` lasts,
+// records what the store delivers and gives back.
+class RecordingClaimer final : public Store::AdmissionClaimer {
+ public:
+  bool Reserve(const std::string& queue) override {
+    reserved.push_back(queue);
+    if (grant == 0) return false;
+    --grant;
+    return true;
+  }
+  void Deliver(Lease lease) override { delivered.push_back(std::move(lease)); }
+  void Unreserve(const std::string& queue) override { unreserved.push_back(queue); }
+  WorkerId worker() const override { return WorkerId("idle-worker"); }
+
+  int grant = 0;
+  std::vector<std::string> reserved, unreserved;
+  std::vector<Lease> delivered;
+};
+
+// P2, claim at admission: an admission due now asks the claimer; when it
+// reserves, the execution is claimed in the same transaction (running,
+// attempt 1, claim version 1, the claimer's worker) and its lease delivered
+// after the COMMIT; when it does not, the execution stays queued. An
+// admission run later (run_at in the future) does not ask.
+TEST(SqliteStoreTest, P2_AdmissionClaimsForAReservedWorkerAndDeliversAfterCommit) {
+  TempDir dir;
+  FakeClock clock;
+  ASSERT_OK_AND_ASSIGN(auto store, OpenWithJob(dir.File("claims.db"), &clock));
+  RecordingClaimer claimer;
+  claimer.grant = 1;
+  store->SetAdmissionClaimer(&claimer);
+  ASSERT_OK_AND_ASSIGN(auto admitted, store->AdmitBatch({Request(1), Request(2)}));
+  ASSERT_EQ(admitted.size(), 2u);
+  EXPECT_EQ(admitted[0].status, ExecutionStatus::kRunning);
+  EXPECT_EQ(admitted[1].status, ExecutionStatus::kQueued);
+  EXPECT_EQ(claimer.reserved.size(), 2u);
+  EXPECT_TRUE(claimer.unreserved.empty());
+  ASSERT_EQ(claimer.delivered.size(), 1u);
+  const Lease& lease = claimer.delivered.front();
+  EXPECT_EQ(lease.id, admitted[0].id);
+  EXPECT_EQ(lease.version.value, 1);
+  EXPECT_EQ(lease.attempt, 1);
+  EXPECT_EQ(lease.queue, "default");
+  ASSERT_OK_AND_ASSIGN(Execution e, store->GetExecution(admitted[0].id));
+  EXPECT_EQ(e.status, ExecutionStatus::kRunning);
+  EXPECT_EQ(e.worker.value, "idle-worker");
+  EXPECT_EQ(e.attempt, 1);
+  // The lease is the current claim: it finishes the execution.
+  ASSERT_OK(store->Complete(LeaseRef{lease.id, lease.version}, "{}").status());
+  ASSERT_OK_AND_ASSIGN(e, store->GetExecution(admitted[0].id));
+  EXPECT_EQ(e.status, ExecutionStatus::kSucceeded);
+  // The unclaimed one is due for an ordinary claim.
+  ClaimRequest c;
+  c.worker = WorkerId("other");
+  c.slots = {QueueSlot{"default", 10}};
+  ASSERT_OK_AND_ASSIGN(auto leases, store->Claim(c));
+  ASSERT_EQ(leases.size(), 1u);
+  EXPECT_EQ(leases.front().id, admitted[1].id);
+  // Not due yet: not offered.
+  AdmitRequest later = Request(3);
+  later.run_at = clock.NowMillis() + 60'000;
+  claimer.grant = 1;
+  const std::size_t asked = claimer.reserved.size();
+  ASSERT_OK_AND_ASSIGN(auto queued, store->Admit(later));
+  EXPECT_EQ(queued.status, ExecutionStatus::kQueued);
+  EXPECT_EQ(claimer.reserved.size(), asked);
+  store->SetAdmissionClaimer(nullptr);
+}
+
+// An admission that does not commit (its batch fails on a later request)
+// gives its reserved worker back and delivers nothing; nothing was admitted.
+TEST(SqliteStoreTest, P2_AdmissionThatDoesNotCommitGivesTheReservedWorkerBack) {
+  TempDir dir;
+  FakeClock clock;
+  ASSERT_OK_AND_ASSIGN(auto store, OpenWithJob(dir.File("rollback.db"), &clock));
+  RecordingClaimer claimer;
+  claimer.grant = 5;
+  store->SetAdmissionClaimer(&claimer);
+  AdmitRequest unknown = Request(2);
+  unknown.job = JobName("no-such-job");
+  auto admitted = store->AdmitBatch({Request(1), unknown});
+  EXPECT_EQ(admitted.status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(claimer.reserved.size(), 1u);
+  EXPECT_EQ(claimer.unreserved, std::vector<std::string>{"default"});
+  EXPECT_TRUE(claimer.delivered.empty());
+  ExecutionFilter all;
+  all.limit = 10;
+  ASSERT_OK_AND_ASSIGN(auto page, store->ListExecutions(all));
+  EXPECT_TRUE(page.items.empty());
+  store->SetAdmissionClaimer(nullptr);
 }
 
 TEST(SqliteStoreTest, UnopenablePathIsUnavailable) {

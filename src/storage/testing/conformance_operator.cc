@@ -634,6 +634,49 @@ TEST_P(StoreConformance, LifecycleEventsFollowCommittedStatusChanges) {
   store().SetLifecycleObserver(nullptr);
 }
 
+// Store::SetWorkPublisher (A3, D3): each commit that made work due tells the
+// publisher the queue once (the engine wakes its workers and, through the
+// transport, other nodes); claims, finishes that requeue nothing, cancels and
+// a parked lane admission do not.
+TEST_P(StoreConformance, WorkPublisherHearsOfCommitsThatMadeWorkDue) {
+  std::vector<std::string> heard;
+  store().SetWorkPublisher([&heard](const std::string& queue) { heard.push_back(queue); });
+  JobDefinition job = WorkJob();
+  job.retry.max_attempts = 2;
+  DefineJob(job);
+  const ExecutionId id = AdmitOne(MakeRequest("work", 1));
+  ASSERT_EQ(heard, std::vector<std::string>{"default"});
+  const ExecutionId other = AdmitOne(MakeRequest("work", 2));
+  EXPECT_EQ(heard.size(), 2u);
+
+  const Lease first = ClaimOne();
+  ASSERT_EQ(first.id, id);
+  EXPECT_EQ(heard.size(), 2u) << "a claim makes nothing due";
+  ASSERT_OK(store().Fail(Ref(first), FailureClass::kRetryable, "503"));
+  EXPECT_EQ(heard.size(), 3u) << "a retry is queued again";
+  const Lease second = ClaimOne();
+  ASSERT_EQ(second.id, other);
+  ASSERT_OK(store().Complete(Ref(second), "{}").status());
+  EXPECT_EQ(heard.size(), 3u) << "a success makes nothing due";
+  ASSERT_OK(store().RequestCancel(id, OperatorAction{"alice", "not needed"}).status());
+  EXPECT_EQ(heard.size(), 3u) << "a cancel makes nothing due";
+
+  // A lane: the second admission is parked (nothing due), and becomes due
+  // when the first ends.
+  AdmitRequest a = MakeRequest("work", 3);
+  a.lane_key = "orders-7";
+  AdmitRequest b = MakeRequest("work", 4);
+  b.lane_key = "orders-7";
+  AdmitOne(a);
+  EXPECT_EQ(heard.size(), 4u);
+  AdmitOne(b);
+  EXPECT_EQ(heard.size(), 4u) << "a parked admission makes nothing due";
+  ASSERT_OK(store().Complete(Ref(ClaimOne()), "{}").status());
+  EXPECT_EQ(heard.size(), 5u) << "the lane's next execution became due";
+  for (const std::string& q : heard) EXPECT_EQ(q, "default");
+  store().SetWorkPublisher(nullptr);
+}
+
 TEST_P(StoreConformance, R1_ReplayOfOtherStatusesIsConflictAndChangesNothing) {
   DefineJob(WorkJob());
   const ExecutionId succeeded = AdmitOne(MakeRequest("work", 1));

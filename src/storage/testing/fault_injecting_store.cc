@@ -242,6 +242,20 @@ class FaultInjectingStore final : public Store {
   void SetWorkListener(std::function<void()> listener) override {
     inner_->SetWorkListener(std::move(listener));
   }
+  void SetAdmissionClaimer(AdmissionClaimer* claimer) override {
+    inner_->SetAdmissionClaimer(claimer);
+  }
+  void SetWorkPublisher(std::function<void(const std::string& queue)> publisher) override {
+    if (!publisher) {
+      inner_->SetWorkPublisher(nullptr);
+      return;
+    }
+    inner_->SetWorkPublisher(
+        [faults = faults_, publisher = std::move(publisher)](const std::string& queue) {
+          faults->BeforePublishWork();
+          publisher(queue);
+        });
+  }
   Result<Execution> GetExecution(ExecutionId id) override {
     TE_RETURN_IF_ERROR(faults_->Enter("GetExecution"));
     return inner_->GetExecution(id);
@@ -361,6 +375,21 @@ Status StoreFaults::Add(Fault fault) {
 void StoreFaults::Clear() {
   MutexLock lock(mu_);
   faults_.clear();
+  before_publish_work_ = nullptr;
+}
+
+void StoreFaults::OnPublishWork(std::function<void()> action) {
+  MutexLock lock(mu_);
+  before_publish_work_ = std::move(action);
+}
+
+void StoreFaults::BeforePublishWork() {
+  std::function<void()> action;
+  {
+    MutexLock lock(mu_);
+    action = before_publish_work_;
+  }
+  if (action) action();
 }
 
 int StoreFaults::Calls(std::string_view method) const {

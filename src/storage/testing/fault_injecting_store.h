@@ -12,7 +12,8 @@
 // A method is named as in store.h ("Admit", "FinishBatch"); "*" is every
 // method. A failed call does not reach the wrapped store; a batch method
 // (MarkStarted, HeartbeatBatch, FinishBatch) then answers the status for
-// every request. SetLifecycleObserver and SetWorkListener always forward.
+// every request. SetLifecycleObserver, SetWorkListener and SetWorkPublisher always
+// forward (the publisher after the OnPublishWork action).
 #pragma once
 
 #include <chrono>
@@ -46,8 +47,12 @@ class StoreFaults {
   // Calls of `method` wait `delay` (real time) before they reach the store.
   Status Delay(std::string_view method, std::chrono::milliseconds delay, When when = {})
       EXCLUDES(mu_);
-  // Removes every fault; counts stay.
+  // Removes every fault and the OnPublishWork action; counts stay.
   void Clear() EXCLUDES(mu_);
+  // Runs `action` right after each commit that made work due, on the
+  // committing thread, before the work publisher (Store::SetWorkPublisher)
+  // hears of it: e.g. a test stops the transport's server there. Empty = none.
+  void OnPublishWork(std::function<void()> action) EXCLUDES(mu_);
   // Calls of `method` so far, failed ones included ("*": of every method).
   int Calls(std::string_view method) const EXCLUDES(mu_);
   // Calls of `method` that a fault failed so far ("*": of every method).
@@ -57,6 +62,8 @@ class StoreFaults {
   // that meet it, and returns the status of the failure that meets it (ok:
   // none).
   Status Enter(std::string_view method) EXCLUDES(mu_);
+  // For FaultInjectingStore: runs the OnPublishWork action, if any.
+  void BeforePublishWork() EXCLUDES(mu_);
 
  private:
   struct Fault {
@@ -71,6 +78,7 @@ class StoreFaults {
   std::vector<Fault> faults_ GUARDED_BY(mu_);
   std::map<std::string, int, std::less<>> calls_ GUARDED_BY(mu_);
   std::map<std::string, int, std::less<>> failed_ GUARDED_BY(mu_);
+  std::function<void()> before_publish_work_ GUARDED_BY(mu_);
 };
 
 // The names of the Store methods a fault may name, as in store.h.

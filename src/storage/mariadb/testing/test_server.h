@@ -14,69 +14,19 @@
 #include <string>
 
 #include "storage/mariadb/maria_conn.h"
+#include "testing_support/script_server.h"
 #include "testing_support/test_util.h"
 
 namespace taskengine::maria::testing {
 
-inline std::string SourceDir() {
-  const char* dir = std::getenv("TASKENGINE_SOURCE_DIR");
-  return dir != nullptr ? dir : ".";
-}
+using taskengine::testing::Shell;
+using taskengine::testing::SourceDir;
 
-// Runs a shell command; returns its exit status and fills `out` with its
-// stdout (trailing blanks and newlines removed).
-inline int Shell(const std::string& command, std::string* out = nullptr) {
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) return -1;
-  std::string text;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) text += buf;
-  const int rc = pclose(p);
-  if (out != nullptr) {
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-    *out = text;
-  }
-  return rc;
-}
-
-// A throwaway server in a temporary directory, stopped (and removed) on
+// A throwaway server (scripts/mariadb_cluster.sh), stopped (and removed) on
 // destruction.
-class TestServer {
+class TestServer : public taskengine::testing::ScriptServer {
  public:
-  TestServer() {
-    // The mysql user must reach the server directory inside our temp dir.
-    ::chmod(dir_.path().c_str(), 0755);
-    server_dir_ = dir_.File("mariadb");
-    started_ = Script("start", &url_);
-  }
-  ~TestServer() {
-    if (started_) (void)Stop();
-  }
-  TestServer(const TestServer&) = delete;
-  TestServer& operator=(const TestServer&) = delete;
-
-  bool started() const { return started_; }
-  // mysql://taskengine:taskengine@127.0.0.1:<port>/taskengine_test, or the
-  // script's output when it failed.
-  const std::string& url() const { return url_; }
-
-  bool Stop() { return Script("stop"); }
-  bool Start() {
-    std::string out;
-    return Script("start", &out);
-  }
-
- private:
-  bool Script(const char* verb, std::string* out = nullptr) {
-    std::string ignored;
-    return Shell(SourceDir() + "/scripts/mariadb_cluster.sh " + verb + " " + server_dir_ + " 2>&1",
-                 out != nullptr ? out : &ignored) == 0;
-  }
-
-  TempDir dir_;
-  std::string server_dir_;
-  std::string url_;
-  bool started_ = false;
+  TestServer() : ScriptServer("scripts/mariadb_cluster.sh") {}
 };
 
 namespace internal {
