@@ -33,7 +33,8 @@ else()
 endif()
 list(APPEND TE_EXPORTED te_transport)
 if(TARGET te_transport_redis)
-  list(APPEND TE_EXPORTED te_transport_redis)
+  # te_platform: its writes block SIGPIPE (platform/sigpipe.h).
+  list(APPEND TE_EXPORTED te_transport_redis te_platform)
   set(TE_WITH_REDIS ON)
 else()
   set(TE_WITH_REDIS OFF)
@@ -76,7 +77,7 @@ if(TE_WITH_MARIADB)
   string(APPEND TE_PC_REQUIRES " libmariadb")
 endif()
 if(TE_WITH_REDIS)
-  string(REPLACE "-ltaskengine_engine" "-ltaskengine_engine -ltaskengine_transport_redis" TE_PC_LIBS
+  string(REPLACE "-ltaskengine_engine" "-ltaskengine_engine -ltaskengine_transport_redis -ltaskengine_platform" TE_PC_LIBS
     "${TE_PC_LIBS}")
   string(APPEND TE_PC_REQUIRES " hiredis")
 endif()

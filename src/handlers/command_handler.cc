@@ -23,6 +23,7 @@
 
 #include "core/utf8.h"
 #include "platform/process.h"
+#include "platform/sigpipe.h"
 #include "taskengine/status.h"
 
 namespace taskengine {
@@ -160,47 +161,6 @@ class EnvBuilder {
 
  private:
   std::vector<std::string> entries_;
-};
-
-// Blocks SIGPIPE in the calling thread for its lifetime, so that writing to
-// the stdin of a command that exited fails with EPIPE instead of killing the
-// server; the process-wide disposition is untouched. If a write of ours raised
-// SIGPIPE (NoteEpipe) and none was pending before, the pending signal is
-// consumed before the thread's previous mask is restored. Not thread-safe
-// (per-thread by nature).
-class ScopedSigpipeBlock {
- public:
-  ScopedSigpipeBlock() {
-    sigset_t pipe_set;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask_);
-    sigset_t pending;
-    sigemptyset(&pending);
-    sigpending(&pending);
-    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-  }
-  ~ScopedSigpipeBlock() {
-    if (saw_epipe_ && !was_pending_) {
-      sigset_t pipe_set;
-      sigemptyset(&pipe_set);
-      sigaddset(&pipe_set, SIGPIPE);
-      const timespec zero{0, 0};
-      // EAGAIN when the disposition was SIG_IGN and nothing was queued.
-      while (sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
-  }
-  ScopedSigpipeBlock(const ScopedSigpipeBlock&) = delete;
-  ScopedSigpipeBlock& operator=(const ScopedSigpipeBlock&) = delete;
-
-  void NoteEpipe() { saw_epipe_ = true; }
-
- private:
-  sigset_t old_mask_;
-  bool was_pending_ = false;
-  bool saw_epipe_ = false;
 };
 
 // Starts the command in its own process group, with pipes for stdin, stdout
@@ -464,8 +424,6 @@ class CommandRun {
     return Outcome(status);
   }
 
-  bool saw_epipe() const { return saw_epipe_; }
-
  private:
   void KillGroup(TimePoint now) {
     child_.SignalGroup(SIGKILL);
@@ -535,7 +493,6 @@ class CommandRun {
       }
       if (w < 0 && errno == EINTR) continue;
       if (w < 0 && errno == EAGAIN) return;
-      if (w < 0 && errno == EPIPE) saw_epipe_ = true;
       break;  // EPIPE (the command does not read) or another error: stop feeding
     }
     child_.stdin_pipe().Reset();
@@ -631,7 +588,6 @@ class CommandRun {
   LineSplitter stdout_lines_;
   LineSplitter stderr_lines_;
   std::size_t written_ = 0;
-  bool saw_epipe_ = false;
   bool exited_ = false;
   bool lost_child_ = false;
   TimePoint exit_at_;
@@ -707,7 +663,6 @@ HandlerResult RunCommandHandler(
   }
   CommandRun run(ctx, options, std::move(child).value(), timeout);
   HandlerResult result = run.Run();
-  if (run.saw_epipe()) sigpipe_block.NoteEpipe();
   return result;
 }
 

@@ -16,6 +16,7 @@
 #include "core/notify_target.h"
 #include "core/prometheus_text.h"
 #include "platform/process.h"
+#include "platform/sigpipe.h"
 
 namespace taskengine {
 namespace {
@@ -217,6 +218,8 @@ Result<std::string> SendWithProgram(const NotifyHandlerOptions& o, const std::st
   const auto deadline = std::chrono::steady_clock::now() + o.email_timeout;
   std::size_t written = 0;
   bool wrote_any = false;
+  // A program that stops reading makes the write fail with EPIPE.
+  ScopedSigpipeBlock no_sigpipe;
   while (written < message.size()) {
     const ssize_t n =
         ::write(p.stdin_pipe().get(), message.data() + written, message.size() - written);

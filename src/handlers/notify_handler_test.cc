@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -144,6 +145,33 @@ TEST(NotifyHandlerTest, SendmailGetsTheMessageOnItsStandardInput) {
   FakeJobContext bad;
   bad.payload = ctx.payload;
   EXPECT_EQ(MakeNotifyHandler(o)(bad).kind, Kind::kPermanent);
+}
+
+// A sendmail that exits without reading its input: the message (larger
+// than a pipe's buffer) meets a closed pipe. That write fails with EPIPE and
+// must not raise SIGPIPE, whose default action (in force here, as in an
+// application that embeds the engine) would end the process.
+TEST(NotifyHandlerTest, ASendmailThatDoesNotReadIsATemporaryFailureNotASignal) {
+  ASSERT_EQ(signal(SIGPIPE, SIG_DFL), SIG_DFL);
+  TempDir dir;
+  const std::string script = dir.File("sendmail.sh");
+  {
+    std::ofstream f(script);
+    f << "#!/bin/sh\nexec 0<&-\nsleep 0.2\nexit 75\n";
+  }
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  NotifyHandlerOptions o;
+  o.settings.from = "taskengine@example.com";
+  o.settings.sendmail = {"/bin/sh", script};
+  FakeJobContext ctx;
+  ctx.payload = Json{{"target", "ops@example.com"},
+                     {"subject", "[taskengine] job bad failed (execution 42)"},
+                     {"text", std::string(256 * 1024, 'x')},
+                     {"document", {{"kind", "failure"}}}}
+                    .dump();
+  const HandlerResult r = MakeNotifyHandler(o)(ctx);
+  EXPECT_EQ(r.kind, Kind::kRetryable) << r.error;
+  EXPECT_THAT(r.error, HasSubstr("exit 75"));
 }
 
 TEST(NotifyHandlerTest, WebhooksPostTheDocumentAndSlackTheText) {

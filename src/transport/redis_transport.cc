@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/mutex.h"
+#include "platform/sigpipe.h"
 #include "transport/redis_url.h"
 
 namespace taskengine {
@@ -125,10 +126,19 @@ class RedisConn {
     return Status::Ok();
   }
 
+  // Sends what was appended (hiredis writes with write(2)), then reads one
+  // reply. A write to a connection that Redis closed or Interrupt() shut
+  // down fails with EPIPE; SIGPIPE is blocked meanwhile, so it cannot end
+  // the process (an embedding application keeps its own disposition).
   Result<Reply> Next() {
     if (c_ == nullptr) return Unavailable("Redis: not connected");
     void* raw = nullptr;
-    if (redisGetReply(c_, &raw) != REDIS_OK || raw == nullptr) return Failed();
+    int rc = REDIS_ERR;
+    {
+      ScopedSigpipeBlock no_sigpipe;
+      rc = redisGetReply(c_, &raw);
+    }
+    if (rc != REDIS_OK || raw == nullptr) return Failed();
     Reply r(static_cast<redisReply*>(raw));
     if (r->type == REDIS_REPLY_ERROR) {
       return Unavailable("Redis: " + std::string(r->str, r->len));

@@ -7,7 +7,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -216,6 +218,34 @@ TEST_F(RedisTransportTest, StopReturnsWhileBlockedAndNoWakeupFollows) {
   EXPECT_EQ(Cli("RPUSH " + prefix_ + ":pending:a late"), "1");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(a.woken(), after);
+}
+
+// Stop interrupts the consumer's connection from another thread
+// (shutdown(2)); a write of the consumer caught after that fails with EPIPE,
+// which must not raise SIGPIPE: its default action (still in force in this
+// test binary, as in an application that embeds the engine) ends the
+// process. Stops land at random points of the consumer's BLMOVE, EVAL and
+// DEL while another node keeps publishing.
+TEST_F(RedisTransportTest, StoppingWhileTheConsumerWritesNeverRaisesSigpipe) {
+  ASSERT_EQ(signal(SIGPIPE, SIG_DFL), SIG_DFL);
+  RedisTransportOptions o = Options("a");
+  o.block_ms = 1;
+  Node a = Open(o);
+  Node b = Open("b");
+  ASSERT_TRUE(WaitFor([&] { return Cli("SCARD " + prefix_ + ":nodes") == "2"; }));
+  std::atomic<bool> done{false};
+  std::thread publisher([&] {
+    while (!done) b.transport->Publish("default");
+  });
+  std::mt19937 rng(7);
+  for (int i = 0; i < 300; ++i) {
+    a.transport->Start([w = a.wakeups] { ++*w; });
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3'000));
+    a.transport->Stop();
+  }
+  done = true;
+  publisher.join();
+  EXPECT_GT(a.woken(), 0);
 }
 
 }  // namespace
