@@ -436,7 +436,9 @@ void WorkerPool::ClaimLoop() {
     SampleRates();
     for (const QueueState& q : queues_) {
       const int target = TargetInHand(q);
-      const int room = target - q.in_hand;
+      // A slot reserved for a claim at admission gets its lease from the
+      // writer: it is not room for this claim.
+      const int room = target - q.in_hand - q.reserved;
       // Claim in batches: while leases still wait in `ready`, only once half
       // of the queue's allowance is free (one transaction for many leases);
       // at once when nothing waits.

@@ -753,6 +753,11 @@ TEST_F(EngineTest, L6_StopGivesBackALeaseClaimedAtAdmissionWhileStopping) {
   po.poll_interval_ms = 60'000;
   po.worker_id = "stopping-pool";
   po.queues = {QueueConfig{}};
+  // No prefetch: with its one slot reserved for the admission, the pool's
+  // claimer has no room, whenever its first pass runs (else it could take
+  // the execution before the admission's claim below).
+  po.prefetch = 0;
+  po.max_prefetch = 0;
   WorkerPool pool(store.get(), SystemClock::Get(), &handlers, po);
   ASSERT_OK(pool.Start());
   // The pool's one worker parks soon after Start.
@@ -782,6 +787,48 @@ TEST_F(EngineTest, L6_StopGivesBackALeaseClaimedAtAdmissionWhileStopping) {
   ASSERT_OK_AND_ASSIGN(Execution e, store->GetExecution(admitted.id));
   EXPECT_EQ(e.status, ExecutionStatus::kQueued) << "released for another worker at once";
   EXPECT_EQ(e.attempt, 0) << "a released lease gives its attempt back";
+}
+
+// A slot reserved for a claim at admission is the writer's to fill: woken
+// meanwhile, the pool's claimer does not claim into it (which would put one
+// lease more in hand than the queue's target), and claims again once the
+// reservation is given back.
+TEST_F(EngineTest, P2_TheClaimerLeavesASlotReservedForAnAdmissionToTheWriter) {
+  SqliteStoreOptions so;
+  so.path = dir_.File("pool.db");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, OpenSqliteStore(so));
+  ASSERT_OK(store->Migrate());
+  ASSERT_OK(store->UpsertJob(Job("count", "count")));
+  HandlerRegistry handlers;
+  std::atomic<int> ran{0};
+  ASSERT_OK(handlers.Register("count", [&](JobContext&) {
+    ++ran;
+    return HandlerResult::Success();
+  }));
+  WorkerPoolOptions po;
+  static_cast<EngineOptions&>(po) = Options(1);
+  po.poll_interval_ms = 60'000;
+  po.worker_id = "reserving-pool";
+  po.queues = {QueueConfig{}};
+  po.prefetch = 0;  // the queue's target in hand is its one slot
+  po.max_prefetch = 0;
+  WorkerPool pool(store.get(), SystemClock::Get(), &handlers, po);
+  ASSERT_OK(pool.Start());
+  ASSERT_TRUE(WaitFor([&] { return pool.ReserveForAdmission("default"); }));
+  AdmitRequest a;
+  a.job = JobName("count");
+  a.payload_json = "{}";
+  a.fingerprint = Sha256Hex(a.payload_json);
+  ASSERT_OK_AND_ASSIGN(AdmitResult admitted, store->Admit(a));
+  pool.Wake();  // to the claimer: the parked worker's slot is reserved
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_OK_AND_ASSIGN(Execution waiting, store->GetExecution(admitted.id));
+  EXPECT_EQ(waiting.status, ExecutionStatus::kQueued) << "claimed into a reserved slot";
+  EXPECT_EQ(ran.load(), 0);
+  pool.UnreserveAdmission("default");
+  pool.Wake();
+  ASSERT_TRUE(WaitFor([&] { return ran.load() == 1; }));
+  pool.Stop();
 }
 
 // Short jobs: a queue's prefetch grows with its completion rate (about 100 ms
