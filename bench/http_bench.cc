@@ -1,13 +1,16 @@
 // taskengine-http-bench: the HTTP benchmarks of quality.md §1.
 //
 //   taskengine-http-bench [p3|p4|p8|all] [--runs N] [--requests N] [--clients N]
-//                         [--jobs N] [--workers N] [--executions N] [--dir PATH]
+//                         [--jobs N] [--workers N] [--slots N] [--executions N]
+//                         [--dir PATH]
 //
 // P3  HTTP dispatch: keep-alive clients, single-job requests, each answered
 //     only after its commit.
 // P4  remote worker protocol: workers lease batches of up to 100 over HTTP
 //     and complete every execution, with the batch finish route and with one
-//     complete call per execution.
+//     complete call per execution; in that mode each worker is an SDK worker
+//     with --slots handler threads (8), each completing on its own keep-alive
+//     connection, so concurrent completions can share the server's commits.
 // P8  GET /api/v1/stats latency with many executions stored vs few: half
 //     global, half spread over 100 tenants (the per-tenant breakdown), for a
 //     global reader and for a reader bound to one tenant; and the execution
@@ -20,10 +23,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,6 +65,7 @@ struct Args {
   int clients = 32;             // P3 connections
   long jobs = 100'000;          // P4 executions per run
   int workers = 4;              // P4 remote workers
+  int slots = 8;                // P4 complete-each: handler threads per worker
   long executions = 5'000'000;  // P8 executions stored
   std::string dir;
 };
@@ -189,11 +196,87 @@ void RunP3(const Args& args) {
                          rates, "req/s", ">=", 30'000);
 }
 
-// One remote worker: lease up to 100, complete them (one batch call or one
-// call each), until `remaining` reaches zero.
-void RemoteWorker(int port, int index, bool batch_finish, std::atomic<long>& remaining,
+// Completes one execution over `conn`; false (with a message) on an error.
+bool CompleteOne(te::bench::BlockingConnection& conn, const json& lease) {
+  te::bench::HttpReply fin = conn.Request(
+      "POST", "/api/v1/worker/executions/" + lease["id"].get<std::string>() + "/complete",
+      kWorkerToken, json{{"claim_version", lease["claim_version"]}}.dump());
+  if (fin.status == 200) return true;
+  std::fprintf(stderr, "complete: %d %s\n", fin.status, fin.body.c_str());
+  return false;
+}
+
+// The handler threads of one remote worker in the complete-each mode: as an
+// SDK worker with `slots` handler threads, each runs (a no-op) and completes
+// the executions of the leased batch on its own keep-alive connection, so up
+// to `slots` complete calls of this worker are in flight at once.
+class CompletionSlots {
+ public:
+  CompletionSlots(int port, int slots) {
+    for (int i = 0; i < slots; ++i) threads_.emplace_back([this, port] { Run(port); });
+  }
+  ~CompletionSlots() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+  // Completes every lease of `batch`; false when a call failed.
+  bool CompleteAll(const json& batch) {
+    std::unique_lock<std::mutex> lock(mu_);
+    batch_ = &batch;
+    next_ = 0;
+    left_ = batch.size();
+    ok_ = true;
+    ++generation_;
+    cv_.notify_all();
+    done_cv_.wait(lock, [&] { return left_ == 0; });
+    batch_ = nullptr;
+    return ok_;
+  }
+
+ private:
+  void Run(int port) {
+    te::bench::BlockingConnection conn(port);
+    std::uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      while (batch_ != nullptr && next_ < batch_->size()) {
+        const json& lease = (*batch_)[next_++];
+        lock.unlock();
+        const bool ok = CompleteOne(conn, lease);
+        lock.lock();
+        if (!ok) ok_ = false;
+        if (--left_ == 0) done_cv_.notify_one();
+      }
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::condition_variable done_cv_;
+  const json* batch_ = nullptr;
+  std::size_t next_ = 0;
+  std::size_t left_ = 0;
+  bool ok_ = true;
+  bool stop_ = false;
+  std::uint64_t generation_ = 0;
+  std::vector<std::thread> threads_;
+};
+
+// One remote worker: lease up to 100, complete them (one batch call, or one
+// call each over `slots` connections), until `remaining` reaches zero.
+void RemoteWorker(int port, int index, bool batch_finish, int slots, std::atomic<long>& remaining,
                   std::atomic<long>& completed, std::atomic<bool>& failed) {
   te::bench::BlockingConnection conn(port);
+  std::optional<CompletionSlots> handlers;
+  if (!batch_finish) handlers.emplace(port, slots);
   const std::string worker_id = "bench-worker-" + std::to_string(index);
   const std::string lease_body =
       json{{"worker_id", worker_id}, {"queues", {"remote"}}, {"max", 100}, {"wait_ms", 200}}.dump();
@@ -220,17 +303,9 @@ void RemoteWorker(int port, int index, bool batch_finish, std::atomic<long>& rem
         failed = true;
         return;
       }
-    } else {
-      for (const json& l : leases) {
-        te::bench::HttpReply fin = conn.Request(
-            "POST", "/api/v1/worker/executions/" + l["id"].get<std::string>() + "/complete",
-            kWorkerToken, json{{"claim_version", l["claim_version"]}}.dump());
-        if (fin.status != 200) {
-          std::fprintf(stderr, "complete: %d %s\n", fin.status, fin.body.c_str());
-          failed = true;
-          return;
-        }
-      }
+    } else if (!handlers->CompleteAll(leases)) {
+      failed = true;
+      return;
     }
     completed += static_cast<long>(leases.size());
     remaining -= static_cast<long>(leases.size());
@@ -249,8 +324,8 @@ void RunP4(const Args& args) {
       auto t0 = SteadyClock::now();
       std::vector<std::thread> workers;
       for (int w = 0; w < args.workers; ++w) {
-        workers.emplace_back(RemoteWorker, server.port(), w, batch_finish, std::ref(remaining),
-                             std::ref(completed), std::ref(failed));
+        workers.emplace_back(RemoteWorker, server.port(), w, batch_finish, args.slots,
+                             std::ref(remaining), std::ref(completed), std::ref(failed));
       }
       for (auto& t : workers) t.join();
       double seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
@@ -263,15 +338,17 @@ void RunP4(const Args& args) {
                   batch_finish ? "batch finish" : "complete each", run + 1, args.jobs, seconds,
                   rates.back());
     }
+    const std::string handlers =
+        batch_finish ? "" : ", " + std::to_string(args.slots) + " handler threads each";
     std::printf(
-        "P4 remote workers, %s: median %.0f jobs/s (target >= %s). %d worker threads, "
-        "one keep-alive connection each, leases of up to 100; server 2 I/O + 32 handler "
+        "P4 remote workers, %s: median %.0f jobs/s (target >= %s). %d workers%s, "
+        "one keep-alive connection per thread, leases of up to 100; server 2 I/O + 32 handler "
         "threads\n",
         batch_finish ? "one finish call per leased batch" : "one complete call per execution",
-        Median(rates), batch_finish ? "20,000" : "15,000", args.workers);
+        Median(rates), batch_finish ? "20,000" : "15,000", args.workers, handlers.c_str());
     te::bench::PrintFigure(
         "P4",
-        std::to_string(args.workers) + " remote workers, leases of 100, " +
+        std::to_string(args.workers) + " remote workers" + handlers + ", leases of 100, " +
             (batch_finish ? "one finish call per batch" : "one complete call per execution"),
         rates, "jobs/s", ">=", batch_finish ? 20'000 : 15'000);
   }
@@ -361,6 +438,8 @@ Args Parse(int argc, char** argv) {
       a.jobs = std::max(1L, std::stol(value()));
     } else if (s == "--workers") {
       a.workers = std::max(1, std::stoi(value()));
+    } else if (s == "--slots") {
+      a.slots = std::max(1, std::stoi(value()));
     } else if (s == "--executions") {
       a.executions = std::max(1L, std::stol(value()));
     } else if (s == "--dir") {
@@ -370,7 +449,8 @@ Args Parse(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: taskengine-http-bench [p3|p4|p8|all] [--runs N] [--requests N] "
-                   "[--clients N] [--jobs N] [--workers N] [--executions N] [--dir PATH]\n");
+                   "[--clients N] [--jobs N] [--workers N] [--slots N] [--executions N] "
+                   "[--dir PATH]\n");
       std::exit(2);
     }
   }
