@@ -253,8 +253,7 @@ bool WorkerPool::ReserveForAdmission(const std::string& queue) {
   auto it = queue_index_.find(queue);
   if (it == queue_index_.end()) return false;  // a queue this pool does not serve
   QueueState& q = queues_[it->second];
-  // As ClaimDirect: only when the queue may start one more now.
-  if (q.running + q.reserved >= q.limit || TargetInHand(q) <= q.in_hand + q.reserved) return false;
+  if (!MayStartOneMore(q)) return false;
   ++q.reserved;
   ++admission_reserved_;
   return true;
@@ -409,6 +408,10 @@ int WorkerPool::TargetInHand(const QueueState& q) const {
   return q.limit + static_cast<int>(std::clamp<double>(wanted, 1, most));
 }
 
+bool WorkerPool::MayStartOneMore(const QueueState& q) const {
+  return q.running + q.reserved < q.limit && q.in_hand + q.reserved < TargetInHand(q);
+}
+
 // A queue keeps about this much work (at its completion rate) marked started
 // ahead of its workers, refilled in one store call when half of it is used:
 // the workers of a fast queue never wait for a mark, and should the node die,
@@ -535,7 +538,7 @@ std::shared_ptr<WorkerPool::Task> WorkerPool::ClaimDirect() {
   request.mark_started = true;  // L4: each lease goes to an idle worker at once
   bool every_queue_asked = true;
   for (const QueueState& q : queues_) {
-    if (q.running >= q.limit || TargetInHand(q) <= q.in_hand) continue;
+    if (!MayStartOneMore(q)) continue;
     if (static_cast<int>(request.slots.size()) == most) {
       every_queue_asked = false;
       break;

@@ -123,6 +123,11 @@ class WorkerPool {
   // How many leases queue `q` may hold now (concurrency + prefetch, the
   // prefetch sized by the queue's completion rate).
   int TargetInHand(const QueueState& q) const REQUIRES(mu_);
+  // Whether `q` may start one more lease now: a handler slot free and room
+  // in hand, counting the claims at admission on their way. The one rule of
+  // a parked worker's own claim (ClaimDirect) and of a claim at admission
+  // (ReserveForAdmission).
+  bool MayStartOneMore(const QueueState& q) const REQUIRES(mu_);
   // How many leases of `q` are marked started at once (>= 1).
   int MarkBatch(const QueueState& q) const REQUIRES(mu_);
   // Moves up to `n` unmarked leases (those after the marked ones) out of
