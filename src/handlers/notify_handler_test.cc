@@ -34,6 +34,17 @@ std::string Payload(const std::string& target) {
       .dump();
 }
 
+// A sendmail stand-in in `dir`: a shell script with `body`; its path.
+std::string SendmailScript(const TempDir& dir, const std::string& body) {
+  const std::string script = dir.File("sendmail.sh");
+  {
+    std::ofstream f(script);
+    f << "#!/bin/sh\n" << body;
+  }
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  return script;
+}
+
 NotifyHandlerOptions SmtpOptions(int port) {
   NotifyHandlerOptions o;
   o.settings.smtp_url = "smtp://127.0.0.1:" + std::to_string(port);
@@ -118,12 +129,7 @@ TEST(NotifyHandlerTest, NoAnswerAfterTheMessageIsAmbiguousAndNeverSentTwice) {
 TEST(NotifyHandlerTest, SendmailGetsTheMessageOnItsStandardInput) {
   TempDir dir;
   const std::string out = dir.File("mail.txt");
-  const std::string script = dir.File("sendmail.sh");
-  {
-    std::ofstream f(script);
-    f << "#!/bin/sh\ncat > \"$1\"\nexit \"$2\"\n";
-  }
-  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  const std::string script = SendmailScript(dir, "cat > \"$1\"\nexit \"$2\"\n");
   NotifyHandlerOptions o;
   o.settings.from = "taskengine@example.com";
   o.settings.sendmail = {"/bin/sh", script, out, "0"};
@@ -154,12 +160,7 @@ TEST(NotifyHandlerTest, SendmailGetsTheMessageOnItsStandardInput) {
 TEST(NotifyHandlerTest, ASendmailThatDoesNotReadIsATemporaryFailureNotASignal) {
   ASSERT_EQ(signal(SIGPIPE, SIG_DFL), SIG_DFL);
   TempDir dir;
-  const std::string script = dir.File("sendmail.sh");
-  {
-    std::ofstream f(script);
-    f << "#!/bin/sh\nexec 0<&-\nsleep 0.2\nexit 75\n";
-  }
-  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  const std::string script = SendmailScript(dir, "exec 0<&-\nsleep 0.2\nexit 75\n");
   NotifyHandlerOptions o;
   o.settings.from = "taskengine@example.com";
   o.settings.sendmail = {"/bin/sh", script};

@@ -23,6 +23,21 @@ bool Pending() {
   return sigismember(&pending, SIGPIPE) == 1;
 }
 
+sigset_t PipeSet() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  return set;
+}
+
+// Blocks SIGPIPE in this thread; the mask before.
+sigset_t BlockPipe() {
+  const sigset_t pipe_set = PipeSet();
+  sigset_t before;
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &before);
+  return before;
+}
+
 // Writes to a stream socket whose peer is closed; the errno of the write
 // that failed.
 int WriteToClosedPeer() {
@@ -52,11 +67,7 @@ TEST(ScopedSigpipeBlockTest, AWriteToAClosedPeerFailsWithEpipeAndLeavesNothingPe
 }
 
 TEST(ScopedSigpipeBlockTest, NestsAndKeepsAMaskThatAlreadyBlockedIt) {
-  sigset_t pipe_set;
-  sigemptyset(&pipe_set);
-  sigaddset(&pipe_set, SIGPIPE);
-  sigset_t before;
-  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &pipe_set, &before), 0);
+  const sigset_t before = BlockPipe();
   {
     ScopedSigpipeBlock outer;
     {
@@ -71,17 +82,14 @@ TEST(ScopedSigpipeBlockTest, NestsAndKeepsAMaskThatAlreadyBlockedIt) {
 }
 
 TEST(ScopedSigpipeBlockTest, ASignalPendingOnEntryIsLeftPending) {
-  sigset_t pipe_set;
-  sigemptyset(&pipe_set);
-  sigaddset(&pipe_set, SIGPIPE);
-  sigset_t before;
-  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &pipe_set, &before), 0);
+  const sigset_t before = BlockPipe();
   ASSERT_EQ(pthread_kill(pthread_self(), SIGPIPE), 0);
   ASSERT_TRUE(Pending());
   { ScopedSigpipeBlock guard; }
   EXPECT_TRUE(Pending());
   // Consume it before unblocking, so the test process lives on.
   const timespec zero{0, 0};
+  const sigset_t pipe_set = PipeSet();
   EXPECT_EQ(sigtimedwait(&pipe_set, nullptr, &zero), SIGPIPE);
   ASSERT_EQ(pthread_sigmask(SIG_SETMASK, &before, nullptr), 0);
 }

@@ -50,6 +50,45 @@ class EngineTest : public ::testing::Test {
     auto ex = e.GetExecution(id);
     return ex.ok() ? ex->status : ExecutionStatus::kQueued;
   }
+  // A worker pool driven on its own, the test playing the store's writer: a
+  // store of its own with job "count" (each run counted in `ran`) and a pool
+  // of one worker on queue "default" without prefetch, so the queue's target
+  // in hand is its one slot. Polls once a minute: only Wake() and the test
+  // move it.
+  struct OneWorkerPool {
+    std::unique_ptr<Store> store;
+    HandlerRegistry handlers;
+    std::atomic<int> ran{0};
+    std::unique_ptr<WorkerPool> pool;
+  };
+  void StartOneWorkerPool(const std::string& worker_id, OneWorkerPool* rig) {
+    SqliteStoreOptions so;
+    so.path = dir_.File(worker_id + ".db");
+    ASSERT_OK_AND_ASSIGN(rig->store, OpenSqliteStore(so));
+    ASSERT_OK(rig->store->Migrate());
+    ASSERT_OK(rig->store->UpsertJob(Job("count", "count")));
+    ASSERT_OK(rig->handlers.Register("count", [rig](JobContext&) {
+      ++rig->ran;
+      return HandlerResult::Success();
+    }));
+    WorkerPoolOptions po;
+    static_cast<EngineOptions&>(po) = Options(1);
+    po.poll_interval_ms = 60'000;
+    po.worker_id = worker_id;
+    po.queues = {QueueConfig{}};
+    po.prefetch = 0;
+    po.max_prefetch = 0;
+    rig->pool =
+        std::make_unique<WorkerPool>(rig->store.get(), SystemClock::Get(), &rig->handlers, po);
+    ASSERT_OK(rig->pool->Start());
+  }
+  static AdmitRequest CountRequest() {
+    AdmitRequest a;
+    a.job = JobName("count");
+    a.payload_json = "{}";
+    a.fingerprint = Sha256Hex(a.payload_json);
+    return a;
+  }
   // What a succeeding handler saw: the executions it ran and their attempts.
   class RunLog {
    public:
@@ -737,42 +776,20 @@ TEST_F(EngineTest, P2_ClaimAtAdmissionKeepsTheQueuesConcurrency) {
 // expire as a started attempt. Driven on the pool itself, which plays the
 // store's writer here: reserve, Stop on another thread, deliver later.
 TEST_F(EngineTest, L6_StopGivesBackALeaseClaimedAtAdmissionWhileStopping) {
-  SqliteStoreOptions so;
-  so.path = dir_.File("pool.db");
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, OpenSqliteStore(so));
-  ASSERT_OK(store->Migrate());
-  ASSERT_OK(store->UpsertJob(Job("count", "count")));
-  HandlerRegistry handlers;
-  std::atomic<int> ran{0};
-  ASSERT_OK(handlers.Register("count", [&](JobContext&) {
-    ++ran;
-    return HandlerResult::Success();
-  }));
-  WorkerPoolOptions po;
-  static_cast<EngineOptions&>(po) = Options(1);
-  po.poll_interval_ms = 60'000;
-  po.worker_id = "stopping-pool";
-  po.queues = {QueueConfig{}};
-  // No prefetch: with its one slot reserved for the admission, the pool's
-  // claimer has no room, whenever its first pass runs (else it could take
-  // the execution before the admission's claim below).
-  po.prefetch = 0;
-  po.max_prefetch = 0;
-  WorkerPool pool(store.get(), SystemClock::Get(), &handlers, po);
-  ASSERT_OK(pool.Start());
-  // The pool's one worker parks soon after Start.
+  OneWorkerPool rig;
+  ASSERT_NO_FATAL_FAILURE(StartOneWorkerPool("stopping-pool", &rig));
+  WorkerPool& pool = *rig.pool;
+  // The pool's one worker parks soon after Start. Without prefetch, the
+  // reserved slot leaves its claimer no room, whenever its first pass runs
+  // (else it could take the execution before the admission's claim below).
   ASSERT_TRUE(WaitFor([&] { return pool.ReserveForAdmission("default"); }));
   // What the writer would do inside the admission: claim it, marked started.
-  AdmitRequest a;
-  a.job = JobName("count");
-  a.payload_json = "{}";
-  a.fingerprint = Sha256Hex(a.payload_json);
-  ASSERT_OK_AND_ASSIGN(AdmitResult admitted, store->Admit(a));
+  ASSERT_OK_AND_ASSIGN(AdmitResult admitted, rig.store->Admit(CountRequest()));
   ClaimRequest c;
   c.worker = WorkerId("stopping-pool");
   c.mark_started = true;
   c.slots = {QueueSlot{"default", 1}};
-  ASSERT_OK_AND_ASSIGN(std::vector<Lease> leases, store->Claim(c));
+  ASSERT_OK_AND_ASSIGN(std::vector<Lease> leases, rig.store->Claim(c));
   ASSERT_EQ(leases.size(), 1u);
   std::atomic<bool> stopped{false};
   std::thread stopper([&] {
@@ -783,8 +800,8 @@ TEST_F(EngineTest, L6_StopGivesBackALeaseClaimedAtAdmissionWhileStopping) {
   EXPECT_FALSE(stopped.load()) << "Stop returned with a claim at admission on its way";
   pool.DeliverAdmitted(leases.front());
   stopper.join();
-  EXPECT_EQ(ran.load(), 0) << "nothing new starts while stopping";
-  ASSERT_OK_AND_ASSIGN(Execution e, store->GetExecution(admitted.id));
+  EXPECT_EQ(rig.ran.load(), 0) << "nothing new starts while stopping";
+  ASSERT_OK_AND_ASSIGN(Execution e, rig.store->GetExecution(admitted.id));
   EXPECT_EQ(e.status, ExecutionStatus::kQueued) << "released for another worker at once";
   EXPECT_EQ(e.attempt, 0) << "a released lease gives its attempt back";
 }
@@ -794,40 +811,19 @@ TEST_F(EngineTest, L6_StopGivesBackALeaseClaimedAtAdmissionWhileStopping) {
 // lease more in hand than the queue's target), and claims again once the
 // reservation is given back.
 TEST_F(EngineTest, P2_TheClaimerLeavesASlotReservedForAnAdmissionToTheWriter) {
-  SqliteStoreOptions so;
-  so.path = dir_.File("pool.db");
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, OpenSqliteStore(so));
-  ASSERT_OK(store->Migrate());
-  ASSERT_OK(store->UpsertJob(Job("count", "count")));
-  HandlerRegistry handlers;
-  std::atomic<int> ran{0};
-  ASSERT_OK(handlers.Register("count", [&](JobContext&) {
-    ++ran;
-    return HandlerResult::Success();
-  }));
-  WorkerPoolOptions po;
-  static_cast<EngineOptions&>(po) = Options(1);
-  po.poll_interval_ms = 60'000;
-  po.worker_id = "reserving-pool";
-  po.queues = {QueueConfig{}};
-  po.prefetch = 0;  // the queue's target in hand is its one slot
-  po.max_prefetch = 0;
-  WorkerPool pool(store.get(), SystemClock::Get(), &handlers, po);
-  ASSERT_OK(pool.Start());
+  OneWorkerPool rig;
+  ASSERT_NO_FATAL_FAILURE(StartOneWorkerPool("reserving-pool", &rig));
+  WorkerPool& pool = *rig.pool;
   ASSERT_TRUE(WaitFor([&] { return pool.ReserveForAdmission("default"); }));
-  AdmitRequest a;
-  a.job = JobName("count");
-  a.payload_json = "{}";
-  a.fingerprint = Sha256Hex(a.payload_json);
-  ASSERT_OK_AND_ASSIGN(AdmitResult admitted, store->Admit(a));
+  ASSERT_OK_AND_ASSIGN(AdmitResult admitted, rig.store->Admit(CountRequest()));
   pool.Wake();  // to the claimer: the parked worker's slot is reserved
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  ASSERT_OK_AND_ASSIGN(Execution waiting, store->GetExecution(admitted.id));
+  ASSERT_OK_AND_ASSIGN(Execution waiting, rig.store->GetExecution(admitted.id));
   EXPECT_EQ(waiting.status, ExecutionStatus::kQueued) << "claimed into a reserved slot";
-  EXPECT_EQ(ran.load(), 0);
+  EXPECT_EQ(rig.ran.load(), 0);
   pool.UnreserveAdmission("default");
   pool.Wake();
-  ASSERT_TRUE(WaitFor([&] { return ran.load() == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return rig.ran.load() == 1; }));
   pool.Stop();
 }
 
