@@ -1,6 +1,7 @@
 #include "transport/redis_transport.h"
 
 #include <hiredis/hiredis.h>
+#include <hiredis/sds.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -126,16 +127,20 @@ class RedisConn {
     return Status::Ok();
   }
 
-  // Sends what was appended (hiredis writes with write(2)), then reads one
-  // reply. A write to a connection that Redis closed or Interrupt() shut
-  // down fails with EPIPE; SIGPIPE is blocked meanwhile, so it cannot end
-  // the process (an embedding application keeps its own disposition).
+  // Sends what was appended and not yet sent (hiredis writes its output
+  // buffer with write(2)), then reads one reply. A write to a connection
+  // that Redis closed or Interrupt() shut down fails with EPIPE; SIGPIPE is
+  // blocked meanwhile, so it cannot end the process (an embedding
+  // application keeps its own disposition). With nothing to send (the later
+  // replies of a pipeline), no guard and no signal-mask calls.
   Result<Reply> Next() {
     if (c_ == nullptr) return Unavailable("Redis: not connected");
     void* raw = nullptr;
     int rc = REDIS_ERR;
-    {
+    if (sdslen(c_->obuf) > 0) {
       ScopedSigpipeBlock no_sigpipe;
+      rc = redisGetReply(c_, &raw);
+    } else {
       rc = redisGetReply(c_, &raw);
     }
     if (rc != REDIS_OK || raw == nullptr) return Failed();
