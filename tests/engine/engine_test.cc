@@ -126,6 +126,16 @@ class EngineTest : public ::testing::Test {
     }
     EXPECT_THAT(runs.attempts(), ::testing::Each(1));
   }
+  // An engine whose `workers` run job "count" into `runs`, polling once a
+  // minute: only wakeups move its work.
+  void StartUnpolledCountingEngine(int workers, RunLog* runs, std::unique_ptr<Engine>* engine) {
+    EngineOptions o = Options(workers);
+    o.poll_interval_ms = 60'000;
+    ASSERT_OK_AND_ASSIGN(*engine, Engine::Open(o));
+    ASSERT_OK((*engine)->DefineJob(Job("count", "count")));
+    ASSERT_OK((*engine)->RegisterHandler("count", runs->Handler()));
+    ASSERT_OK((*engine)->Start());
+  }
   TempDir dir_;
 };
 
@@ -619,13 +629,9 @@ TEST_F(EngineTest, ManyJobsEachRunExactlyOnce) {
 // itself or by the claimer, and a batch larger than one claim runs whole (the
 // worker's claim wakes the claimer for the rest). Each runs once, attempt 1.
 TEST_F(EngineTest, A3_DispatchToAnIdlePoolRunsWithoutWaitingForAPoll) {
-  EngineOptions o = Options(2);
-  o.poll_interval_ms = 60'000;
-  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(o));
-  ASSERT_OK(engine->DefineJob(Job("count", "count")));
   RunLog runs;
-  ASSERT_OK(engine->RegisterHandler("count", runs.Handler()));
-  ASSERT_OK(engine->Start());
+  std::unique_ptr<Engine> engine;
+  ASSERT_NO_FATAL_FAILURE(StartUnpolledCountingEngine(2, &runs, &engine));
   std::vector<ExecutionId> ids;
   for (int i = 0; i < 20; ++i) {
     DispatchRequest r;
@@ -682,13 +688,9 @@ TEST_F(EngineTest, A3_DispatchToALowerQueueOfAnIdlePoolRunsWithoutWaitingForAPol
 // once, attempt 1. Sequential dispatches, each waited for: the worker is
 // parked again long before the next (its outcome's commit comes first).
 TEST_F(EngineTest, P2_AnIdleWorkerTakesAnExecutionInItsAdmissionsTransaction) {
-  EngineOptions o = Options(1);
-  o.poll_interval_ms = 60'000;
-  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(o));
-  ASSERT_OK(engine->DefineJob(Job("count", "count")));
   RunLog runs;
-  ASSERT_OK(engine->RegisterHandler("count", runs.Handler()));
-  ASSERT_OK(engine->Start());
+  std::unique_ptr<Engine> engine;
+  ASSERT_NO_FATAL_FAILURE(StartUnpolledCountingEngine(1, &runs, &engine));
   constexpr int kDispatches = 20;
   int answered_running = 0;
   std::vector<ExecutionId> ids;
