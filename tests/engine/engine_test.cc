@@ -52,16 +52,16 @@ class EngineTest : public ::testing::Test {
   }
   // A worker pool driven on its own, the test playing the store's writer: a
   // store of its own with job "count" (each run counted in `ran`) and a pool
-  // of one worker on queue "default" without prefetch, so the queue's target
-  // in hand is its one slot. Polls once a minute: only Wake() and the test
-  // move it.
+  // of `workers` (one unless said) on queue "default" of concurrency 1
+  // without prefetch, so the queue's target in hand is its one slot. Polls
+  // once a minute: only Wake() and the test move it.
   struct OneWorkerPool {
     std::unique_ptr<Store> store;
     HandlerRegistry handlers;
     std::atomic<int> ran{0};
     std::unique_ptr<WorkerPool> pool;
   };
-  void StartOneWorkerPool(const std::string& worker_id, OneWorkerPool* rig) {
+  void StartOneWorkerPool(const std::string& worker_id, OneWorkerPool* rig, int workers = 1) {
     SqliteStoreOptions so;
     so.path = dir_.File(worker_id + ".db");
     ASSERT_OK_AND_ASSIGN(rig->store, OpenSqliteStore(so));
@@ -72,10 +72,10 @@ class EngineTest : public ::testing::Test {
       return HandlerResult::Success();
     }));
     WorkerPoolOptions po;
-    static_cast<EngineOptions&>(po) = Options(1);
+    static_cast<EngineOptions&>(po) = Options(workers);
     po.poll_interval_ms = 60'000;
     po.worker_id = worker_id;
-    po.queues = {QueueConfig{}};
+    po.queues = {QueueConfig{"default", 0, 1}};
     po.prefetch = 0;
     po.max_prefetch = 0;
     rig->pool =
@@ -808,25 +808,33 @@ TEST_F(EngineTest, L6_StopGivesBackALeaseClaimedAtAdmissionWhileStopping) {
   EXPECT_EQ(e.attempt, 0) << "a released lease gives its attempt back";
 }
 
-// A slot reserved for a claim at admission is the writer's to fill: woken
-// meanwhile, the pool's claimer does not claim into it (which would put one
-// lease more in hand than the queue's target), and claims again once the
-// reservation is given back.
+// A slot reserved for a claim at admission is the writer's to fill. Woken
+// meanwhile, neither the pool's claimer (one worker: the wake goes to it)
+// nor a second, parked worker's own claim (two workers: the wake goes to
+// that worker) takes it, which would put one lease more in hand than the
+// queue's target; once the reservation is given back, the work runs.
 TEST_F(EngineTest, P2_TheClaimerLeavesASlotReservedForAnAdmissionToTheWriter) {
-  OneWorkerPool rig;
-  ASSERT_NO_FATAL_FAILURE(StartOneWorkerPool("reserving-pool", &rig));
-  WorkerPool& pool = *rig.pool;
-  ASSERT_TRUE(WaitFor([&] { return pool.ReserveForAdmission("default"); }));
-  ASSERT_OK_AND_ASSIGN(AdmitResult admitted, rig.store->Admit(CountRequest()));
-  pool.Wake();  // to the claimer: the parked worker's slot is reserved
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  ASSERT_OK_AND_ASSIGN(Execution waiting, rig.store->GetExecution(admitted.id));
-  EXPECT_EQ(waiting.status, ExecutionStatus::kQueued) << "claimed into a reserved slot";
-  EXPECT_EQ(rig.ran.load(), 0);
-  pool.UnreserveAdmission("default");
-  pool.Wake();
-  ASSERT_TRUE(WaitFor([&] { return rig.ran.load() == 1; }));
-  pool.Stop();
+  for (int workers : {1, 2}) {
+    SCOPED_TRACE(std::to_string(workers) + " workers");
+    OneWorkerPool rig;
+    ASSERT_NO_FATAL_FAILURE(
+        StartOneWorkerPool("reserving-pool-" + std::to_string(workers), &rig, workers));
+    WorkerPool& pool = *rig.pool;
+    ASSERT_TRUE(WaitFor([&] { return pool.ReserveForAdmission("default"); }));
+    // Time for every worker to park (with two, the wake below goes to the
+    // second one's own claim; were it not parked yet, to the claimer).
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_OK_AND_ASSIGN(AdmitResult admitted, rig.store->Admit(CountRequest()));
+    pool.Wake();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_OK_AND_ASSIGN(Execution waiting, rig.store->GetExecution(admitted.id));
+    EXPECT_EQ(waiting.status, ExecutionStatus::kQueued) << "claimed into a reserved slot";
+    EXPECT_EQ(rig.ran.load(), 0);
+    pool.UnreserveAdmission("default");
+    pool.Wake();
+    ASSERT_TRUE(WaitFor([&] { return rig.ran.load() == 1; }));
+    pool.Stop();
+  }
 }
 
 // Short jobs: a queue's prefetch grows with its completion rate (about 100 ms
