@@ -290,6 +290,15 @@ inline constexpr char kCreateToken[] =
 
 // The statements of the shared store logic (SqlStore, sql_store.h) whose text
 // depends on the dialect: upserts, and row locks where the backend has them.
+// The reads of lanes (Q1): the shared texts, unless a backend's indexes
+// want its own (MariaDB: maria_statements.h).
+struct SqlLaneReads {
+  const char* head = sql::kLaneHead;
+  const char* counts = sql::kLaneCounts;
+  const char* open_lanes = sql::kOpenLanes;
+  const char* open_lanes_of_tenant = sql::kOpenLanesOfTenant;  // ?2 = tenant
+};
+
 struct SqlDialect {
   const char* job_version;  // ?1 = name; locks the row where rows lock
   const char* upsert_job;
@@ -300,6 +309,7 @@ struct SqlDialect {
   const char* report_worker;
   const char* upsert_notify_state;
   const char* create_token;  // answers the new id
+  SqlLaneReads lanes{};
 };
 
 // SQLite: one writer at a time, so no row locks.

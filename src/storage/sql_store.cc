@@ -146,18 +146,19 @@ Result<bool> SqlStore::IsGranted(std::string_view principal, std::string_view te
 namespace {
 
 // The lane's head and counts.
-Result<LaneStatus> LaneOf(SqlSession& s, std::string_view tenant, std::string_view lane) {
+Result<LaneStatus> LaneOf(SqlSession& s, const SqlLaneReads& reads, std::string_view tenant,
+                          std::string_view lane) {
   LaneStatus out;
   out.tenant = TenantId(std::string(tenant));
   out.lane = std::string(lane);
   const SqlArgs a = SqlArgs().Add(tenant).Add(lane);
   bool head = false;
-  TE_RETURN_IF_ERROR(s.Run(kLaneHead, a, [&](const Row& r) {
+  TE_RETURN_IF_ERROR(s.Run(reads.head, a, [&](const Row& r) {
                         if (!head) ReadLaneHeadRow(r, out);
                         head = true;
                       }).status());
   bool counts = false;
-  TE_RETURN_IF_ERROR(s.Run(kLaneCounts, a, [&](const Row& r) {
+  TE_RETURN_IF_ERROR(s.Run(reads.counts, a, [&](const Row& r) {
                         if (!counts) ReadLaneCountsRow(r, out);
                         counts = true;
                       }).status());
@@ -167,7 +168,8 @@ Result<LaneStatus> LaneOf(SqlSession& s, std::string_view tenant, std::string_vi
 }  // namespace
 
 Result<LaneStatus> SqlStore::GetLane(const TenantId& tenant, std::string_view lane) {
-  return ReadValue<LaneStatus>([&](SqlSession& s) { return LaneOf(s, tenant.value, lane); });
+  return ReadValue<LaneStatus>(
+      [&](SqlSession& s) { return LaneOf(s, dialect_.lanes, tenant.value, lane); });
 }
 
 Result<std::vector<LaneStatus>> SqlStore::ListLanes(const LaneFilter& filter) {
@@ -177,12 +179,13 @@ Result<std::vector<LaneStatus>> SqlStore::ListLanes(const LaneFilter& filter) {
     a.Add(filter.limit);
     if (filter.tenant) a.Add(filter.tenant->value);
     using Name = std::pair<std::string, std::string>;  // (tenant, lane)
-    TE_ASSIGN_OR_RETURN(std::vector<Name> names,
-                        s.All(filter.tenant ? kOpenLanesOfTenant : kOpenLanes, a,
-                              [](const Row& r) { return Name(r.Text(0), r.Text(1)); }));
+    TE_ASSIGN_OR_RETURN(
+        std::vector<Name> names,
+        s.All(filter.tenant ? dialect_.lanes.open_lanes_of_tenant : dialect_.lanes.open_lanes, a,
+              [](const Row& r) { return Name(r.Text(0), r.Text(1)); }));
     std::vector<LaneStatus> out;
     for (const auto& [tenant, name] : names) {
-      TE_ASSIGN_OR_RETURN(LaneStatus lane, LaneOf(s, tenant, name));
+      TE_ASSIGN_OR_RETURN(LaneStatus lane, LaneOf(s, dialect_.lanes, tenant, name));
       out.push_back(std::move(lane));
     }
     SortBlockedFirst(out);

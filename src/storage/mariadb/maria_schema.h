@@ -377,6 +377,28 @@ CREATE TABLE IF NOT EXISTS notify_state (
   suppressed_since BIGINT NOT NULL
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
 )sql",
+    // Version 2: fewer index entries move per status change (P11). The due
+    // and open-lane indexes of version 1 had the status in their key, so
+    // every status change of every execution moved an entry in each. Their
+    // keys are now stored generated columns that are NULL for the rows
+    // PostgreSQL's partial indexes leave out, and lead the key so that a seek
+    // never passes those rows: due_queue is the queue while the execution is
+    // due (queued, not parked), open_lane the lane key while the execution is
+    // an open member of its lane (status 0, 1, 3 or 4). An execution outside a
+    // lane never moves in the open-lane index, and a claimed execution leaves
+    // the due index until it is queued again: a finish moves neither (it
+    // keeps run_at). Each statement can run again after a crash half-way
+    // (IF [NOT] EXISTS; InnoDB's DDL is atomic per statement).
+    R"sql(
+ALTER TABLE executions
+  ADD COLUMN IF NOT EXISTS due_queue VARCHAR(100)
+    AS (CASE WHEN status = 0 AND lane_parked = 0 THEN queue END) PERSISTENT,
+  ADD COLUMN IF NOT EXISTS open_lane VARCHAR(200)
+    AS (CASE WHEN lane_key <> '' AND status IN (0, 1, 3, 4) THEN lane_key END) PERSISTENT,
+  ADD KEY IF NOT EXISTS executions_due_now (due_queue, run_at, id),
+  ADD KEY IF NOT EXISTS executions_open_lanes (open_lane, tenant, id);
+ALTER TABLE executions DROP KEY IF EXISTS executions_due, DROP KEY IF EXISTS executions_lane_open;
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

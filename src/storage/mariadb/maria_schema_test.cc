@@ -235,23 +235,26 @@ const PgTable& PgTableNamed(const std::string& name) {
 
 // The primary keys and indexes of the MariaDB schema, as "table.index" ->
 // "[UNIQUE ]columns". PostgreSQL's, with its partial indexes made full
-// (maria_schema.h says why the due, lease and open-lane indexes gain the
-// columns of their predicates).
+// (maria_schema.h says why the lease index gains the column of its predicate,
+// and why the due and open-lane ones are keyed on generated columns).
 const std::map<std::string, std::string>& ExpectedIndexes() {
   static const auto* indexes = new std::map<std::string, std::string>{
       {"job_definitions.PRIMARY", "UNIQUE name"},
       {"executions.PRIMARY", "UNIQUE id"},
       // PG: UNIQUE (job, tenant, idempotency_key) WHERE idempotency_key IS NOT NULL
       {"executions.executions_idempotency", "UNIQUE job,tenant,idempotency_key"},
-      // PG: (queue, run_at, id) WHERE status = 0 AND lane_parked = 0
-      {"executions.executions_due", "queue,status,lane_parked,run_at,id"},
+      // PG: executions_due (queue, run_at, id) WHERE status = 0 AND lane_parked = 0;
+      // due_queue is the queue of such a row, NULL for the others
+      {"executions.executions_due_now", "due_queue,run_at,id"},
       // PG: (lease_expires_at) WHERE status = 1
       {"executions.executions_leases", "status,lease_expires_at"},
       {"executions.executions_by_job", "job,id"},
       // PG: (tenant, id) WHERE tenant <> ''
       {"executions.executions_by_tenant", "tenant,id"},
-      // PG: (tenant, lane_key, id) WHERE lane_key <> '' AND status IN (0, 1, 3, 4)
-      {"executions.executions_lane_open", "tenant,lane_key,status,id"},
+      // PG: executions_lane_open (tenant, lane_key, id) WHERE lane_key <> '' AND
+      // status IN (0, 1, 3, 4); open_lane is the lane key of such a row, NULL
+      // for the others
+      {"executions.executions_open_lanes", "open_lane,tenant,id"},
       {"executions.executions_by_status", "status,id"},
       {"executions.executions_by_queued_at", "queued_at"},
       // PG: (finished_at) WHERE finished_at > 0
@@ -443,7 +446,7 @@ class MariaSchemaTest : public ::testing::Test {
 // --- 1. The migration applies, deterministically ------------------------------
 
 TEST_F(MariaSchemaTest, MigrationAppliesDeterministically) {
-  static_assert(kSchemaVersion == 1);
+  static_assert(kSchemaVersion == 2);
   const std::map<std::string, std::string> first = ShowCreate(conn_);
   ASSERT_EQ(first.size(), PgTables().size() + 1);  // and schema_version
 
@@ -458,17 +461,30 @@ TEST_F(MariaSchemaTest, MigrationAppliesDeterministically) {
   ASSERT_NO_FATAL_FAILURE(Open(third, "_third", /*migrate=*/false));
   const std::vector<std::string> statements = SplitStatements(kMigrations[0]);
   EXPECT_EQ(statements.size(), PgTables().size() + 2);  // + schema_version, the settings row
-  for (const std::string& s : statements) {
-    SCOPED_TRACE(s);
-    ASSERT_OK(third.Exec(s));
+  for (const char* m : kMigrations) {
+    for (const std::string& s : SplitStatements(m)) {
+      SCOPED_TRACE(s);
+      ASSERT_OK(third.Exec(s));
+    }
   }
   EXPECT_EQ(ShowCreate(third), first);
+
+  // Each statement of version 2 run twice, as after a crash half-way: the same.
+  MariaConn fourth;
+  ASSERT_NO_FATAL_FAILURE(Open(fourth, "_fourth", /*migrate=*/false));
+  ASSERT_OK(fourth.Exec(kMigrations[0]));
+  for (const std::string& s : SplitStatements(kMigrations[1])) {
+    SCOPED_TRACE(s);
+    ASSERT_OK(fourth.Exec(s));
+    ASSERT_OK(fourth.Exec(s));
+  }
+  EXPECT_EQ(ShowCreate(fourth), first);
 
   // Again on the migrated database (a migration stopped half-way runs again):
   // nothing changes, the settings row stays one.
   ASSERT_OK(conn_.Run("UPDATE settings SET value = ?1 WHERE name = 'max_payload_bytes'",
                       SqlArgs().Add(1000), [](const Row&) {}));
-  ASSERT_OK(conn_.Exec(kMigrations[0]));
+  for (const char* m : kMigrations) ASSERT_OK(conn_.Exec(m));
   EXPECT_EQ(ShowCreate(conn_), first);
   ASSERT_OK_AND_ASSIGN(Table settings,
                        Select(conn_, "SELECT name, value FROM settings", SqlArgs(), 2));
@@ -498,6 +514,15 @@ TEST_F(MariaSchemaTest, MigrationAppliesDeterministically) {
 
 // --- 2. Every table and column of PostgreSQL ------------------------------------
 
+// The columns MariaDB has beyond PostgreSQL's (maria_schema.h, version 2): the
+// stored generated keys of its due and open-lane indexes, as (name, type,
+// nullable, default, extra).
+const std::map<std::string, Table> kGeneratedKeyColumns = {
+    {"executions",
+     {{"due_queue", "varchar", "YES", "NULL", "STORED GENERATED"},
+      {"open_lane", "varchar", "YES", "NULL", "STORED GENERATED"}}},
+};
+
 TEST_F(MariaSchemaTest, HasEveryTableAndColumnOfPostgres) {
   std::vector<std::string> expected_tables = {"schema_version"};
   for (const PgTable& t : PgTables()) expected_tables.push_back(t.name);
@@ -520,8 +545,14 @@ TEST_F(MariaSchemaTest, HasEveryTableAndColumnOfPostgres) {
                                 " FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()"
                                 " AND TABLE_NAME = ?1 ORDER BY ORDINAL_POSITION",
                                 SqlArgs().Add(table.name), 5));
-    ASSERT_EQ(columns.size(), table.columns.size());
-    for (std::size_t i = 0; i < columns.size(); ++i) {
+    // MariaDB's own columns come last: the generated keys of its indexes.
+    const auto extra = kGeneratedKeyColumns.find(table.name);
+    const Table own = extra == kGeneratedKeyColumns.end() ? Table{} : extra->second;
+    ASSERT_EQ(columns.size(), table.columns.size() + own.size());
+    EXPECT_EQ(
+        Table(columns.begin() + static_cast<std::ptrdiff_t>(table.columns.size()), columns.end()),
+        own);
+    for (std::size_t i = 0; i < table.columns.size(); ++i) {
       const PgColumn pg = ParsePgColumn(table.columns[i]);
       const std::vector<std::string>& maria = columns[i];
       SCOPED_TRACE(table.columns[i]);
@@ -617,7 +648,9 @@ TEST_F(MariaSchemaTest, KeyColumnsHoldTheLongestValidValues) {
       {"executions.tenant", 50},
       {"executions.queue", 100},
       {"executions.idempotency_key", 200},
-      {"executions.lane_key", 200},  // the dispatcher's kMaxLaneKeyBytes
+      {"executions.lane_key", 200},   // the dispatcher's kMaxLaneKeyBytes
+      {"executions.due_queue", 100},  // generated: the queue
+      {"executions.open_lane", 200},  // generated: the lane key
       {"effects.name", 120},
       {"audit_log.target", 300},
       {"grants.principal", 200},
@@ -803,8 +836,9 @@ SqlArgs JobArgs(const std::string& name, int variant, std::int64_t now) {
 
 // One shared statement: its arguments; the rows it returns or changes (-1:
 // not checked) and the first column of its first row ("" not checked).
-// `maria` is set for the dialect statements: the shared text must fail to
-// parse on MariaDB, and this one runs instead.
+// `maria` is set for the dialect statements (the shared text must fail to
+// parse on MariaDB, and this one runs instead) and for the statements MariaDB
+// reads through its own indexes (both run, and answer the same rows).
 struct StatementCase {
   std::string name;
   const char* shared;
@@ -816,6 +850,7 @@ struct StatementCase {
 
 #define TE_SHARED(k) #k, common::k, nullptr
 #define TE_DIALECT(k) #k, common::k, sql::k
+#define TE_INDEXED(k) #k, common::k, sql::k
 
 std::vector<StatementCase> StatementCases() {
   const std::string token_hash(64, 'a');
@@ -832,9 +867,9 @@ std::vector<StatementCase> StatementCases() {
       {TE_SHARED(kInsertLog), SqlArgs().Add(1).Add(1).Add(1600).Add(1).Add("more"), 1, ""},
       {TE_SHARED(kFindByKey), SqlArgs().Add("job-a").Add("t1").Add("key-1"), 1, "1"},
       {TE_SHARED(kJobPolicy), SqlArgs().Add("job-a"), 1, "q1"},
-      {TE_SHARED(kLaneOpen), SqlArgs().Add("t1").Add("lane-1"), 1, "1"},
-      {TE_SHARED(kLaneHasUnparkedOpen), SqlArgs().Add("t1").Add("lane-1"), 1, "1"},
-      {TE_SHARED(kLaneHead), SqlArgs().Add("t1").Add("lane-1"), 1, "1"},
+      {TE_INDEXED(kLaneOpen), SqlArgs().Add("t1").Add("lane-1"), 1, "1"},
+      {TE_INDEXED(kLaneHasUnparkedOpen), SqlArgs().Add("t1").Add("lane-1"), 1, "1"},
+      {TE_INDEXED(kLaneHead), SqlArgs().Add("t1").Add("lane-1"), 1, "1"},
       {TE_SHARED(kGetEffect), SqlArgs().Add(1).Add("charge"), 1, "0"},
       {TE_SHARED(kReserveEffect), SqlArgs().Add(1).Add("refund").Add(1).Add(1).Add(1600), 1, ""},
       {TE_SHARED(kCommitEffect), SqlArgs().Add(1).Add("charge").Add(1700).Add("ok").Add(1).Add(1),
@@ -895,9 +930,9 @@ std::vector<StatementCase> StatementCases() {
        SqlArgs().Add(std::string(64, 'c')).Add("alice").Add("csrf2").Add(100).Add(100).Add(9000), 1,
        ""},
       {TE_SHARED(kGetSession), SqlArgs().Add(session_hash), 1, session_hash},
-      {TE_SHARED(kOpenLanes), SqlArgs().Add(10), 1, "t1"},
-      {TE_SHARED(kOpenLanesOfTenant), SqlArgs().Add(10).Add("t1"), 1, "t1"},
-      {TE_SHARED(kLaneCounts), SqlArgs().Add("t1").Add("lane-1"), 1, "1"},
+      {TE_INDEXED(kOpenLanes), SqlArgs().Add(10), 1, "t1"},
+      {TE_INDEXED(kOpenLanesOfTenant), SqlArgs().Add(10).Add("t1"), 1, "t1"},
+      {TE_INDEXED(kLaneCounts), SqlArgs().Add("t1").Add("lane-1"), 1, "1"},
       // Execution 1 succeeds: the lease goes, the result comes, the rest stays.
       {TE_SHARED(kApplyTransition),
        SqlArgs()
@@ -994,6 +1029,7 @@ std::vector<StatementCase> StatementCases() {
 
 #undef TE_SHARED
 #undef TE_DIALECT
+#undef TE_INDEXED
 
 // The names of the dialect statements (their MariaDB text is in
 // maria_statements.h).
@@ -1013,9 +1049,18 @@ const std::set<std::string> kDialectStatements = {
     "kUpsertTenant",        "kAcquireLock",       "kUpsertUser", "kReportWorker",
 };
 
+// The shared statements MariaDB runs as written but reads through its own
+// indexes (maria_statements.h), with the number of columns they answer.
+const std::map<std::string, int> kIndexedStatements = {
+    {"kLaneOpen", 1},   {"kLaneHasUnparkedOpen", 1}, {"kLaneHead", 2},
+    {"kLaneCounts", 2}, {"kOpenLanes", 3},           {"kOpenLanesOfTenant", 3},
+};
+
 // The statements of maria_statements.h that are not shared: the MariaDB
 // text of statements each backend writes its own way.
-const std::set<std::string> kBackendStatements = {"kUpdateScheduleState"};
+const std::set<std::string> kBackendStatements = {
+    "kUpdateScheduleState", "kClaimDue", "kClaimDueForHandlers", "kOldestDue", "kLaneFirstParked",
+};
 
 // The table above names every statement of sql_statements.h, and
 // maria_statements.h holds exactly the dialect ones (with the same
@@ -1033,7 +1078,9 @@ TEST(MariaStatementsTest, CoverEverySharedStatement) {
   EXPECT_EQ(cased, shared_names);
 
   const std::string maria = ReadSource("src/storage/mariadb/maria_statements.h");
-  EXPECT_EQ(DialectNames(), kDialectStatements);
+  std::set<std::string> own_text = kDialectStatements;
+  for (const auto& [name, columns] : kIndexedStatements) own_text.insert(name);
+  EXPECT_EQ(DialectNames(), own_text);
   std::set<std::string> maria_names = DialectNames();
   maria_names.insert(kBackendStatements.begin(), kBackendStatements.end());
   EXPECT_EQ(ConstantNames(maria, "namespace taskengine::maria::sql {",
@@ -1053,6 +1100,10 @@ TEST(MariaStatementsTest, CoverEverySharedStatement) {
   EXPECT_EQ(kMariaDialect.report_worker, sql::kReportWorker);
   EXPECT_EQ(kMariaDialect.upsert_notify_state, sql::kUpsertNotifyState);
   EXPECT_EQ(kMariaDialect.create_token, common::kCreateToken);  // RETURNING runs as written
+  EXPECT_EQ(kMariaDialect.lanes.head, sql::kLaneHead);
+  EXPECT_EQ(kMariaDialect.lanes.counts, sql::kLaneCounts);
+  EXPECT_EQ(kMariaDialect.lanes.open_lanes, sql::kOpenLanes);
+  EXPECT_EQ(kMariaDialect.lanes.open_lanes_of_tenant, sql::kOpenLanesOfTenant);
 }
 
 // Every statement on the migrated schema with a little data, each in a
@@ -1063,7 +1114,15 @@ TEST_F(MariaSchemaTest, EverySharedStatementPreparesAndRuns) {
   for (const StatementCase& c : StatementCases()) {
     SCOPED_TRACE(c.name);
     ASSERT_OK(conn_.Exec("BEGIN"));
-    if (c.maria != nullptr) {
+    const auto indexed = kIndexedStatements.find(c.name);
+    if (indexed != kIndexedStatements.end()) {
+      // Both texts run and answer the same rows.
+      auto shared = Select(conn_, c.shared, c.args, indexed->second);
+      auto own = Select(conn_, c.maria, c.args, indexed->second);
+      ASSERT_OK(shared);
+      ASSERT_OK(own);
+      EXPECT_EQ(*own, *shared);
+    } else if (c.maria != nullptr) {
       // MariaDB cannot parse the shared text.
       auto shared = conn_.Run(c.shared, c.args, [](const Row&) {});
       ASSERT_FALSE(shared.ok()) << "the shared text runs on MariaDB: drop its MariaDB text";
@@ -1084,6 +1143,125 @@ TEST_F(MariaSchemaTest, EverySharedStatementPreparesAndRuns) {
   std::printf("dialect statements MariaDB needs its own text for (%zu):", dialect.size());
   for (const std::string& name : dialect) std::printf(" %s", name.c_str());
   std::printf("\n");
+}
+
+// --- 3b. Statements that read through MariaDB's own indexes -------------------
+
+// Inserts `count` executions of job-a, ids from `first_id`. `values` are
+// SQL expressions of n (0 for the first) for: tenant, queue, status,
+// lane_key, lane_parked, run_at, finished_at.
+void InsertExecutions(MariaConn& conn, int first_id, int count, const std::string& values) {
+  ASSERT_OK(conn.Exec(
+      "INSERT INTO executions (id, job, tenant, queue, status, lane_key, lane_parked, run_at,"
+      " finished_at, \"trigger\", payload, fingerprint, queued_at, max_attempts, backoff_base_ms,"
+      " backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts,"
+      " max_consecutive_lease_expiries, lease_ms)"
+      " SELECT seq, 'job-a', " +
+      values + ", 0, '{}', 'fp', 0, 3, 1000, 60000, 2, 1, 3, 30000 FROM (SELECT seq, seq - " +
+      std::to_string(first_id) + " AS n FROM seq_" + std::to_string(first_id) + "_to_" +
+      std::to_string(first_id + count - 1) + ") s"));
+}
+
+// Lanes with members in every status, parked and not, in two tenants, lanes
+// whose members all ended, and executions outside lanes: each lane read of
+// MariaDB answers what the shared text answers.
+TEST_F(MariaSchemaTest, LaneReadsAnswerWhatTheSharedTextsAnswer) {
+  InsertExecutions(conn_, 1, 84,
+                   "IF(n % 3 = 0, 't1', 't2'), 'q1', n % 7, ELT(n % 4 + 1, 'a', 'b', 'c', ''),"
+                   " IF(n % 7 = 0 AND n % 3 = 0, 1, 0), 1000 + n,"
+                   " IF(n % 7 IN (2, 3, 4, 5, 6), 2000 + n, 0)");
+  // Lane d: ended members only (succeeded, cancelled, 6).
+  InsertExecutions(conn_, 200, 9, "'t1', 'q1', ELT(n % 3 + 1, 2, 5, 6), 'd', 0, 1000, 3000");
+  struct Texts {
+    const char* shared;
+    const char* own;
+    int columns;
+  };
+  const std::vector<Texts> texts = {
+      {common::kLaneOpen, sql::kLaneOpen, 1},
+      {common::kLaneHasUnparkedOpen, sql::kLaneHasUnparkedOpen, 1},
+      {common::kLaneHead, sql::kLaneHead, 2},
+      {common::kLaneCounts, sql::kLaneCounts, 2},
+  };
+  int answered = 0;
+  for (const char* tenant : {"t1", "t2", "t3"}) {
+    for (const char* lane : {"a", "b", "c", "d", "", "e"}) {
+      SCOPED_TRACE(std::string(tenant) + "/" + lane);
+      for (const Texts& t : texts) {
+        const SqlArgs args = SqlArgs().Add(tenant).Add(lane);
+        ASSERT_OK_AND_ASSIGN(Table want, Select(conn_, t.shared, args, t.columns));
+        ASSERT_OK_AND_ASSIGN(Table got, Select(conn_, t.own, args, t.columns));
+        EXPECT_EQ(got, want) << t.own;
+        if (!want.empty() && want[0][0] != "NULL") ++answered;
+      }
+    }
+  }
+  EXPECT_GE(answered, 20);  // the data has open lanes to find
+  for (int limit : {1, 2, 10}) {
+    ASSERT_OK_AND_ASSIGN(Table want, Select(conn_, common::kOpenLanes, SqlArgs().Add(limit), 3));
+    ASSERT_OK_AND_ASSIGN(Table got, Select(conn_, sql::kOpenLanes, SqlArgs().Add(limit), 3));
+    EXPECT_EQ(got, want);
+    for (const char* tenant : {"t1", "t2", "t3"}) {
+      const SqlArgs args = SqlArgs().Add(limit).Add(tenant);
+      ASSERT_OK_AND_ASSIGN(Table want_t, Select(conn_, common::kOpenLanesOfTenant, args, 3));
+      ASSERT_OK_AND_ASSIGN(Table got_t, Select(conn_, sql::kOpenLanesOfTenant, args, 3));
+      EXPECT_EQ(got_t, want_t) << tenant;
+    }
+  }
+}
+
+// How MariaDB reads the executions table for `sql` (EXPLAIN): the index,
+// and the rows it expects to read there, as "index rows".
+std::string PlanOf(MariaConn& conn, const std::string& sql, const SqlArgs& args) {
+  auto plan = Select(conn, "EXPLAIN " + sql, args, 9);
+  EXPECT_OK(plan);
+  if (!plan.ok()) return "";
+  for (const auto& row : *plan) {
+    if (row[2] == "executions") return row[5] + " " + row[8];
+  }
+  return "";
+}
+
+// Among many ended executions, claims and lane reads seek the index keyed on
+// their generated column, which holds NULL for every ended execution: their
+// cost does not grow with the history a queue or lane has.
+TEST_F(MariaSchemaTest, ClaimsAndLaneReadsSeekTheirGeneratedKeys) {
+  // 20,000 ended executions of queue q1, half of them members of lane a,
+  // then 5 due executions, and 5 open members of lane a: one running, four
+  // parked.
+  InsertExecutions(conn_, 1, 20000,
+                   "'t1', 'q1', 2, IF(n % 2 = 0, 'a', ''), 0, 1000 + n, 30000 + n");
+  InsertExecutions(conn_, 30001, 5, "'t1', 'q1', 0, '', 0, 50000 + n, 0");
+  InsertExecutions(conn_, 30101, 5, "'t1', 'q1', IF(n = 0, 1, 0), 'a', IF(n > 0, 1, 0), 60000, 0");
+  ASSERT_OK(conn_.Exec("ANALYZE TABLE executions"));
+  const SqlArgs due = SqlArgs().Add("q1").Add(99999999).Add(8);
+  EXPECT_EQ(PlanOf(conn_, sql::kClaimDue, due), "executions_due_now 5");
+  EXPECT_EQ(PlanOf(conn_, sql::kClaimDueForHandlers, SqlArgs(due).Add("\x1fh\x1f")),
+            "executions_due_now 5");
+  // MIN(run_at) of one due_queue: read off the end of that index's range.
+  ASSERT_OK_AND_ASSIGN(Table oldest, Select(conn_, "EXPLAIN " + std::string(sql::kOldestDue),
+                                            SqlArgs().Add("q1").Add(99999999), 10));
+  ASSERT_EQ(oldest.size(), 1u);
+  EXPECT_EQ(oldest[0][9], "Select tables optimized away");
+  const SqlArgs lane = SqlArgs().Add("t1").Add("a");
+  for (const char* text : {sql::kLaneOpen, sql::kLaneHasUnparkedOpen, sql::kLaneHead,
+                           sql::kLaneCounts, sql::kLaneFirstParked}) {
+    EXPECT_EQ(PlanOf(conn_, text, lane), "executions_open_lanes 5") << text;
+  }
+  EXPECT_EQ(PlanOf(conn_, sql::kOpenLanes, SqlArgs().Add(10)), "executions_open_lanes 5");
+  EXPECT_EQ(PlanOf(conn_, sql::kOpenLanesOfTenant, SqlArgs().Add(10).Add("t1")),
+            "executions_open_lanes 5");
+
+  // And they find what they should: the 5 due executions in run_at order, the
+  // lane's head (the running member), its first parked member.
+  ASSERT_OK(conn_.Exec("BEGIN"));
+  ASSERT_OK_AND_ASSIGN(Table claimed, Select(conn_, sql::kClaimDue, due, 1));
+  ASSERT_OK(conn_.Exec("ROLLBACK"));
+  EXPECT_EQ(claimed, (Table{{"30001"}, {"30002"}, {"30003"}, {"30004"}, {"30005"}}));
+  ASSERT_OK_AND_ASSIGN(Table head, Select(conn_, sql::kLaneHead, lane, 2));
+  EXPECT_EQ(head, (Table{{"30101", "1"}}));
+  ASSERT_OK_AND_ASSIGN(Table parked, Select(conn_, sql::kLaneFirstParked, lane, 1));
+  EXPECT_EQ(parked, (Table{{"30102"}}));
 }
 
 // --- 4. The MariaDB texts do what the shared ones do --------------------------

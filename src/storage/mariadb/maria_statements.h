@@ -1,10 +1,12 @@
-// The MariaDB text of the shared statements (src/storage/sql_statements.h)
-// that MariaDB cannot run as written: each has the name of the shared one, the
-// same ?N placeholders in the same meaning, and does what it does on SQLite
-// and PostgreSQL (maria_schema_test runs both and compares). Every other
-// shared statement runs on MariaDB unchanged. Also: the MariaDB text of
-// statements each backend writes its own way (kUpdateScheduleState), and
-// kMariaDialect, the SqlDialect of the shared store logic on MariaDB.
+// The MariaDB text of shared statements (src/storage/sql_statements.h), each
+// under the shared one's name, with the same ?N placeholders in the same
+// meaning, doing what the shared one does on SQLite and PostgreSQL
+// (maria_schema_test runs both and compares): the ones MariaDB cannot run as
+// written (the upserts), and the ones it runs as written but reads through
+// its own indexes (the lanes). Every other shared statement runs on MariaDB
+// unchanged. Also: the MariaDB text of statements each backend writes its own
+// way (claims, kUpdateScheduleState), and kMariaDialect, the SqlDialect of the shared
+// store logic on MariaDB.
 //
 // What differs:
 // - Upserts: `ON CONFLICT (key) DO UPDATE SET c = excluded.c` is
@@ -76,7 +78,56 @@ inline constexpr char kReportWorker[] =
     " processed = ?6, failed = ?7, started_at = ?8, last_heartbeat_at = ?9, kind = ?10,"
     " threads = ?11, busy = ?12, current_executions = ?13";
 
+// --- shared statements MariaDB reads through its own indexes -------------------
+// They run as written, but the open-lane index of MariaDB (maria_schema.h,
+// version 2) is keyed on open_lane, the lane key of an open member (status 0,
+// 1, 3 or 4) and NULL otherwise: a seek by open_lane reads the open members
+// only, where the shared text would read every member the lane ever had.
+
+inline constexpr char kLaneOpen[] =
+    "SELECT 1 FROM executions WHERE open_lane = ?2 AND tenant = ?1 LIMIT 1";
+inline constexpr char kLaneHasUnparkedOpen[] =
+    "SELECT 1 FROM executions WHERE open_lane = ?2 AND tenant = ?1 AND lane_parked = 0 LIMIT 1";
+inline constexpr char kLaneHead[] =
+    "SELECT id, status FROM executions WHERE open_lane = ?2 AND tenant = ?1 ORDER BY id LIMIT 1";
+inline constexpr char kLaneCounts[] =
+    "SELECT SUM(CASE WHEN status = 0 THEN 1 ELSE 0 END), SUM(CASE WHEN status = 1 THEN 1 ELSE 0"
+    " END) FROM executions WHERE open_lane = ?2 AND tenant = ?1";
+inline constexpr char kOpenLanes[] =
+    "SELECT tenant, lane_key, MAX(CASE WHEN status IN (3, 4) THEN 1 ELSE 0 END) AS blocked"
+    " FROM executions WHERE open_lane IS NOT NULL"
+    " GROUP BY tenant, lane_key ORDER BY blocked DESC, tenant, lane_key LIMIT ?1";
+inline constexpr char kOpenLanesOfTenant[] =
+    "SELECT tenant, lane_key, MAX(CASE WHEN status IN (3, 4) THEN 1 ELSE 0 END) AS blocked"
+    " FROM executions WHERE open_lane IS NOT NULL AND tenant = ?2"
+    " GROUP BY tenant, lane_key ORDER BY blocked DESC, lane_key LIMIT ?1";
+
 // --- statements of the MariaDB store that each backend writes its own way ---
+
+// Claims (L1) seek the due index (maria_schema.h, version 2) by due_queue, the
+// queue of a due execution and NULL otherwise: the state columns, then what a
+// worker needs (from kStateColumnCount on). Rows another node is claiming are
+// skipped, not waited for.
+inline constexpr char kClaimDue[] = "SELECT " TE_SQL_STATE_COLUMNS
+                                    ", job, payload, COALESCE(idempotency_key, '') FROM executions"
+                                    " WHERE due_queue = ?1 AND run_at <= ?2"
+                                    " ORDER BY run_at, id LIMIT ?3 FOR UPDATE SKIP LOCKED";
+// kClaimDue for a claimer that names the handlers it can run (?4: a
+// HandlerFilter list): executions of other handlers are skipped.
+inline constexpr char kClaimDueForHandlers[] =
+    "SELECT " TE_SQL_STATE_COLUMNS
+    ", job, payload, COALESCE(idempotency_key, '') FROM executions"
+    " WHERE due_queue = ?1 AND run_at <= ?2"
+    " AND job IN (SELECT name FROM job_definitions"
+    " WHERE INSTR(?4, CONCAT(CHAR(31 USING utf8mb4), handler, CHAR(31 USING utf8mb4))) > 0)"
+    " ORDER BY run_at, id LIMIT ?3 FOR UPDATE SKIP LOCKED";
+// The run_at of the oldest execution of queue ?1 due at ?2.
+inline constexpr char kOldestDue[] =
+    "SELECT MIN(run_at) FROM executions WHERE due_queue = ?1 AND run_at <= ?2";
+// O1: the oldest parked member of the open lane (?1, ?2), locked.
+inline constexpr char kLaneFirstParked[] =
+    "SELECT id FROM executions WHERE open_lane = ?2 AND tenant = ?1 AND lane_parked = 1"
+    " ORDER BY id LIMIT 1 FOR UPDATE";
 
 // T4: the schedule state of job ?1 moves forward: the latest fire ?2 and
 // evaluation ?3, ?4 more skipped fires, the latest skip ?5 (SQLite's text,
@@ -106,6 +157,7 @@ inline constexpr storage_internal::SqlDialect kMariaDialect{
     sql::kReportWorker,
     sql::kUpsertNotifyState,
     storage_internal::sql::kCreateToken,
+    {sql::kLaneHead, sql::kLaneCounts, sql::kOpenLanes, sql::kOpenLanesOfTenant},
 };
 
 }  // namespace taskengine::maria

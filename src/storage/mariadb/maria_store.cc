@@ -35,21 +35,6 @@ using maria::MariaSession;
 // Every call about an execution locks its row first.
 constexpr char kLockState[] =
     "SELECT " TE_SQL_STATE_COLUMNS " FROM executions WHERE id = ?1 FOR UPDATE";
-// The state columns, then what a worker needs (from kStateColumnCount on).
-// Rows another node is claiming are skipped, not waited for.
-constexpr char kClaimDue[] = "SELECT " TE_SQL_STATE_COLUMNS
-                             ", job, payload, COALESCE(idempotency_key, '') FROM executions"
-                             " WHERE queue = ?1 AND status = 0 AND lane_parked = 0 AND run_at <= ?2"
-                             " ORDER BY run_at, id LIMIT ?3 FOR UPDATE SKIP LOCKED";
-// kClaimDue for a claimer that names the handlers it can run (?4: a
-// HandlerFilter list): executions of other handlers are skipped.
-constexpr char kClaimDueForHandlers[] =
-    "SELECT " TE_SQL_STATE_COLUMNS
-    ", job, payload, COALESCE(idempotency_key, '') FROM executions"
-    " WHERE queue = ?1 AND status = 0 AND lane_parked = 0 AND run_at <= ?2"
-    " AND job IN (SELECT name FROM job_definitions"
-    " WHERE INSTR(?4, CONCAT(CHAR(31 USING utf8mb4), handler, CHAR(31 USING utf8mb4))) > 0)"
-    " ORDER BY run_at, id LIMIT ?3 FOR UPDATE SKIP LOCKED";
 constexpr char kExpired[] = "SELECT " TE_SQL_STATE_COLUMNS
                             " FROM executions WHERE status = 1 AND lease_expires_at < ?1"
                             " ORDER BY lease_expires_at LIMIT ?2 FOR UPDATE SKIP LOCKED";
@@ -58,9 +43,6 @@ constexpr char kExpired[] = "SELECT " TE_SQL_STATE_COLUMNS
 constexpr char kLockLane[] =
     "SELECT GET_LOCK(CONCAT('te/', SHA1(CONCAT(DATABASE(), '/', ?1, '/', ?2))), ?3)";
 constexpr char kReleaseLocks[] = "SELECT RELEASE_ALL_LOCKS()";
-constexpr char kLaneFirstParked[] =
-    "SELECT id FROM executions WHERE tenant = ?1 AND lane_key = ?2 AND lane_key <> ''"
-    " AND status IN (0, 1, 3, 4) AND lane_parked = 1 ORDER BY id LIMIT 1 FOR UPDATE";
 constexpr char kUnpark[] =
     "UPDATE executions SET lane_parked = 0, run_at = GREATEST(run_at, ?2) WHERE id = ?1";
 // Counters (P8), striped by connection as on PostgreSQL: concurrent writers
@@ -77,9 +59,6 @@ constexpr char kStatusCounts[] =
 constexpr char kRecentOutcomes[] =
     "SELECT tenant, status, SUM(count) FROM hourly_outcomes WHERE hour >= ?1"
     " GROUP BY tenant, status ORDER BY tenant";
-constexpr char kOldestDue[] =
-    "SELECT MIN(run_at) FROM executions"
-    " WHERE queue = ?1 AND status = 0 AND lane_parked = 0 AND run_at <= ?2";
 constexpr char kOldestQuarantined[] =
     "SELECT finished_at FROM executions WHERE status = 4 ORDER BY id LIMIT 1";
 // ?2 (?1 for running): NULL for every tenant, else the tenants in scope as a
@@ -412,7 +391,8 @@ class MariaStore final : public SqlStore {
         if (request.handlers) due.Add(handler_filter);
         TE_ASSIGN_OR_RETURN(
             std::vector<ClaimRow> rows,
-            tx.s.All(request.handlers ? kClaimDueForHandlers : kClaimDue, due, ReadClaimRow));
+            tx.s.All(request.handlers ? maria::sql::kClaimDueForHandlers : maria::sql::kClaimDue,
+                     due, ReadClaimRow));
         std::vector<SqlArgs> updates;
         for (const ClaimRow& claim : rows) {
           const StateRow& row = claim.row;
@@ -891,9 +871,10 @@ class MariaStore final : public SqlStore {
     if (!r.lane_key.empty()) {
       // Admissions and un-parking of one lane take turns (O1).
       TE_RETURN_IF_ERROR(LockLane(tx, r.tenant.value, r.lane_key));
-      TE_ASSIGN_OR_RETURN(std::optional<bool> open,
-                          tx.s.One(kLaneOpen, SqlArgs().Add(r.tenant.value).Add(r.lane_key),
-                                   [](const Row&) { return true; }));
+      TE_ASSIGN_OR_RETURN(
+          std::optional<bool> open,
+          tx.s.One(maria::sql::kLaneOpen, SqlArgs().Add(r.tenant.value).Add(r.lane_key),
+                   [](const Row&) { return true; }));
       parked = open.has_value();
     }
     SqlArgs a;
@@ -1011,11 +992,12 @@ class MariaStore final : public SqlStore {
                                  Millis now) {
     TE_RETURN_IF_ERROR(LockLane(tx, tenant, lane));
     const SqlArgs key = SqlArgs().Add(tenant).Add(lane);
-    TE_ASSIGN_OR_RETURN(std::optional<bool> busy,
-                        tx.s.One(kLaneHasUnparkedOpen, key, [](const Row&) { return true; }));
+    TE_ASSIGN_OR_RETURN(std::optional<bool> busy, tx.s.One(maria::sql::kLaneHasUnparkedOpen, key,
+                                                           [](const Row&) { return true; }));
     if (busy) return false;
-    TE_ASSIGN_OR_RETURN(std::optional<std::int64_t> next,
-                        tx.s.One(kLaneFirstParked, key, [](const Row& r) { return r.Int(0); }));
+    TE_ASSIGN_OR_RETURN(
+        std::optional<std::int64_t> next,
+        tx.s.One(maria::sql::kLaneFirstParked, key, [](const Row& r) { return r.Int(0); }));
     if (!next) return false;
     TE_RETURN_IF_ERROR(tx.Run(kUnpark, SqlArgs().Add(*next).Add(now)).status());
     return true;
@@ -1052,9 +1034,10 @@ class MariaStore final : public SqlStore {
     FinishStats(out);
     if (scope.tenants) return out;  // oldest due per queue: global scope only
     for (QueueStats& q : out.queues) {
-      TE_RETURN_IF_ERROR(s.Run(kOldestDue, SqlArgs().Add(q.queue).Add(now), [&](const Row& r) {
-                            if (!r.IsNull(0)) q.oldest_due_at = r.Int(0);
-                          }).status());
+      TE_RETURN_IF_ERROR(
+          s.Run(maria::sql::kOldestDue, SqlArgs().Add(q.queue).Add(now), [&](const Row& r) {
+             if (!r.IsNull(0)) q.oldest_due_at = r.Int(0);
+           }).status());
     }
     TE_RETURN_IF_ERROR(s.Run(kOldestQuarantined, SqlArgs(), [&](const Row& r) {
                           out.oldest_quarantined_at = r.Int(0);
