@@ -399,6 +399,207 @@ ALTER TABLE executions
   ADD KEY IF NOT EXISTS executions_open_lanes (open_lane, tenant, id);
 ALTER TABLE executions DROP KEY IF EXISTS executions_due, DROP KEY IF EXISTS executions_lane_open;
 )sql",
+    // Version 3: A6, transactional enqueue, and the lanes' locks it needs.
+    //
+    // lane_locks: admissions and un-parking of a lane (tenant, lane key) take
+    // turns on its row, which each locks by bumping its version (an upsert,
+    // an exclusive row lock held until the transaction ends). The engine's
+    // transactions and an application's transaction that calls enqueue()
+    // take the same lock, so an admission never decides on a lane another
+    // transaction is changing. The rows stay: a lane's version only grows.
+    //
+    // enqueue(job, payload, idempotency_key, tenant, run_at, lane_key,
+    // requester, fingerprint, OUT id), called inside the application's own
+    // transaction: the execution exists if and only if that transaction
+    // commits. Called outside one (autocommit), it is one transaction. NULL
+    // stands for a default (no key, no tenant, now, no lane, requester 'sql',
+    // the fingerprint below). It refuses what the dispatcher
+    // refuses (SQLSTATE 22023 and a message naming the problem; nothing is
+    // admitted) and admits as the store does: idempotency by (job, tenant,
+    // key) with the fingerprint (a different one: SQLSTATE 23000, error
+    // 1062), the job's policy snapshot, lane parking, the striped counter,
+    // and the database's clock. The fingerprint defaults to the SHA-256 of the
+    // payload text and the requester; pass the dispatcher's fingerprint to
+    // share keys with the API. No wakeup: the nodes see the execution at
+    // their next poll.
+    //
+    // A lane member is admitted on a view of its lane that is current: the
+    // version read in the transaction's snapshot must be the one the lock
+    // found. Under REPEATABLE READ a snapshot older than the lane's last
+    // change would hide it, so enqueue() then refuses with SQLSTATE 40001
+    // and error 1213, as a deadlock does: roll back and run the transaction
+    // again (or call enqueue() before the transaction's first read, or use
+    // READ COMMITTED).
+    R"sql(
+CREATE TABLE IF NOT EXISTS lane_locks (
+  -- IsValidTenantId (50) and the dispatcher's kMaxLaneKeyBytes (200).
+  tenant VARCHAR(50) NOT NULL,
+  lane_key VARCHAR(200) NOT NULL,
+  version BIGINT NOT NULL,
+  PRIMARY KEY (tenant, lane_key)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_nopad_bin;
+CREATE OR REPLACE PROCEDURE enqueue(IN p_job TEXT, IN p_payload LONGTEXT,
+    IN p_idempotency_key TEXT, IN p_tenant TEXT, IN p_run_at BIGINT, IN p_lane_key TEXT,
+    IN p_requester TEXT, IN p_fingerprint TEXT, OUT p_id BIGINT)
+  MODIFIES SQL DATA
+admit: BEGIN
+  DECLARE v_tenant TEXT DEFAULT COALESCE(p_tenant, '');
+  DECLARE v_lane TEXT DEFAULT COALESCE(p_lane_key, '');
+  DECLARE v_requester TEXT DEFAULT COALESCE(p_requester, 'sql');
+  -- The database's clock in milliseconds, whatever the session's time zone.
+  DECLARE v_now BIGINT DEFAULT UNIX_TIMESTAMP() * 1000 + MICROSECOND(NOW(6)) DIV 1000;
+  DECLARE v_found INT DEFAULT 0;
+  DECLARE v_queue TEXT;
+  DECLARE v_scope INT;
+  DECLARE v_enabled INT;
+  DECLARE v_max_attempts INT;
+  DECLARE v_backoff_base BIGINT;
+  DECLARE v_backoff_cap BIGINT;
+  DECLARE v_max_permanent INT;
+  DECLARE v_max_ambiguous INT;
+  DECLARE v_max_expiries INT;
+  DECLARE v_lease BIGINT;
+  DECLARE v_max_unsupported INT;
+  DECLARE v_limit BIGINT;
+  DECLARE v_fp TEXT;
+  DECLARE v_existing TEXT;
+  DECLARE v_seen BIGINT DEFAULT 0;
+  DECLARE v_version BIGINT;
+  DECLARE v_parked INT DEFAULT 0;
+  DECLARE v_duplicate INT DEFAULT 0;
+  DECLARE v_message TEXT;
+  -- Called outside a transaction (autocommit on, none open), enqueue() runs
+  -- as one transaction of its own; else within the caller's.
+  DECLARE v_own INT DEFAULT @@autocommit = 1 AND @@in_transaction = 0;
+  DECLARE CONTINUE HANDLER FOR NOT FOUND BEGIN END;
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION
+  BEGIN
+    IF v_own THEN
+      ROLLBACK;
+    END IF;
+    RESIGNAL;
+  END;
+  IF v_own THEN
+    START TRANSACTION;
+  END IF;
+
+  SELECT 1, queue, scope, enabled, max_attempts, backoff_base_ms, backoff_cap_ms,
+         max_permanent_attempts, max_ambiguous_attempts, max_consecutive_lease_expiries,
+         lease_ms, max_unsupported_schema_attempts
+    INTO v_found, v_queue, v_scope, v_enabled, v_max_attempts, v_backoff_base, v_backoff_cap,
+         v_max_permanent, v_max_ambiguous, v_max_expiries, v_lease, v_max_unsupported
+    FROM job_definitions WHERE name = p_job;
+  IF v_found = 0 THEN
+    SET v_message = CONCAT('enqueue: no job named ', LEFT(COALESCE(p_job, 'NULL'), 120));
+    SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = v_message;
+  END IF;
+  IF v_enabled = 0 THEN
+    SET v_message = CONCAT('enqueue: job ', p_job, ' is disabled');
+    SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = v_message;
+  END IF;
+  IF v_scope = 1 AND v_tenant = '' THEN
+    SET v_message = CONCAT('enqueue: job ', p_job, ' is per-tenant: a tenant is required');
+    SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = v_message;
+  END IF;
+  IF v_scope = 0 AND v_tenant <> '' THEN
+    SET v_message = CONCAT('enqueue: job ', p_job, ' is global: it takes no tenant');
+    SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = v_message;
+  END IF;
+  IF v_tenant <> '' AND NOT v_tenant REGEXP '^[a-z0-9][a-z0-9_-]{0,49}$' THEN
+    SET v_message = CONCAT('enqueue: invalid tenant ', LEFT(v_tenant, 60));
+    SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = v_message;
+  END IF;
+  IF p_idempotency_key IS NOT NULL AND NOT p_idempotency_key REGEXP '^[!-~]{1,200}$' THEN
+    SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT =
+      'enqueue: an idempotency key is 1 to 200 printable ASCII characters';
+  END IF;
+  IF OCTET_LENGTH(v_lane) > 200 OR v_lane REGEXP '[[:cntrl:]]' THEN
+    SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT =
+      'enqueue: a lane key is at most 200 bytes, without control characters';
+  END IF;
+  IF COALESCE(p_run_at, 0) < 0 THEN
+    SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = 'enqueue: run_at is negative';
+  END IF;
+  IF p_payload IS NULL OR NOT JSON_VALID(p_payload) THEN
+    SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = 'enqueue: the payload must be a JSON object';
+  END IF;
+  IF JSON_TYPE(p_payload) <> 'OBJECT' THEN
+    SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = 'enqueue: the payload must be a JSON object';
+  END IF;
+  SELECT value INTO v_limit FROM settings WHERE name = 'max_payload_bytes';
+  SET v_limit = COALESCE(v_limit, 262144);
+  IF OCTET_LENGTH(p_payload) > v_limit THEN
+    SET v_message = CONCAT('enqueue: the payload is ', OCTET_LENGTH(p_payload),
+                           ' bytes, more than ', v_limit);
+    SIGNAL SQLSTATE '22023' SET MESSAGE_TEXT = v_message;
+  END IF;
+  SET v_fp = COALESCE(p_fingerprint, SHA2(CONCAT(p_payload, v_requester), 256));
+
+  -- A2: a key admitted before answers with its execution.
+  IF p_idempotency_key IS NOT NULL THEN
+    SET v_found = 0;
+    SELECT 1, id, fingerprint INTO v_found, p_id, v_existing FROM executions
+      WHERE job = p_job AND tenant = v_tenant AND idempotency_key = p_idempotency_key;
+    IF v_found = 1 THEN
+      IF v_existing <> v_fp THEN
+        SET v_message = CONCAT('enqueue: idempotency key ', p_idempotency_key, ' of job ', p_job,
+                               ' was used with another payload');
+        SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1062, MESSAGE_TEXT = v_message;
+      END IF;
+      IF v_own THEN
+        COMMIT;
+      END IF;
+      LEAVE admit;
+    END IF;
+  END IF;
+  -- O1: the lane's lock, and a view of its members that is current.
+  IF v_lane <> '' THEN
+    SELECT version INTO v_seen FROM lane_locks WHERE tenant = v_tenant AND lane_key = v_lane;
+    INSERT INTO lane_locks (tenant, lane_key, version) VALUES (v_tenant, v_lane, 1)
+      ON DUPLICATE KEY UPDATE version = version + 1;
+    SELECT version INTO v_version FROM lane_locks WHERE tenant = v_tenant AND lane_key = v_lane;
+    IF v_version <> v_seen + 1 THEN
+      SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT =
+        'enqueue: the lane changed after this transaction''s snapshot; roll back and run the transaction again';
+    END IF;
+    IF EXISTS (SELECT 1 FROM executions WHERE open_lane = v_lane AND tenant = v_tenant) THEN
+      SET v_parked = 1;
+    END IF;
+  END IF;
+  BEGIN
+    -- The key was admitted by a transaction this one's snapshot does not see:
+    -- its execution, read as committed.
+    DECLARE EXIT HANDLER FOR 1062 BEGIN
+      SELECT id, fingerprint INTO p_id, v_existing FROM executions
+        WHERE job = p_job AND tenant = v_tenant AND idempotency_key = p_idempotency_key
+        LOCK IN SHARE MODE;
+      IF p_idempotency_key IS NULL OR v_existing <> v_fp THEN
+        SET v_message = CONCAT('enqueue: idempotency key ', COALESCE(p_idempotency_key, 'NULL'),
+                               ' of job ', p_job, ' was used with another payload');
+        SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1062, MESSAGE_TEXT = v_message;
+      END IF;
+      SET v_duplicate = 1;
+    END;
+    INSERT INTO executions (job, tenant, queue, status, "trigger", requester, idempotency_key,
+        payload, fingerprint, scheduled_at, run_at, queued_at, lane_key, parent_id, max_attempts,
+        backoff_base_ms, backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts,
+        max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts, lane_parked)
+      VALUES (p_job, v_tenant, v_queue, 0, 2, v_requester, p_idempotency_key, p_payload, v_fp, 0,
+        IF(COALESCE(p_run_at, 0) > 0, p_run_at, v_now), v_now, v_lane, 0, v_max_attempts,
+        v_backoff_base, v_backoff_cap, v_max_permanent, v_max_ambiguous, v_max_expiries, v_lease,
+        v_max_unsupported, v_parked);
+    SET p_id = LAST_INSERT_ID();
+  END;
+  IF v_duplicate = 0 THEN
+    INSERT INTO status_counts (tenant, queue, status, stripe, count)
+      VALUES (v_tenant, v_queue, 0, CONNECTION_ID() % 16, 1)
+      ON DUPLICATE KEY UPDATE count = count + 1;
+  END IF;
+  IF v_own THEN
+    COMMIT;
+  END IF;
+END;
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

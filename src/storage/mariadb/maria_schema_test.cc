@@ -280,6 +280,8 @@ const std::map<std::string, std::string>& ExpectedIndexes() {
       {"settings.PRIMARY", "UNIQUE name"},
       {"notify_outbox.PRIMARY", "UNIQUE execution_id"},
       {"notify_state.PRIMARY", "UNIQUE job"},
+      // MariaDB's own (version 3)
+      {"lane_locks.PRIMARY", "UNIQUE tenant,lane_key"},
   };
   return *indexes;
 }
@@ -446,9 +448,9 @@ class MariaSchemaTest : public ::testing::Test {
 // --- 1. The migration applies, deterministically ------------------------------
 
 TEST_F(MariaSchemaTest, MigrationAppliesDeterministically) {
-  static_assert(kSchemaVersion == 2);
+  static_assert(kSchemaVersion == 3);
   const std::map<std::string, std::string> first = ShowCreate(conn_);
-  ASSERT_EQ(first.size(), PgTables().size() + 1);  // and schema_version
+  ASSERT_EQ(first.size(), PgTables().size() + 2);  // and schema_version, lane_locks
 
   // A second empty database: the same tables, byte for byte.
   MariaConn second;
@@ -461,12 +463,13 @@ TEST_F(MariaSchemaTest, MigrationAppliesDeterministically) {
   ASSERT_NO_FATAL_FAILURE(Open(third, "_third", /*migrate=*/false));
   const std::vector<std::string> statements = SplitStatements(kMigrations[0]);
   EXPECT_EQ(statements.size(), PgTables().size() + 2);  // + schema_version, the settings row
-  for (const char* m : kMigrations) {
+  for (const char* m : {kMigrations[0], kMigrations[1]}) {
     for (const std::string& s : SplitStatements(m)) {
       SCOPED_TRACE(s);
       ASSERT_OK(third.Exec(s));
     }
   }
+  ASSERT_OK(third.Exec(kMigrations[2]));  // a procedure's body holds ';'
   EXPECT_EQ(ShowCreate(third), first);
 
   // Each statement of version 2 run twice, as after a crash half-way: the same.
@@ -478,6 +481,8 @@ TEST_F(MariaSchemaTest, MigrationAppliesDeterministically) {
     ASSERT_OK(fourth.Exec(s));
     ASSERT_OK(fourth.Exec(s));
   }
+  ASSERT_OK(fourth.Exec(kMigrations[2]));
+  ASSERT_OK(fourth.Exec(kMigrations[2]));
   EXPECT_EQ(ShowCreate(fourth), first);
 
   // Again on the migrated database (a migration stopped half-way runs again):
@@ -524,7 +529,8 @@ const std::map<std::string, Table> kGeneratedKeyColumns = {
 };
 
 TEST_F(MariaSchemaTest, HasEveryTableAndColumnOfPostgres) {
-  std::vector<std::string> expected_tables = {"schema_version"};
+  // MariaDB's own: the lanes' locks (maria_schema.h, version 3).
+  std::vector<std::string> expected_tables = {"schema_version", "lane_locks"};
   for (const PgTable& t : PgTables()) expected_tables.push_back(t.name);
   std::sort(expected_tables.begin(), expected_tables.end());
   EXPECT_EQ(Tables(conn_), expected_tables);
@@ -667,6 +673,8 @@ TEST_F(MariaSchemaTest, KeyColumnsHoldTheLongestValidValues) {
       {"hourly_outcomes.tenant", 50},
       {"settings.name", 100},
       {"notify_state.job", 100},
+      {"lane_locks.tenant", 50},
+      {"lane_locks.lane_key", 200},
   };
   ASSERT_OK_AND_ASSIGN(Table varchars,
                        Select(conn_,

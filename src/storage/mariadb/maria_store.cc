@@ -38,13 +38,18 @@ constexpr char kLockState[] =
 constexpr char kExpired[] = "SELECT " TE_SQL_STATE_COLUMNS
                             " FROM executions WHERE status = 1 AND lease_expires_at < ?1"
                             " ORDER BY lease_expires_at LIMIT ?2 FOR UPDATE SKIP LOCKED";
-// Lanes (O1): the admissions and un-parking of lane (?1, ?2) take turns on a
-// named lock of this database, waited for at most ?3 seconds (1: taken).
+// Lanes (O1): the admissions and un-parking of lane (?1, ?2) take turns on
+// its row of lane_locks, locked until the transaction ends (maria_schema.h,
+// version 3: enqueue() from an application's transaction takes it too).
 constexpr char kLockLane[] =
-    "SELECT GET_LOCK(CONCAT('te/', SHA1(CONCAT(DATABASE(), '/', ?1, '/', ?2))), ?3)";
-constexpr char kReleaseLocks[] = "SELECT RELEASE_ALL_LOCKS()";
+    "INSERT INTO lane_locks (tenant, lane_key, version) VALUES (?1, ?2, 1)"
+    " ON DUPLICATE KEY UPDATE version = version + 1";
 constexpr char kUnpark[] =
     "UPDATE executions SET lane_parked = 0, run_at = GREATEST(run_at, ?2) WHERE id = ?1";
+// The payload limit enqueue() admits (A1, [engine] max_payload_bytes).
+constexpr char kSetPayloadLimit[] =
+    "INSERT INTO settings (name, value) VALUES ('max_payload_bytes', ?1)"
+    " ON DUPLICATE KEY UPDATE value = ?1";
 // Counters (P8), striped by connection as on PostgreSQL: concurrent writers
 // on other connections do not wait for each other's commits.
 constexpr char kAddStatusCount[] =
@@ -90,8 +95,6 @@ constexpr const char* kSessionSetup = "SET SESSION autocommit = 0";
 constexpr const char* kBeginRead =
     "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;"
     " START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY";
-// Seconds a lane's lock is waited for before the transaction is retried.
-constexpr int kLaneLockWaitSeconds = 10;
 
 // A batch's rows are locked (LockInOrder) and its executions admitted
 // (AdmitAll) in statements of a power-of-two number of rows, at most 256, so
@@ -209,14 +212,13 @@ const InListUpdate kApplyTransitions(kApplyTransition, 15);
 using Pool = SqlPool<MariaConn>;
 using PooledConn = Pool::Slot;
 
-// One transaction's connection, its counter deltas (P8, flushed just before
-// COMMIT in key order so concurrent writers lock counter rows in one order)
-// and whether it holds lane locks (released when it ends).
+// One transaction's connection and its counter deltas (P8, flushed just
+// before COMMIT in key order so concurrent writers lock counter rows in one
+// order).
 struct Tx {
   MariaConn& c;
   MariaSession s;
   StatusCounters counters;
-  bool lane_locked = false;
   // The queue of the first execution this transaction made due, for the
   // work publisher after COMMIT (SetWorkPublisher).
   std::optional<std::string> wake_queue;
@@ -344,7 +346,14 @@ class MariaStore final : public SqlStore {
   }
 
   // No admission from SQL yet: the dispatcher's check is the only one.
-  Status SetPayloadLimit(std::int64_t) override { return Status::Ok(); }
+  // What enqueue() admits from SQL (maria_schema.h, version 3).
+  Status SetPayloadLimit(std::int64_t bytes) override {
+    return Write<bool>([&](Tx& tx) -> Result<bool> {
+             TE_RETURN_IF_ERROR(tx.Run(kSetPayloadLimit, SqlArgs().Add(bytes)).status());
+             return true;
+           })
+        .status();
+  }
 
   // --- admission ---
 
@@ -906,16 +915,10 @@ class MariaStore final : public SqlStore {
                     [&](const Row& row) { return ReadExistingAdmissionRow(row, r); });
   }
 
+  // Waits, at most the session's innodb_lock_wait_timeout (then the
+  // transaction runs again), for the lane's lock.
   static Status LockLane(Tx& tx, const std::string& tenant, const std::string& lane) {
-    TE_ASSIGN_OR_RETURN(
-        std::optional<std::int64_t> got,
-        tx.s.One(kLockLane, SqlArgs().Add(tenant).Add(lane).Add(kLaneLockWaitSeconds),
-                 [](const Row& r) { return r.Int(0); }));
-    tx.lane_locked = true;
-    if (got.value_or(0) != 1) {
-      return Unavailable("MariaDB: timed out waiting for the lock of lane '" + lane + "'");
-    }
-    return Status::Ok();
+    return tx.Run(kLockLane, SqlArgs().Add(tenant).Add(lane)).status();
   }
 
   // The arguments of kApplyTransition for `row` moving by `t` at `now`.
@@ -1128,7 +1131,7 @@ class MariaStore final : public SqlStore {
           return AsUnavailable(begin, lost);
         }
       }
-      Tx tx{c, MariaSession(c), {}, false, std::nullopt};
+      Tx tx{c, MariaSession(c), {}, std::nullopt};
       tx.counters.record_events = ObservesLifecycle();
       Result<T> r = body(tx);
       Status st = r.status();
@@ -1139,7 +1142,6 @@ class MariaStore final : public SqlStore {
       if (st.ok()) {
         st = c.Exec("COMMIT");
         if (st.ok()) {
-          if (tx.lane_locked) (void)c.Exec(kReleaseLocks);
           pool_.Release(pc);
           PublishLifecycle(std::move(tx.counters.events));
           if (tx.wake_queue) PublishWork(*tx.wake_queue);
@@ -1150,7 +1152,6 @@ class MariaStore final : public SqlStore {
       if (c.healthy()) {
         if (!c.Exec("ROLLBACK").ok()) c.Close();
       }
-      if (c.healthy() && tx.lane_locked) (void)c.Exec(kReleaseLocks);
       const bool lost = !c.healthy();
       const bool replace = died_idle();
       pool_.Release(pc);

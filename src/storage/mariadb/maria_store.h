@@ -8,8 +8,9 @@
 // batches lock their rows in id order; claims, sweeps and retention take
 // their rows with FOR UPDATE SKIP LOCKED; idempotency uses the unique index
 // (a duplicate key answers with the execution that holds it); the admissions
-// and un-parking of one lane take turns on a named lock (GET_LOCK, released
-// when the transaction ends). A deadlock or lock wait timeout reruns the whole
+// and un-parking of one lane take turns on the lane's row of lane_locks
+// (locked until the transaction ends, as by the enqueue() procedure an
+// application calls in its own transaction). A deadlock or lock wait timeout reruns the whole
 // transaction (a few times). Reads run in REPEATABLE READ READ ONLY
 // transactions (one snapshot). Status counters are striped by connection, as
 // on PostgreSQL.
