@@ -34,6 +34,14 @@ Result<FinishReply> Store::Fail(const LeaseRef& lease, FailureClass failure_clas
   return std::move(FinishBatch({std::move(r)}).front());
 }
 
+void Store::AdmitBatchAsync(std::vector<AdmitRequest> requests, AdmitDone done) {
+  done(AdmitBatch(requests));
+}
+
+void Store::FinishBatchAsync(std::vector<FinishRequest> requests, FinishDone done) {
+  done(FinishBatch(requests));
+}
+
 Result<FinishReply> Store::Release(const LeaseRef& lease) {
   FinishRequest r;
   r.lease = lease;

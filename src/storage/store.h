@@ -417,6 +417,14 @@ class Store {
   // error (e.g. an undefined job) admits none. Results are in request order.
   virtual Result<std::vector<AdmitResult>> AdmitBatch(
       const std::vector<AdmitRequest>& requests) = 0;
+  // AdmitBatch without a waiting thread: `done` receives exactly what
+  // AdmitBatch would return, once, only after the transaction is durable (or
+  // with the error; then nothing was admitted). It runs on a thread of the
+  // store after the commit, or on the calling thread before this returns, so
+  // it must be quick, must not block and must not wait for the store's writes.
+  // Default: AdmitBatch on the calling thread, then `done`.
+  using AdmitDone = std::function<void(Result<std::vector<AdmitResult>>)>;
+  virtual void AdmitBatchAsync(std::vector<AdmitRequest> requests, AdmitDone done);
 
   // --- leasing (L1-L4) ---
   // Atomically moves up to the slots' maxima of due queued executions to
@@ -458,6 +466,11 @@ class Store {
   // others), but all share the commit: none is ok before it is durable.
   virtual std::vector<Result<FinishReply>> FinishBatch(
       const std::vector<FinishRequest>& requests) = 0;
+  // FinishBatch without a waiting thread; `done` as for AdmitBatchAsync: the
+  // replies FinishBatch would return, once, none ok before it is durable.
+  // Default: FinishBatch on the calling thread, then `done`.
+  using FinishDone = std::function<void(std::vector<Result<FinishReply>>)>;
+  virtual void FinishBatchAsync(std::vector<FinishRequest> requests, FinishDone done);
 
   // Recovers up to `max_batch` executions whose lease expired strictly before
   // now (the staleness gate: never an in-flight one), deciding each with the

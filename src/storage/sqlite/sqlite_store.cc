@@ -218,6 +218,13 @@ class SqliteStore final : public SqlStore {
     }
     work_cv_.NotifyAll();
     if (writer_.joinable()) writer_.join();
+    // The writer drained its queue: the completer runs what it handed over.
+    {
+      MutexLock lock(completer_mu_);
+      stop_completer_ = true;
+    }
+    completer_cv_.NotifyAll();
+    if (completer_.joinable()) completer_.join();
     {
       MutexLock lock(checkpoint_mu_);
       stop_checkpointer_ = true;
@@ -259,6 +266,7 @@ class SqliteStore final : public SqlStore {
       owned_readers_.push_back(std::move(conn));
     }
     writer_ = std::thread([this] { WriterLoop(); });
+    completer_ = std::thread([this] { CompleterLoop(); });
     checkpointer_ = std::thread([this] { CheckpointLoop(); });
     return Status::Ok();
   }
@@ -303,13 +311,7 @@ class SqliteStore final : public SqlStore {
       const std::vector<ScheduleUpdate>& updates) override {
     const Millis now = clock_->NowMillis();
     return Write<std::vector<AdmitResult>>([&](Connection& c) -> Result<std::vector<AdmitResult>> {
-      std::vector<AdmitResult> out;
-      out.reserve(admissions.size());
-      std::unordered_map<std::string, JobPolicy> jobs;
-      for (const AdmitRequest& r : admissions) {
-        TE_ASSIGN_OR_RETURN(AdmitResult res, AdmitOne(c, r, now, jobs));
-        out.push_back(res);
-      }
+      TE_ASSIGN_OR_RETURN(std::vector<AdmitResult> out, AdmitAll(c, admissions, now));
       for (const ScheduleUpdate& u : updates) {
         TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kUpdateScheduleState));
         s.Bind(1, u.job.value).Bind(2, u.last_fire_at).Bind(3, u.evaluated_until);
@@ -322,16 +324,15 @@ class SqliteStore final : public SqlStore {
 
   Result<std::vector<AdmitResult>> AdmitBatch(const std::vector<AdmitRequest>& requests) override {
     const Millis now = clock_->NowMillis();
-    return Write<std::vector<AdmitResult>>([&](Connection& c) -> Result<std::vector<AdmitResult>> {
-      std::vector<AdmitResult> out;
-      out.reserve(requests.size());
-      std::unordered_map<std::string, JobPolicy> jobs;
-      for (const AdmitRequest& r : requests) {
-        TE_ASSIGN_OR_RETURN(AdmitResult res, AdmitOne(c, r, now, jobs));
-        out.push_back(res);
-      }
-      return out;
-    });
+    return Write<std::vector<AdmitResult>>(
+        [&](Connection& c) { return AdmitAll(c, requests, now); });
+  }
+
+  void AdmitBatchAsync(std::vector<AdmitRequest> requests, AdmitDone done) override {
+    const Millis now = clock_->NowMillis();
+    WriteAsync<std::vector<AdmitResult>>([this, requests = std::move(requests), now](
+                                             Connection& c) { return AdmitAll(c, requests, now); },
+                                         std::move(done));
   }
 
   // --- leasing ---
@@ -450,27 +451,20 @@ class SqliteStore final : public SqlStore {
   std::vector<Result<FinishReply>> FinishBatch(
       const std::vector<FinishRequest>& requests) override {
     using Replies = std::vector<Result<FinishReply>>;
-    auto r = Write<Replies>([&](Connection& c) -> Result<Replies> {
-      const Millis now = clock_->NowMillis();
-      Replies out;
-      out.reserve(requests.size());
-      SqliteSession session(c);
-      SqliteActionTx tx(*this, c, session);
-      for (const FinishRequest& f : requests) {
-        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, f.lease.id));
-        TE_ASSIGN_OR_RETURN(FinishDecision d, DecideFinish(tx, row, f, now, *random_));
-        if (!d.status.ok()) {
-          out.emplace_back(d.status);
-          continue;
-        }
-        TE_RETURN_IF_ERROR(
-            Apply(c, *row, d.transition, now, d.plan.result, d.plan.error, d.plan.progress));
-        out.emplace_back(FinishReplyFor(d.transition));
-      }
-      return out;
-    });
+    auto r = Write<Replies>([&](Connection& c) { return FinishAll(c, requests); });
     if (!r.ok()) return Replies(requests.size(), r.status());
     return std::move(r).value();
+  }
+
+  void FinishBatchAsync(std::vector<FinishRequest> requests, FinishDone done) override {
+    using Replies = std::vector<Result<FinishReply>>;
+    const std::size_t n = requests.size();
+    WriteAsync<Replies>(
+        [this, requests = std::move(requests)](Connection& c) { return FinishAll(c, requests); },
+        [n, done = std::move(done)](Result<Replies> r) {
+          if (!r.ok()) return done(Replies(n, r.status()));
+          done(std::move(r).value());
+        });
   }
 
   Result<SweepReport> SweepExpired(int max_batch) override {
@@ -665,6 +659,10 @@ class SqliteStore final : public SqlStore {
     std::function<Status(Connection&)> body;
     Status result;
     bool done = false;  // guarded by mu_
+    // Set for an operation nobody waits for (WriteAsync): once the batch
+    // holding the operation is over, the completer thread calls it, then
+    // deletes the operation (allocated with new); `done` is not used.
+    std::function<void(Op&)> finished;
     // Filled only while a pickup trace is installed (core/pickup_trace.h):
     // queued by the caller, the rest by the writer before `done`.
     pickup_trace::WriteTimes times;
@@ -978,6 +976,41 @@ class SqliteStore final : public SqlStore {
     return true;
   }
 
+  // The body of AdmitBatch: every request or none (the first error).
+  Result<std::vector<AdmitResult>> AdmitAll(Connection& c,
+                                            const std::vector<AdmitRequest>& requests, Millis now) {
+    std::vector<AdmitResult> out;
+    out.reserve(requests.size());
+    std::unordered_map<std::string, JobPolicy> jobs;
+    for (const AdmitRequest& r : requests) {
+      TE_ASSIGN_OR_RETURN(AdmitResult res, AdmitOne(c, r, now, jobs));
+      out.push_back(res);
+    }
+    return out;
+  }
+
+  // The body of FinishBatch: one reply per request, each fenced on its own.
+  Result<std::vector<Result<FinishReply>>> FinishAll(Connection& c,
+                                                     const std::vector<FinishRequest>& requests) {
+    const Millis now = clock_->NowMillis();
+    std::vector<Result<FinishReply>> out;
+    out.reserve(requests.size());
+    SqliteSession session(c);
+    SqliteActionTx tx(*this, c, session);
+    for (const FinishRequest& f : requests) {
+      TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, LoadState(c, f.lease.id));
+      TE_ASSIGN_OR_RETURN(FinishDecision d, DecideFinish(tx, row, f, now, *random_));
+      if (!d.status.ok()) {
+        out.emplace_back(d.status);
+        continue;
+      }
+      TE_RETURN_IF_ERROR(
+          Apply(c, *row, d.transition, now, d.plan.result, d.plan.error, d.plan.progress));
+      out.emplace_back(FinishReplyFor(d.transition));
+    }
+    return out;
+  }
+
   Result<AdmitResult> AdmitOne(Connection& c, const AdmitRequest& r, Millis now,
                                std::unordered_map<std::string, JobPolicy>& jobs) {
     if (!r.idempotency_key.empty()) {
@@ -1056,6 +1089,34 @@ class SqliteStore final : public SqlStore {
     return std::move(*out);
   }
 
+  // Write without a waiting caller: `done` gets what Write would return, on
+  // the completer thread after the batch's COMMIT (or on the calling thread
+  // when the store is closing). `done` must be quick and must not wait for
+  // the store's writes.
+  template <typename T, typename F>
+  void WriteAsync(F f, std::function<void(Result<T>)> done) EXCLUDES(mu_) {
+    auto out = std::make_shared<std::optional<Result<T>>>();
+    auto op = std::make_unique<Op>();
+    op->body = [out, f = std::move(f)](Connection& c) mutable -> Status {
+      out->emplace(f(c));
+      return (*out)->status();
+    };
+    op->finished = [out, done](Op& self) {
+      if (!self.result.ok()) return done(self.result);
+      done(std::move(**out));
+    };
+    {
+      MutexLock lock(mu_);
+      if (!stopping_) {
+        queue_.push_back(op.get());  // may throw: then nothing was queued
+        op.release();
+        work_cv_.NotifyOne();
+        return;
+      }
+    }
+    done(Unavailable("store is closing"));
+  }
+
   // The shared store logic's transactions (sql_store.h).
   Status InRead(SessionBody body) override {
     return Read<bool>([&](Connection& c) -> Result<bool> {
@@ -1104,12 +1165,55 @@ class SqliteStore final : public SqlStore {
         queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       }
       RunBatch(batch);
+      // A waiting caller may return (and free its operation) as soon as its
+      // `done` is set: operations without one are told apart before.
+      std::vector<std::unique_ptr<Op>> async;
       {
         MutexLock lock(mu_);
-        for (Op* op : batch) op->done = true;
+        for (Op* op : batch) {
+          if (op->finished) {
+            async.emplace_back(op);
+          } else {
+            op->done = true;
+          }
+        }
       }
       done_cv_.NotifyAll();
+      // Their callbacks run on the completer, while this thread goes on
+      // with the next batch.
+      if (!async.empty()) {
+        bool idle = false;
+        {
+          MutexLock lock(completer_mu_);
+          idle = completions_.empty();
+          for (std::unique_ptr<Op>& op : async) completions_.push_back(std::move(op));
+        }
+        if (idle) completer_cv_.NotifyOne();
+      }
       batch.clear();
+    }
+  }
+
+  // Calls the callbacks of the asynchronous operations the writer hands
+  // over, in commit order, until the store closes and none is left.
+  void CompleterLoop() EXCLUDES(completer_mu_) {
+    std::vector<std::unique_ptr<Op>> ready;
+    while (true) {
+      {
+        MutexLock lock(completer_mu_);
+        while (completions_.empty() && !stop_completer_) completer_cv_.Wait(completer_mu_);
+        if (completions_.empty()) return;  // stopping and drained
+        ready.swap(completions_);
+      }
+      for (std::unique_ptr<Op>& op : ready) {
+        try {
+          op->finished(*op);
+        } catch (...) {
+          // A callback that throws loses only its own answer (an HTTP
+          // Responder dropped unanswered answers 500); the others go on.
+        }
+      }
+      ready.clear();
     }
   }
 
@@ -1265,6 +1369,13 @@ class SqliteStore final : public SqlStore {
   CondVar done_cv_;
   std::deque<Op*> queue_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
+
+  // The asynchronous operations whose batch is over, for the completer.
+  std::thread completer_;
+  Mutex completer_mu_;
+  CondVar completer_cv_;
+  std::vector<std::unique_ptr<Op>> completions_ GUARDED_BY(completer_mu_);
+  bool stop_completer_ GUARDED_BY(completer_mu_) = false;
 
   // The checkpointer's connection; used only by its thread (and Init).
   Connection checkpoint_conn_;

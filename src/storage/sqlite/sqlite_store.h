@@ -5,8 +5,10 @@
 // transaction (admissions, claims, heartbeats, completions, sweeps), each in
 // its own savepoint so one failing operation does not undo the others. A
 // caller hears "ok" only after the COMMIT that contains its operation
-// returned. Reads use a small pool of read-only connections and never wait
-// for the writer. SQLITE_FULL and I/O errors answer kUnavailable.
+// returned; the callbacks of asynchronous operations (AdmitBatchAsync,
+// FinishBatchAsync) run after it on a completer thread, in commit order,
+// while the writer goes on with the next batch. Reads use a small pool of read-only connections and
+// never wait for the writer. SQLITE_FULL and I/O errors answer kUnavailable.
 #pragma once
 
 #include <cstdint>

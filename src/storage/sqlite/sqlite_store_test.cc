@@ -6,9 +6,12 @@
 #include <sqlite3.h>
 
 #include <filesystem>
+#include <functional>
 #include <set>
+#include <thread>
 
 #include "core/canonical_json.h"
+#include "core/mutex.h"
 #include "storage/sqlite/schema.h"
 #include "storage/sqlite/sqlite_vacuum.h"
 #include "storage/store_rules.h"
@@ -47,13 +50,31 @@ Result<std::unique_ptr<Store>> OpenWithJob(const std::string& path, FakeClock* c
   return store;
 }
 
+// Options of a database at `path` that fills up after a few hundred admissions.
+SqliteStoreOptions SmallDatabase(const std::string& path, FakeClock* clock) {
+  SqliteStoreOptions o;
+  o.path = path;
+  o.clock = clock;
+  o.max_page_count = 64;  // 256 KiB with 4 KiB pages
+  return o;
+}
+
+// Reopened with room to grow, the database at `o.path` holds exactly the
+// `acknowledged` executions.
+void ExpectExactlyAcknowledged(SqliteStoreOptions o, const std::vector<ExecutionId>& acknowledged) {
+  o.max_page_count = 0;  // space freed
+  ASSERT_OK_AND_ASSIGN(auto store, OpenSqliteStore(o));
+  for (ExecutionId id : acknowledged) EXPECT_OK(store->GetExecution(id));
+  ExecutionFilter all;
+  all.limit = 1000;
+  ASSERT_OK_AND_ASSIGN(ExecutionPage page, store->ListExecutions(all));
+  EXPECT_EQ(page.items.size(), acknowledged.size());  // nothing beyond the acknowledged
+}
+
 TEST(SqliteStoreTest, FullDatabaseIsUnavailableAndRecovers) {
   TempDir dir;
   FakeClock clock;
-  SqliteStoreOptions o;
-  o.path = dir.File("full.db");
-  o.clock = &clock;
-  o.max_page_count = 64;  // 256 KiB with 4 KiB pages
+  SqliteStoreOptions o = SmallDatabase(dir.File("full.db"), &clock);
   std::vector<ExecutionId> acknowledged;
   Status failure;
   {
@@ -75,15 +96,140 @@ TEST(SqliteStoreTest, FullDatabaseIsUnavailableAndRecovers) {
     ASSERT_OK_AND_ASSIGN(Execution first, store->GetExecution(acknowledged.front()));
     EXPECT_EQ(first.status, ExecutionStatus::kQueued);
   }
-  o.max_page_count = 0;  // space freed
+  ExpectExactlyAcknowledged(o, acknowledged);
+  o.max_page_count = 0;
   ASSERT_OK_AND_ASSIGN(auto store, OpenSqliteStore(o));
-  for (ExecutionId id : acknowledged) EXPECT_OK(store->GetExecution(id));
-  ExecutionFilter all;
-  all.limit = 1000;
-  ASSERT_OK_AND_ASSIGN(ExecutionPage page, store->ListExecutions(all));
-  EXPECT_EQ(page.items.size(), acknowledged.size());  // nothing beyond the acknowledged
   ASSERT_OK_AND_ASSIGN(AdmitResult again, store->Admit(Request(5000)));
   EXPECT_EQ(again.outcome, AdmitOutcome::kCreated);
+}
+
+// The answers of asynchronous store calls, collected from the thread that
+// delivers them. Thread-safe.
+template <typename Answer>
+class Answers {
+ public:
+  std::function<void(Answer)> Callback() {
+    return [this](Answer a) {
+      MutexLock lock(mu_);
+      answers_.push_back(std::move(a));
+      threads_.insert(std::this_thread::get_id());
+      cv_.NotifyAll();
+    };
+  }
+  // Every answer once `n` arrived (fails the test after 10 s).
+  std::vector<Answer> Await(std::size_t n) EXCLUDES(mu_) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    MutexLock lock(mu_);
+    while (answers_.size() < n && cv_.WaitUntil(mu_, deadline)) {
+    }
+    EXPECT_GE(answers_.size(), n) << "answered in 10 s";
+    return answers_;
+  }
+  std::set<std::thread::id> threads() EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    return threads_;
+  }
+
+ private:
+  Mutex mu_;
+  CondVar cv_;
+  std::vector<Answer> answers_ GUARDED_BY(mu_);
+  std::set<std::thread::id> threads_ GUARDED_BY(mu_);
+};
+
+// RD13 for admissions nobody waits for: each is answered exactly once, on a
+// store thread, ok only when it is durable, kUnavailable when the database
+// cannot grow (and then nothing of it was written).
+TEST(SqliteStoreTest, AsyncAdmissionsAreAnsweredOnceAfterTheirCommit) {
+  TempDir dir;
+  FakeClock clock;
+  const SqliteStoreOptions o = SmallDatabase(dir.File("async.db"), &clock);
+  constexpr int kCalls = 400;
+  using Admitted = Result<std::vector<AdmitResult>>;
+  Answers<Admitted> answers;
+  std::vector<Admitted> got;
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, OpenSqliteStore(o));
+    ASSERT_OK(store->Migrate());
+    ASSERT_OK(store->UpsertJob(Job()));
+    for (int i = 0; i < kCalls; ++i) store->AdmitBatchAsync({Request(i)}, answers.Callback());
+    got = answers.Await(kCalls);
+    EXPECT_FALSE(answers.threads().contains(std::this_thread::get_id()))
+        << "answered on the store's thread, not the caller's";
+  }  // closing the store must not answer anything twice
+  got = answers.Await(kCalls);
+  ASSERT_EQ(got.size(), static_cast<std::size_t>(kCalls));
+  std::vector<ExecutionId> acknowledged;
+  int full = 0;
+  for (const Admitted& a : got) {
+    if (a.ok()) {
+      ASSERT_EQ(a->size(), 1u);
+      EXPECT_EQ(a->front().outcome, AdmitOutcome::kCreated);
+      acknowledged.push_back(a->front().id);
+    } else {
+      EXPECT_EQ(a.status().code(), ErrorCode::kUnavailable) << a.status().ToString();
+      ++full;
+    }
+  }
+  EXPECT_GT(full, 0) << "the database never filled up";
+  EXPECT_FALSE(acknowledged.empty());
+  ExpectExactlyAcknowledged(o, acknowledged);
+}
+
+// Finishes nobody waits for are fenced as FinishBatch's: a stale claim
+// version answers kStale and changes nothing; the current one publishes.
+// Calls still queued when the store closes are committed and answered.
+TEST(SqliteStoreTest, AsyncFinishesAreFencedAndAnsweredBeforeTheStoreCloses) {
+  TempDir dir;
+  FakeClock clock;
+  constexpr int kLeases = 50;
+  using Replies = std::vector<Result<FinishReply>>;
+  Answers<Replies> stale;
+  Answers<Replies> current;
+  std::vector<Lease> leases;
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, OpenWithJob(dir.File("finish.db"), &clock));
+    std::vector<AdmitRequest> requests;
+    for (int i = 0; i < kLeases; ++i) requests.push_back(Request(i));
+    ASSERT_OK(store->AdmitBatch(requests));
+    ClaimRequest c;
+    c.worker = WorkerId("w");
+    c.slots = {QueueSlot{"default", kLeases}};
+    ASSERT_OK_AND_ASSIGN(leases, store->Claim(c));
+    ASSERT_EQ(leases.size(), static_cast<std::size_t>(kLeases));
+    for (const Lease& l : leases) {
+      FinishRequest f;
+      f.kind = FinishRequest::Kind::kComplete;
+      f.lease = LeaseRef{l.id, ClaimVersion(l.version.value + 1)};
+      store->FinishBatchAsync({f}, stale.Callback());
+    }
+    for (const Replies& r : stale.Await(kLeases)) {
+      ASSERT_EQ(r.size(), 1u);
+      EXPECT_EQ(r.front().status().code(), ErrorCode::kStale);
+    }
+    for (const Lease& l : leases) {
+      ASSERT_OK_AND_ASSIGN(Execution e, store->GetExecution(l.id));
+      EXPECT_EQ(e.status, ExecutionStatus::kRunning) << "a stale finish changed nothing";
+    }
+    for (const Lease& l : leases) {
+      FinishRequest f;
+      f.kind = FinishRequest::Kind::kComplete;
+      f.lease = LeaseRef{l.id, l.version};
+      store->FinishBatchAsync({f}, current.Callback());
+    }
+  }  // closed with the finishes possibly still queued
+  std::vector<Replies> replies = current.Await(kLeases);
+  ASSERT_EQ(replies.size(), static_cast<std::size_t>(kLeases));
+  for (const Replies& r : replies) {
+    ASSERT_EQ(r.size(), 1u);
+    ASSERT_OK(r.front().status());
+    EXPECT_EQ(r.front()->status, ExecutionStatus::kSucceeded);
+  }
+  ASSERT_OK_AND_ASSIGN(auto store, OpenWithJob(dir.File("finish.db"), &clock));
+  for (const Lease& l : leases) {
+    ASSERT_OK_AND_ASSIGN(Execution e, store->GetExecution(l.id));
+    EXPECT_EQ(e.status, ExecutionStatus::kSucceeded);
+  }
 }
 
 // D4: a database whose schema is newer than the binary is refused, unchanged.

@@ -51,6 +51,10 @@ class FaultInjectingStore final : public Store {
     TE_RETURN_IF_ERROR(faults_->Enter("AdmitBatch"));
     return inner_->AdmitBatch(requests);
   }
+  void AdmitBatchAsync(std::vector<AdmitRequest> requests, AdmitDone done) override {
+    if (Status s = faults_->Enter("AdmitBatch"); !s.ok()) return done(s);
+    inner_->AdmitBatchAsync(std::move(requests), std::move(done));
+  }
   Result<std::vector<Lease>> Claim(const ClaimRequest& request) override {
     TE_RETURN_IF_ERROR(faults_->Enter("Claim"));
     return inner_->Claim(request);
@@ -75,6 +79,12 @@ class FaultInjectingStore final : public Store {
     if (Status s = faults_->Enter("FinishBatch"); !s.ok())
       return std::vector<Result<FinishReply>>(requests.size(), s);
     return inner_->FinishBatch(requests);
+  }
+  void FinishBatchAsync(std::vector<FinishRequest> requests, FinishDone done) override {
+    if (Status s = faults_->Enter("FinishBatch"); !s.ok()) {
+      return done(std::vector<Result<FinishReply>>(requests.size(), s));
+    }
+    inner_->FinishBatchAsync(std::move(requests), std::move(done));
   }
   Result<SweepReport> SweepExpired(int max_batch) override {
     TE_RETURN_IF_ERROR(faults_->Enter("SweepExpired"));

@@ -10,10 +10,11 @@
 //   faults->Clear();
 //
 // A method is named as in store.h ("Admit", "FinishBatch"); "*" is every
-// method. A failed call does not reach the wrapped store; a batch method
-// (MarkStarted, HeartbeatBatch, FinishBatch) then answers the status for
-// every request. SetLifecycleObserver, SetWorkListener and SetWorkPublisher always
-// forward (the publisher after the OnPublishWork action).
+// method; AdmitBatchAsync and FinishBatchAsync meet the faults of AdmitBatch
+// and FinishBatch (a failed one calls back at once). A failed call does not
+// reach the wrapped store; a batch method (MarkStarted, HeartbeatBatch,
+// FinishBatch) then answers the status for every request. SetLifecycleObserver, SetWorkListener and
+// SetWorkPublisher always forward (the publisher after the OnPublishWork action).
 #pragma once
 
 #include <chrono>
