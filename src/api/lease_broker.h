@@ -21,7 +21,7 @@
 //
 // CallBatcher: callers that arrive while a store batch call runs are handed
 // to the next batch together (leader/follower group commit), so N concurrent
-// heartbeats or finishes cost about two store transactions instead of N.
+// heartbeats cost about two store transactions instead of N.
 #pragma once
 
 #include <algorithm>

@@ -87,41 +87,58 @@ Status ReadCommonFields(ApiContext& ctx, const Principal& principal, StrictObjec
   return Status::Ok();
 }
 
+// The answer to a single dispatch once its admission is decided.
+HttpResponse DispatchAnswer(const DispatchRequest& request,
+                            const Result<std::vector<DispatchResult>>& results) {
+  if (!results.ok()) return StatusResponse(results.status());
+  const DispatchResult& result = results->front();
+  if (result.conflict) {
+    return StatusResponse(
+        ConflictStatus(request, result.id),
+        Json{{"existing_execution_id", result.id.value}, {"status_url", ExecutionUrl(result.id)}});
+  }
+  HttpResponse response = JsonResponse(result.created ? 202 : 200, DispatchResultToJson(result));
+  response.headers.emplace_back("Location", ExecutionUrl(result.id));
+  return response;
+}
+
 // POST /api/v1/jobs/{name}/dispatch   Idempotency-Key: <key> (optional)
 //   {"tenant": "t1", "payload": {...}, "run_at": "RFC 3339" | "delay_ms": 0,
 //    "lane": "...", "parent": 17}
 // -> 202 {"id", "status", "created": true, "status_url"} (Location: status_url)
 //    200 the same with "created": false for a repeat with the same payload
 //    409 conflict (details.existing_execution_id) for a key used with another payload
-HttpResponse Dispatch(ApiContext& ctx, const RouteRequest& req) {
+// Answered from the store's commit (no thread waits for it): 2xx only once
+// the admission is durable.
+void Dispatch(ApiContext& ctx, const RouteRequest& req, const Responder& respond) {
   const Principal& principal = PrincipalOf(req);
   auto body = ParseJsonBody(req.http, /*allow_empty=*/true);
-  if (!body.ok()) return StatusResponse(body.status());
+  if (!body.ok()) return (void)respond.Send(StatusResponse(body.status()));
   auto key = IdempotencyKeyHeader(req.http);
-  if (!key.ok()) return StatusResponse(key.status());
-  DispatchRequest request;
+  if (!key.ok()) return (void)respond.Send(StatusResponse(key.status()));
+  std::vector<DispatchRequest> requests(1);
+  DispatchRequest& request = requests.front();
   request.job = JobName(req.Param("name"));
-  if (IsReservedJobName(request.job.value)) return StatusResponse(ReservedJob(request.job));
+  if (IsReservedJobName(request.job.value)) {
+    return (void)respond.Send(StatusResponse(ReservedJob(request.job)));
+  }
   request.idempotency_key = *key;
   StrictObject in(*body, "request body");
   std::optional<HttpResponse> forbidden;
   if (Status s = ReadCommonFields(ctx, principal, in, &request, &forbidden, ""); !s.ok()) {
-    return StatusResponse(s);
+    return (void)respond.Send(StatusResponse(s));
   }
-  if (forbidden) return std::move(*forbidden);
+  if (forbidden) return (void)respond.Send(std::move(*forbidden));
   // One item through the batch call: a conflict comes back as an answer
-  // naming the existing execution, not as an error message.
-  auto results = ctx.engine->DispatchBatch({request});
-  if (!results.ok()) return StatusResponse(results.status());
-  const DispatchResult* result = &results->front();
-  if (result->conflict) {
-    return StatusResponse(ConflictStatus(request, result->id),
-                          Json{{"existing_execution_id", result->id.value},
-                               {"status_url", ExecutionUrl(result->id)}});
-  }
-  HttpResponse response = JsonResponse(result->created ? 202 : 200, DispatchResultToJson(*result));
-  response.headers.emplace_back("Location", ExecutionUrl(result->id));
-  return response;
+  // naming the existing execution, not as an error message. The answer
+  // needs the request's names only, not its payload.
+  DispatchRequest named;
+  named.job = request.job;
+  named.idempotency_key = request.idempotency_key;
+  DispatchBatchAsync(*ctx.engine, requests,
+                     [named = std::move(named), respond](Result<std::vector<DispatchResult>> r) {
+                       respond.Send(DispatchAnswer(named, r));
+                     });
 }
 
 // POST /api/v1/dispatch/bulk
@@ -186,9 +203,9 @@ HttpResponse DispatchBulk(ApiContext& ctx, const RouteRequest& req) {
 }  // namespace
 
 void RegisterDispatchRoutes(ApiContext& ctx, Router& router) {
-  router.Add(HttpMethod::kPost, "/api/v1/jobs/{name}/dispatch",
-             RouteAccess::Requires(Scope::kDispatch),
-             [&ctx](const RouteRequest& r) { return Dispatch(ctx, r); });
+  router.AddAsync(HttpMethod::kPost, "/api/v1/jobs/{name}/dispatch",
+                  RouteAccess::Requires(Scope::kDispatch),
+                  [&ctx](RouteRequest r, Responder respond) { Dispatch(ctx, r, respond); });
   router.Add(HttpMethod::kPost, "/api/v1/dispatch/bulk", RouteAccess::Requires(Scope::kDispatch),
              [&ctx](const RouteRequest& r) { return DispatchBulk(ctx, r); });
 }

@@ -6,10 +6,12 @@
 // its queues hold), so a tenant-bound worker token gets 403 on every route.
 //
 // Lease requests long-poll through the LeaseBroker (no thread is held while
-// a worker waits). Single heartbeats and single finishes of concurrent
-// requests are group-committed into the store's batch calls; the batch
-// routes are one store call each. Outcomes are published through the engine
-// (PublishOutcomes, engine/engine_internal.h) so that work they make due
+// a worker waits). Single heartbeats of concurrent requests are
+// group-committed into the store's batch call; single finishes are handed to
+// the store's writer without a waiting thread and answered from its commit,
+// which they share with the concurrent ones; the batch routes are one store
+// call each. Outcomes are published through the engine (PublishOutcomes,
+// PublishOutcomesAsync, engine/engine_internal.h) so that work they make due
 // wakes workers.
 //
 // Worker registration: lease and batch heartbeat requests register the worker
@@ -114,11 +116,6 @@ struct WorkerProtocol {
             [store = context.store](const std::vector<HeartbeatRequest>& batch) {
               return store->HeartbeatBatch(batch);
             },
-            kMaxBatchItems),
-        finishes(
-            [engine = context.engine](const std::vector<FinishRequest>& batch) {
-              return PublishOutcomes(*engine, batch);
-            },
             kMaxBatchItems) {}
 
   // Registers the worker with the store when a report is due (best effort:
@@ -152,7 +149,6 @@ struct WorkerProtocol {
   WorkerRegistry workers;
   JobCache jobs;
   CallBatcher<HeartbeatRequest, Result<HeartbeatReply>> heartbeats;
-  CallBatcher<FinishRequest, Result<FinishReply>> finishes;
 };
 
 using ProtocolPtr = std::shared_ptr<WorkerProtocol>;
@@ -604,28 +600,46 @@ HttpResponse ReleaseEffectRoute(WorkerProtocol& wp, const RouteRequest& req) {
 //   "unsupported_schema"} -> 200 {"status": "queued|failed|quarantined|...", "run_at"}
 // POST /api/v1/worker/executions/{id}/release   {"claim_version"} -> 200 {"status": "queued"}
 //   (canceled when cancellation was requested)
-HttpResponse FinishRoute(WorkerProtocol& wp, const RouteRequest& req, FinishRequest::Kind kind) {
-  if (auto forbidden = RequireGlobalWorker(req)) return *forbidden;
+// Answered from the store's commit (no thread waits for it): 200 only once
+// the outcome is durable; 409 stale (counted) and other errors changed nothing.
+void FinishRoute(const ProtocolPtr& wp, const RouteRequest& req, FinishRequest::Kind kind,
+                 const Responder& respond) {
+  if (auto forbidden = RequireGlobalWorker(req)) return (void)respond.Send(std::move(*forbidden));
   auto id = PathId(req);
-  if (!id.ok()) return StatusResponse(id.status());
+  if (!id.ok()) return (void)respond.Send(StatusResponse(id.status()));
   auto body = ParseJsonBody(req.http, /*allow_empty=*/false);
-  if (!body.ok()) return StatusResponse(body.status());
+  if (!body.ok()) return (void)respond.Send(StatusResponse(body.status()));
   StrictObject in(*body, "request body");
-  FinishRequest finish;
+  std::vector<FinishRequest> finishes(1);
+  FinishRequest& finish = finishes.front();
   std::optional<ClaimVersion> version = ReadClaimVersion(in);
   ReadFinishFields(in, kind, &finish);
-  if (Status s = in.Finish(); !s.ok()) return StatusResponse(s);
+  if (Status s = in.Finish(); !s.ok()) return (void)respond.Send(StatusResponse(s));
   finish.lease = LeaseRef{*id, *version};
-  Result<FinishReply> reply = wp.finishes.Call(finish);
-  if (!reply.ok()) return LeaseError(reply.status(), finish.lease);
-  wp.CountOutcome(finish, *reply);
-  wp.workers.OnFinished({*id});
-  Json out = {{"status", std::string(ToString(reply->status))}};
-  if (kind == FinishRequest::Kind::kFail) {
-    out["run_at"] =
-        reply->status == ExecutionStatus::kQueued ? TimeOrNull(reply->run_at) : Json(nullptr);
-  }
-  return JsonResponse(200, out);
+  // What the answer and the metrics need of the request (not its result or error text).
+  FinishRequest counted;
+  counted.lease = finish.lease;
+  counted.kind = finish.kind;
+  counted.failure_class = finish.failure_class;
+  counted.unsupported_schema = finish.unsupported_schema;
+  PublishOutcomesAsync(
+      *wp->ctx.engine, std::move(finishes),
+      [wp, counted = std::move(counted), respond](std::vector<Result<FinishReply>> replies) {
+        const Result<FinishReply>& reply = replies.front();
+        if (!reply.ok()) {
+          if (reply.status().code() == ErrorCode::kStale) ++wp->metrics->stale_rejections;
+          respond.Send(LeaseError(reply.status(), counted.lease));
+          return;
+        }
+        wp->CountOutcome(counted, *reply);
+        wp->workers.OnFinished({counted.lease.id});
+        Json out = {{"status", std::string(ToString(reply->status))}};
+        if (counted.kind == FinishRequest::Kind::kFail) {
+          out["run_at"] =
+              reply->status == ExecutionStatus::kQueued ? TimeOrNull(reply->run_at) : Json(nullptr);
+        }
+        respond.Send(JsonResponse(200, out));
+      });
 }
 
 // POST /api/v1/worker/finish
@@ -776,12 +790,14 @@ void RegisterWorkerRoutes(ApiContext& ctx, Router& router) {
       [wp](const RouteRequest& r) { return CommitEffectRoute(*wp, r); });
   add("/api/v1/worker/executions/{id}/effects/{name}/release",
       [wp](const RouteRequest& r) { return ReleaseEffectRoute(*wp, r); });
-  add("/api/v1/worker/executions/{id}/complete",
-      [wp](const RouteRequest& r) { return FinishRoute(*wp, r, FinishRequest::Kind::kComplete); });
-  add("/api/v1/worker/executions/{id}/fail",
-      [wp](const RouteRequest& r) { return FinishRoute(*wp, r, FinishRequest::Kind::kFail); });
-  add("/api/v1/worker/executions/{id}/release",
-      [wp](const RouteRequest& r) { return FinishRoute(*wp, r, FinishRequest::Kind::kRelease); });
+  const auto add_finish = [&](std::string pattern, FinishRequest::Kind kind) {
+    router.AddAsync(
+        HttpMethod::kPost, std::move(pattern), worker,
+        [wp, kind](RouteRequest r, Responder respond) { FinishRoute(wp, r, kind, respond); });
+  };
+  add_finish("/api/v1/worker/executions/{id}/complete", FinishRequest::Kind::kComplete);
+  add_finish("/api/v1/worker/executions/{id}/fail", FinishRequest::Kind::kFail);
+  add_finish("/api/v1/worker/executions/{id}/release", FinishRequest::Kind::kRelease);
   add("/api/v1/worker/finish", [wp](const RouteRequest& r) { return FinishBatchRoute(*wp, r); });
   router.Add(HttpMethod::kGet, "/api/v1/workers", RouteAccess::Requires(Scope::kRead),
              [wp](const RouteRequest& r) { return ListWorkersRoute(*wp, r); });

@@ -142,61 +142,92 @@ Result<DispatchResult> Dispatcher::Dispatch(const DispatchRequest& request) {
   return results.front();
 }
 
-Result<std::vector<DispatchResult>> Dispatcher::DispatchBatch(
-    const std::vector<DispatchRequest>& requests) {
-  if (requests.empty()) return std::vector<DispatchResult>{};
-  const Millis now = clock_->NowMillis();
-  std::unordered_map<std::string, JobDefinition> jobs;
-  std::vector<AdmitRequest> admits;
-  admits.reserve(requests.size());
+Result<Dispatcher::Admissions> Dispatcher::PrepareBatch(
+    const std::vector<DispatchRequest>& requests) const {
+  Admissions a;
+  a.now = clock_->NowMillis();
+  a.admits.reserve(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const DispatchRequest& r = requests[i];
-    auto it = jobs.find(r.job.value);
-    if (it == jobs.end()) {
+    auto it = a.jobs.find(r.job.value);
+    if (it == a.jobs.end()) {
       if (!IsValidJobName(r.job.value)) {
         return InvalidArgument("invalid job name '" + r.job.value + "'");
       }
       TE_ASSIGN_OR_RETURN(JobDefinition def, store_->GetJob(r.job));
       if (!def.enabled) return InvalidArgument("job " + r.job.value + " is disabled");
-      it = jobs.emplace(r.job.value, std::move(def)).first;
+      it = a.jobs.emplace(r.job.value, std::move(def)).first;
     }
-    auto admit = Prepare(r, it->second, now);
+    auto admit = Prepare(r, it->second, a.now);
     if (!admit.ok()) {
       if (requests.size() == 1) return admit.status();
       return Status(admit.status().code(),
                     "item " + std::to_string(i) + ": " + admit.status().message());
     }
-    admits.push_back(std::move(admit).value());
+    a.admits.push_back(std::move(admit).value());
   }
-  TE_ASSIGN_OR_RETURN(std::vector<AdmitResult> admitted, store_->AdmitBatch(admits));
+  return a;
+}
+
+std::vector<DispatchResult> Dispatcher::Conclude(
+    const Admissions& admissions, const std::vector<AdmitResult>& admitted,
+    const std::function<void(const LifecycleEvent&)>& lifecycle) {
+  std::vector<DispatchResult> out;
+  out.reserve(admitted.size());
+  bool created = false;
+  for (const AdmitResult& r : admitted) {
+    created = created || r.outcome == AdmitOutcome::kCreated;
+    out.push_back(ToDispatchResult(r));
+  }
+  if (created && lifecycle) {
+    for (std::size_t i = 0; i < admitted.size(); ++i) {
+      if (admitted[i].outcome != AdmitOutcome::kCreated) continue;
+      const AdmitRequest& admit = admissions.admits[i];
+      LifecycleEvent e;
+      e.kind = LifecycleKind::kDispatched;
+      e.id = admitted[i].id;
+      e.job = admit.job;
+      e.tenant = admit.tenant;
+      e.queue = admissions.jobs.at(admit.job.value).queue;
+      e.status = admitted[i].status;
+      e.trigger = admit.trigger;
+      e.run_at = admit.run_at;
+      e.at = admissions.now;
+      lifecycle(e);
+    }
+  }
+  return out;
+}
+
+Result<std::vector<DispatchResult>> Dispatcher::DispatchBatch(
+    const std::vector<DispatchRequest>& requests) {
+  if (requests.empty()) return std::vector<DispatchResult>{};
+  TE_ASSIGN_OR_RETURN(Admissions admissions, PrepareBatch(requests));
+  TE_ASSIGN_OR_RETURN(std::vector<AdmitResult> admitted, store_->AdmitBatch(admissions.admits));
   if (pickup_trace::PickupTrace* trace = pickup_trace::Installed(); trace != nullptr) [[unlikely]] {
     pickup_trace::MarkWrite(trace, pickup_trace::kAdmitQueued, pickup_trace::last_write);
     pickup_trace::MarkAt(trace, pickup_trace::kAdmitReturned, pickup_trace::NowNs());
   }
-  std::vector<DispatchResult> out;
-  out.reserve(admitted.size());
-  bool created = false;
-  for (std::size_t i = 0; i < admitted.size(); ++i) {
-    created = created || admitted[i].outcome == AdmitOutcome::kCreated;
-    out.push_back(ToDispatchResult(admitted[i]));
-  }
-  if (created && lifecycle_) {
-    for (std::size_t i = 0; i < admitted.size(); ++i) {
-      if (admitted[i].outcome != AdmitOutcome::kCreated) continue;
-      LifecycleEvent e;
-      e.kind = LifecycleKind::kDispatched;
-      e.id = admitted[i].id;
-      e.job = admits[i].job;
-      e.tenant = admits[i].tenant;
-      e.queue = jobs.at(admits[i].job.value).queue;
-      e.status = admitted[i].status;
-      e.trigger = admits[i].trigger;
-      e.run_at = admits[i].run_at;
-      e.at = now;
-      lifecycle_(e);
-    }
-  }
-  return out;
+  return Conclude(admissions, admitted, lifecycle_);
+}
+
+void Dispatcher::DispatchBatchAsync(const std::vector<DispatchRequest>& requests,
+                                    DispatchDone done) {
+  if (requests.empty()) return done(std::vector<DispatchResult>{});
+  Result<Admissions> prepared = PrepareBatch(requests);
+  if (!prepared.ok()) return done(prepared.status());
+  auto admissions = std::make_shared<Admissions>(std::move(prepared).value());
+  // Conclude reads the admissions only for lifecycle events.
+  std::vector<AdmitRequest> admits =
+      lifecycle_ ? admissions->admits : std::move(admissions->admits);
+  // The callback may run after this dispatcher is gone (the store drains its
+  // queue when it closes): it holds what it needs.
+  store_->AdmitBatchAsync(std::move(admits),
+                          [admissions, lifecycle = lifecycle_,
+                           done = std::move(done)](Result<std::vector<AdmitResult>> admitted) {
+                            if (!admitted.ok()) return done(admitted.status());
+                            done(Conclude(*admissions, *admitted, lifecycle));
+                          });
 }
 
 }  // namespace taskengine

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "storage/store.h"
@@ -26,8 +29,28 @@ class Dispatcher {
   Result<DispatchResult> Dispatch(const DispatchRequest& request);
   // All or none (A5).
   Result<std::vector<DispatchResult>> DispatchBatch(const std::vector<DispatchRequest>& requests);
+  // DispatchBatch without waiting for the commit: the same checks on the
+  // calling thread, then `done` receives what DispatchBatch would return,
+  // once, only after the admissions are durable (or the error: nothing
+  // admitted), on a thread of the store or on the calling thread
+  // (Store::AdmitBatchAsync). `done` must be quick and must not block.
+  using DispatchDone = std::function<void(Result<std::vector<DispatchResult>>)>;
+  void DispatchBatchAsync(const std::vector<DispatchRequest>& requests, DispatchDone done);
 
  private:
+  // Checked admissions with the definitions of their jobs (read once each).
+  struct Admissions {
+    Millis now = 0;
+    std::unordered_map<std::string, JobDefinition> jobs;
+    std::vector<AdmitRequest> admits;  // in request order
+  };
+  // Checks every request against its job definition; the first error.
+  Result<Admissions> PrepareBatch(const std::vector<DispatchRequest>& requests) const;
+  // The answers to committed admissions; emits their lifecycle events to
+  // `lifecycle` (may be empty).
+  static std::vector<DispatchResult> Conclude(
+      const Admissions& admissions, const std::vector<AdmitResult>& admitted,
+      const std::function<void(const LifecycleEvent&)>& lifecycle);
   // Checks `r` against its job definition and builds the store request.
   Result<AdmitRequest> Prepare(const DispatchRequest& r, const JobDefinition& job,
                                Millis now) const;

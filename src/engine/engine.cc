@@ -191,6 +191,7 @@ class EngineImpl final : public EngineInternal {
   // a half-destroyed engine. The transport outlives the store (declared
   // before it): the store's last commits may still publish.
   ~EngineImpl() override {
+    AwaitAsyncCalls();
     store_->SetWorkListener(nullptr);
     if (transport_) transport_->Stop();
     Stop();
@@ -342,15 +343,32 @@ class EngineImpl final : public EngineInternal {
   std::vector<Result<FinishReply>> PublishOutcomesImpl(
       const std::vector<FinishRequest>& requests) override {
     std::vector<Result<FinishReply>> replies = store_->FinishBatch(requests);
-    bool any_published = false;
-    const Millis now = options_.clock->NowMillis();
-    for (std::size_t i = 0; i < replies.size(); ++i) {
-      if (!replies[i].ok()) continue;
-      any_published = true;
-      cancel_latency_.Observed(requests[i].lease.id, replies[i]->status, now);
-    }
-    if (any_published) WakeWorkers();
+    OutcomesPublished(requests, replies);
     return replies;
+  }
+
+  void DispatchBatchAsyncImpl(const std::vector<DispatchRequest>& requests,
+                              DispatchDone done) override {
+    dispatcher_.DispatchBatchAsync(requests, [hold = HoldForAsyncCall(), done = std::move(done)](
+                                                 Result<std::vector<DispatchResult>> results) {
+      (void)hold;
+      done(std::move(results));
+    });
+  }
+
+  void PublishOutcomesAsyncImpl(std::vector<FinishRequest> requests, OutcomesDone done) override {
+    // The callback needs the leases' ids (cancel latency) once the requests
+    // are gone to the store.
+    std::vector<ExecutionId> ids;
+    ids.reserve(requests.size());
+    for (const FinishRequest& r : requests) ids.push_back(r.lease.id);
+    store_->FinishBatchAsync(std::move(requests),
+                             [this, hold = HoldForAsyncCall(), ids = std::move(ids),
+                              done = std::move(done)](std::vector<Result<FinishReply>> replies) {
+                               (void)hold;
+                               OutcomesPublished(ids, replies);
+                               done(std::move(replies));
+                             });
   }
 
  private:
@@ -377,6 +395,49 @@ class EngineImpl final : public EngineInternal {
     if (pool != nullptr) pool->Wake();
     MutexLock lock(listeners_mu_);
     for (const auto& listener : listeners_) listener();
+  }
+
+  // After outcomes of workers outside the engine were published: their
+  // cancel latency, and a wakeup when any was published (an outcome may make
+  // work due).
+  void OutcomesPublished(const std::vector<FinishRequest>& requests,
+                         const std::vector<Result<FinishReply>>& replies) {
+    std::vector<ExecutionId> ids;
+    ids.reserve(requests.size());
+    for (const FinishRequest& r : requests) ids.push_back(r.lease.id);
+    OutcomesPublished(ids, replies);
+  }
+  void OutcomesPublished(const std::vector<ExecutionId>& ids,
+                         const std::vector<Result<FinishReply>>& replies) {
+    bool any_published = false;
+    const Millis now = options_.clock->NowMillis();
+    for (std::size_t i = 0; i < replies.size(); ++i) {
+      if (!replies[i].ok()) continue;
+      any_published = true;
+      cancel_latency_.Observed(ids[i], replies[i]->status, now);
+    }
+    if (any_published) WakeWorkers();
+  }
+
+  // Keeps the engine from being destroyed while an asynchronous call is out:
+  // from now until the last copy of the callback holding the result is gone
+  // (after it ran, or unrun when the call threw before the store took it).
+  std::shared_ptr<void> HoldForAsyncCall() EXCLUDES(async_mu_) {
+    {
+      MutexLock lock(async_mu_);
+      ++async_calls_;
+    }
+    return std::shared_ptr<void>(nullptr, [this](void*) { EndAsyncCall(); });
+  }
+  void EndAsyncCall() EXCLUDES(async_mu_) {
+    MutexLock lock(async_mu_);
+    if (--async_calls_ == 0) async_cv_.NotifyAll();
+  }
+  // Until no asynchronous call is out (the store's writer still works: they
+  // finish within a commit or two).
+  void AwaitAsyncCalls() EXCLUDES(async_mu_) {
+    MutexLock lock(async_mu_);
+    while (async_calls_ != 0) async_cv_.Wait(async_mu_);
   }
 
   // Cancel latency of executions that ended without this engine publishing
@@ -443,6 +504,12 @@ class EngineImpl final : public EngineInternal {
   CondVar sweep_cv_;
   bool stop_sweeper_ GUARDED_BY(sweep_mu_) = false;
   std::thread sweeper_;
+
+  // Asynchronous calls (DispatchBatchAsync, PublishOutcomesAsync) out now
+  // (HoldForAsyncCall).
+  Mutex async_mu_;
+  CondVar async_cv_;
+  int async_calls_ GUARDED_BY(async_mu_) = 0;
 };
 
 }  // namespace
@@ -460,6 +527,20 @@ std::vector<Result<FinishReply>> PublishOutcomes(Engine& engine,
   auto* internal = dynamic_cast<EngineInternal*>(&engine);
   TE_CHECK(internal != nullptr);
   return internal->PublishOutcomesImpl(requests);
+}
+
+void DispatchBatchAsync(Engine& engine, const std::vector<DispatchRequest>& requests,
+                        EngineInternal::DispatchDone done) {
+  auto* internal = dynamic_cast<EngineInternal*>(&engine);
+  TE_CHECK(internal != nullptr);
+  internal->DispatchBatchAsyncImpl(requests, std::move(done));
+}
+
+void PublishOutcomesAsync(Engine& engine, std::vector<FinishRequest> requests,
+                          EngineInternal::OutcomesDone done) {
+  auto* internal = dynamic_cast<EngineInternal*>(&engine);
+  TE_CHECK(internal != nullptr);
+  internal->PublishOutcomesAsyncImpl(std::move(requests), std::move(done));
 }
 
 Result<std::unique_ptr<Engine>> Engine::Open(EngineOptions options) {

@@ -25,11 +25,21 @@ class EngineInternal : public Engine {
   // See PublishOutcomes() below.
   virtual std::vector<Result<FinishReply>> PublishOutcomesImpl(
       const std::vector<FinishRequest>& requests) = 0;
+  // See DispatchBatchAsync() and PublishOutcomesAsync() below.
+  using DispatchDone = std::function<void(Result<std::vector<DispatchResult>>)>;
+  using OutcomesDone = std::function<void(std::vector<Result<FinishReply>>)>;
+  virtual void DispatchBatchAsyncImpl(const std::vector<DispatchRequest>& requests,
+                                      DispatchDone done) = 0;
+  virtual void PublishOutcomesAsyncImpl(std::vector<FinishRequest> requests, OutcomesDone done) = 0;
 
  private:
   friend Store& StoreOf(Engine& engine);
   friend std::vector<Result<FinishReply>> PublishOutcomes(
       Engine& engine, const std::vector<FinishRequest>& requests);
+  friend void DispatchBatchAsync(Engine& engine, const std::vector<DispatchRequest>& requests,
+                                 DispatchDone done);
+  friend void PublishOutcomesAsync(Engine& engine, std::vector<FinishRequest> requests,
+                                   OutcomesDone done);
 };
 
 // The storage behind `engine`, for the reads and tools of the API, the server
@@ -47,6 +57,25 @@ Store& StoreOf(Engine& engine);
 // REQUIRES: `engine` is an EngineInternal.
 std::vector<Result<FinishReply>> PublishOutcomes(Engine& engine,
                                                  const std::vector<FinishRequest>& requests);
+
+// Engine::DispatchBatch without a thread waiting for the commit (the HTTP
+// routes): the same checks on the calling thread, then `done` receives what
+// DispatchBatch would return, once, only after the admissions are durable
+// (or the error: nothing was admitted), on a thread of the store or on the
+// calling thread before this returns. `done` must be quick, must not
+// block and must not call the engine. The engine outlives every pending
+// `done` (its destructor waits for them). Thread-safe.
+// REQUIRES: `engine` is an EngineInternal.
+void DispatchBatchAsync(Engine& engine, const std::vector<DispatchRequest>& requests,
+                        EngineInternal::DispatchDone done);
+
+// PublishOutcomes without a thread waiting for the commit: `done` receives
+// the replies PublishOutcomes would return, once, none ok before it is
+// durable; where and how `done` runs as for DispatchBatchAsync. The workers
+// are woken (when any outcome was published) before `done` runs.
+// REQUIRES: `engine` is an EngineInternal.
+void PublishOutcomesAsync(Engine& engine, std::vector<FinishRequest> requests,
+                          EngineInternal::OutcomesDone done);
 
 // Engine::Open with the engine's store passed through `wrap` once it is open
 // and migrated (e.g. WrapStoreWithFaults of

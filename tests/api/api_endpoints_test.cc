@@ -2,6 +2,7 @@
 // access, operator actions, and every error code a client can provoke.
 #include <gtest/gtest.h>
 
+#include <future>
 #include <map>
 #include <set>
 #include <string>
@@ -562,6 +563,71 @@ TEST_F(ApiEndpointsTest, UnknownPathsMethodsAndIds) {
   ClientResponse missing = client_->Get("/api/v1/executions/424242", kAdmin);
   EXPECT_EQ(missing.status, 404);
   EXPECT_EQ(missing.json()["error"]["message"], "execution 424242 not found");
+}
+
+// A single dispatch is answered from its commit, which concurrent dispatches
+// share: every 202 names an execution that is there at once; repeats of one
+// Idempotency-Key in flight together create one execution (one 202, the
+// others 200 naming it, or 409 for another payload); an admission the store
+// refuses answers its error and admits nothing.
+TEST_F(ApiEndpointsTest, ConcurrentDispatchesAreAnsweredFromTheirCommit) {
+  constexpr int kClients = 24;
+  std::vector<std::future<ClientResponse>> calls;
+  for (int i = 0; i < kClients; ++i) {
+    calls.push_back(std::async(std::launch::async, [this, i] {
+      TestClient own(harness_->port());
+      return own.Post("/api/v1/jobs/parked/dispatch", kDispatcher, {{"payload", {{"i", i}}}});
+    }));
+  }
+  std::set<std::int64_t> ids;
+  for (auto& c : calls) {
+    ClientResponse r = c.get();
+    ASSERT_EQ(r.status, 202) << r.body;
+    const std::int64_t id = r.json()["id"].get<std::int64_t>();
+    ids.insert(id);
+    ClientResponse e = client_->Get(ExecPath(id), kReader);
+    EXPECT_EQ(e.status, 200) << "acknowledged, so committed: " << e.body;
+    EXPECT_EQ(e.json()["status"], "queued");
+  }
+  EXPECT_EQ(ids.size(), static_cast<std::size_t>(kClients));
+
+  // One key, the same payload from several clients at once; then another payload.
+  std::vector<std::future<ClientResponse>> repeats;
+  for (int i = 0; i < 8; ++i) {
+    repeats.push_back(std::async(std::launch::async, [this, i] {
+      TestClient own(harness_->port());
+      json payload = {{"order", i < 6 ? 1 : 2}};
+      return own.Post("/api/v1/jobs/parked/dispatch", kDispatcher, {{"payload", payload}},
+                      {{"Idempotency-Key", "same-key"}});
+    }));
+  }
+  std::set<std::int64_t> keyed;
+  int created = 0;
+  for (auto& c : repeats) {
+    ClientResponse r = c.get();
+    if (r.status == 202 || r.status == 200) {
+      created += r.status == 202 ? 1 : 0;
+      keyed.insert(r.json()["id"].get<std::int64_t>());
+    } else {
+      EXPECT_EQ(r.status, 409) << r.body;
+      EXPECT_EQ(r.error_code(), "conflict") << r.body;
+      keyed.insert(r.json()["error"]["details"]["existing_execution_id"].get<std::int64_t>());
+    }
+  }
+  EXPECT_EQ(created, 1);
+  EXPECT_EQ(keyed.size(), 1u) << "every answer names the one execution of the key";
+
+  // The store refuses: the error, and nothing admitted.
+  ClientResponse before = client_->Get("/api/v1/executions?job=parked&limit=100", kAdmin);
+  ASSERT_EQ(before.status, 200);
+  ASSERT_OK(harness_->faults().Fail("AdmitBatch", Unavailable("disk stalled (simulated)")));
+  ClientResponse refused =
+      client_->Post("/api/v1/jobs/parked/dispatch", kDispatcher, {{"payload", {{"i", -1}}}});
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_EQ(refused.error_code(), "unavailable");
+  ClientResponse after = client_->Get("/api/v1/executions?job=parked&limit=100", kAdmin);
+  EXPECT_EQ(after.json()["items"].size(), before.json()["items"].size());
+  EXPECT_EQ(client_->Post("/api/v1/jobs/parked/dispatch", kDispatcher, json::object()).status, 202);
 }
 
 TEST_F(ApiEndpointsTest, StoreUnavailableIs503) {
