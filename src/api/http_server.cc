@@ -205,8 +205,13 @@ class ServerCore {
 // One connection. Every member function runs on the session's strand.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(ServerCore* server, tcp::socket socket, std::uint64_t id, std::string client)
-      : server_(server), stream_(std::move(socket)), id_(id), client_(std::move(client)) {}
+  Session(ServerCore* server, tcp::socket socket, std::uint64_t id, std::string client,
+          std::string peer)
+      : server_(server),
+        stream_(std::move(socket)),
+        id_(id),
+        client_(std::move(client)),
+        peer_(std::move(peer)) {}
 
   const std::string& client() const { return client_; }
   // Since when (SteadyMillis) the session has waited for its client; kBusy
@@ -361,10 +366,7 @@ class Session : public std::enable_shared_from_this<Session> {
       req.headers.emplace_back(Lower(std::string(field.name_string())), std::string(field.value()));
     }
     req.body = std::move(msg.body());
-    beast::error_code ec;
-    auto endpoint = stream_.socket().remote_endpoint(ec);
-    if (!ec)
-      req.remote_address = endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+    req.remote_address = peer_;
     return req;
   }
 
@@ -495,6 +497,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::tcp_stream stream_;
   const std::uint64_t id_;
   const std::string client_;  // the peer's address, the key of the per-client cap
+  const std::string peer_;    // "address:port" of the peer, read once when accepted
   std::atomic<Millis> waiting_since_{SteadyMillis()};
   std::chrono::steady_clock::time_point read_started_;
   bool served_any_ = false;
@@ -615,7 +618,8 @@ void ServerCore::OnAccept(beast::error_code ec, tcp::socket socket) {
     } else {
       ++from_client;
       std::uint64_t id = next_session_id_++;
-      session = std::make_shared<Session>(this, std::move(socket), id, std::move(client));
+      session = std::make_shared<Session>(this, std::move(socket), id, client,
+                                          client + ":" + std::to_string(peer.port()));
       sessions_.emplace(id, session);
     }
   }

@@ -83,6 +83,8 @@ TEST(ServeJsonLogTest, EveryLineIsAJsonObjectWithAnAccessLog) {
     EXPECT_EQ(j["level"], "info") << line;
     EXPECT_TRUE(j["duration_ms"].is_number()) << line;
     EXPECT_TRUE(j["remote"].is_string()) << line;
+    EXPECT_TRUE(j["remote"].get<std::string>().starts_with("127.0.0.1:"))
+        << "address:port: " << line;
     if (j["path"] == "/metrics") {
       saw_metrics = true;
       EXPECT_EQ(j["method"], "GET") << line;
