@@ -283,12 +283,19 @@ TEST(ShowExecutionTest, EffectsEscapedEffectsAttemptsAndAudit) {
   ASSERT_EQ(d.effects.size(), 2u);
   // Both may have happened: the committed notice, and the draft reserved
   // but never confirmed before the worker gave its lease up (outcome unknown).
+  // Effects come in reservation order (reserved_at, then name): the two
+  // here may share a millisecond, so each is found by its key.
   std::vector<EffectRecord> escaped = d.EscapedEffects();
   ASSERT_EQ(escaped.size(), 2u);
-  EXPECT_EQ(escaped[0].key, std::to_string(res.id.value) + ":notice");
-  EXPECT_GT(escaped[0].committed_at, 0);
-  EXPECT_EQ(escaped[1].key, std::to_string(res.id.value) + ":draft");
-  EXPECT_FALSE(escaped[1].committed);
+  const std::string prefix = std::to_string(res.id.value) + ":";
+  const bool notice_first = escaped[0].key == prefix + "notice";
+  const EffectRecord& notice_record = escaped[notice_first ? 0 : 1];
+  const EffectRecord& draft_record = escaped[notice_first ? 1 : 0];
+  EXPECT_EQ(notice_record.key, prefix + "notice");
+  EXPECT_GT(notice_record.committed_at, 0);
+  EXPECT_EQ(draft_record.key, prefix + "draft");
+  EXPECT_FALSE(draft_record.committed);
+  EXPECT_LE(escaped[0].reserved_at, escaped[1].reserved_at);
   ASSERT_EQ(d.audit.size(), 1u);
   EXPECT_EQ(d.audit[0].action, "execution.cancel_requested");
   EXPECT_EQ(d.audit[0].actor, "cli:op");
@@ -301,12 +308,14 @@ TEST(ShowExecutionTest, EffectsEscapedEffectsAttemptsAndAudit) {
   EXPECT_EQ(j["cancel_requested"], true);
   ASSERT_EQ(j["effects"].size(), 2u);
   ASSERT_EQ(j["escaped_effects"].size(), 2u);
-  EXPECT_EQ(j["escaped_effects"][0]["name"], "notice");
-  EXPECT_EQ(j["escaped_effects"][0]["state"], "committed");
-  EXPECT_EQ(j["escaped_effects"][0]["detail"], "msg-1");
-  EXPECT_TRUE(j["escaped_effects"][0]["committed_at"].is_string());
-  EXPECT_EQ(j["escaped_effects"][1]["name"], "draft");
-  EXPECT_EQ(j["escaped_effects"][1]["state"], "reserved");
+  const auto& j_notice = j["escaped_effects"][notice_first ? 0 : 1];
+  const auto& j_draft = j["escaped_effects"][notice_first ? 1 : 0];
+  EXPECT_EQ(j_notice["name"], "notice");
+  EXPECT_EQ(j_notice["state"], "committed");
+  EXPECT_EQ(j_notice["detail"], "msg-1");
+  EXPECT_TRUE(j_notice["committed_at"].is_string());
+  EXPECT_EQ(j_draft["name"], "draft");
+  EXPECT_EQ(j_draft["state"], "reserved");
   int reserved_only = 0;
   for (const auto& e : j["effects"]) {
     if (e["state"] == "reserved") {
