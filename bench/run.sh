@@ -135,7 +135,7 @@ callgrind_writer() {
     grep -m1 -F "$1" "$dir/writer.txt" | awk '{gsub(",", "", $1); print $1}'
   }
   local admit claim started finish
-  admit=$(step 'SqliteStore::AdmitOne(')
+  admit=$(step 'SqliteStore::AdmitAll(')
   claim=$(step 'SqliteStore::Claim(taskengine::ClaimRequest const&)::{lambda')
   started=$(step 'SqliteStore::MarkStarted(')
   finish=$(step 'SqliteStore::FinishBatch(')
