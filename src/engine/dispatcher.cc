@@ -1,5 +1,6 @@
 #include "engine/dispatcher.h"
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 

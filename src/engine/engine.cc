@@ -343,7 +343,7 @@ class EngineImpl final : public EngineInternal {
   std::vector<Result<FinishReply>> PublishOutcomesImpl(
       const std::vector<FinishRequest>& requests) override {
     std::vector<Result<FinishReply>> replies = store_->FinishBatch(requests);
-    OutcomesPublished(requests, replies);
+    OutcomesPublished(LeaseIds(requests), replies);
     return replies;
   }
 
@@ -359,9 +359,7 @@ class EngineImpl final : public EngineInternal {
   void PublishOutcomesAsyncImpl(std::vector<FinishRequest> requests, OutcomesDone done) override {
     // The callback needs the leases' ids (cancel latency) once the requests
     // are gone to the store.
-    std::vector<ExecutionId> ids;
-    ids.reserve(requests.size());
-    for (const FinishRequest& r : requests) ids.push_back(r.lease.id);
+    std::vector<ExecutionId> ids = LeaseIds(requests);
     store_->FinishBatchAsync(std::move(requests),
                              [this, hold = HoldForAsyncCall(), ids = std::move(ids),
                               done = std::move(done)](std::vector<Result<FinishReply>> replies) {
@@ -397,16 +395,16 @@ class EngineImpl final : public EngineInternal {
     for (const auto& listener : listeners_) listener();
   }
 
-  // After outcomes of workers outside the engine were published: their
-  // cancel latency, and a wakeup when any was published (an outcome may make
-  // work due).
-  void OutcomesPublished(const std::vector<FinishRequest>& requests,
-                         const std::vector<Result<FinishReply>>& replies) {
+  // The executions of `requests`, in order.
+  static std::vector<ExecutionId> LeaseIds(const std::vector<FinishRequest>& requests) {
     std::vector<ExecutionId> ids;
     ids.reserve(requests.size());
     for (const FinishRequest& r : requests) ids.push_back(r.lease.id);
-    OutcomesPublished(ids, replies);
+    return ids;
   }
+  // After outcomes of workers outside the engine were published (the
+  // executions `ids`): their cancel latency, and a wakeup when any was
+  // published (an outcome may make work due).
   void OutcomesPublished(const std::vector<ExecutionId>& ids,
                          const std::vector<Result<FinishReply>>& replies) {
     bool any_published = false;

@@ -13,8 +13,9 @@
 // method; AdmitBatchAsync and FinishBatchAsync meet the faults of AdmitBatch
 // and FinishBatch (a failed one calls back at once). A failed call does not
 // reach the wrapped store; a batch method (MarkStarted, HeartbeatBatch,
-// FinishBatch) then answers the status for every request. SetLifecycleObserver, SetWorkListener and
-// SetWorkPublisher always forward (the publisher after the OnPublishWork action).
+// FinishBatch) then answers the status for every request.
+// SetLifecycleObserver, SetWorkListener and SetWorkPublisher always forward
+// (the publisher after the OnPublishWork action).
 #pragma once
 
 #include <chrono>
