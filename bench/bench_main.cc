@@ -51,7 +51,8 @@ struct Args {
   int runs = 3;
   long purge_budget_ms = -1;  // purge: RetentionPolicy::max_transaction_ms (-1 = its default)
   std::string dir;
-  std::string db;  // fill: the database file to create
+  std::string db;          // fill: the database file to create
+  long payload_bytes = 0;  // p1: each payload carries a string of this many bytes
   // p2: the bench thread spins until the handler starts instead of sleeping
   // (the waiting of P2 before issue 19: it keeps one of the cores busy).
   bool p2_spin = false;
@@ -212,6 +213,10 @@ class Bench {
         te::DispatchRequest r;
         r.job = te::JobName(job);
         r.payload_json = "{\"i\":" + std::to_string(i) + "}";
+        if (args_.payload_bytes > 0) {
+          r.payload_json.pop_back();
+          r.payload_json += ",\"pad\":\"" + std::string(args_.payload_bytes, 'x') + "\"}";
+        }
         r.delay_ms = delay_ms;
         batch.push_back(std::move(r));
       }
@@ -266,8 +271,11 @@ class Bench {
         "  (target >= 100000)\n\n",
         args_.jobs, args_.workers, args_.prefetch, args_.runs, Median(disp), Median(drain),
         Median(e2e));
-    const std::string setup = std::to_string(args_.jobs) + " no-op jobs, " +
-                              std::to_string(args_.workers) + " worker threads, synchronous=FULL";
+    std::string setup = std::to_string(args_.jobs) + " no-op jobs, " +
+                        std::to_string(args_.workers) + " worker threads, synchronous=FULL";
+    if (args_.payload_bytes > 0) {
+      setup += ", payloads of " + std::to_string(args_.payload_bytes) + " bytes";
+    }
     te::bench::PrintFigure("P1", "SQLite dispatch + drain, " + setup, e2e, "jobs/s", ">=", 100'000);
     te::bench::PrintFigure("P1", "SQLite bulk dispatch alone", disp, "jobs/s");
     te::bench::PrintFigure("P1", "SQLite drain alone", drain, "jobs/s");
@@ -650,6 +658,8 @@ int main(int argc, char** argv) {
       a.dir = next();
     else if (s == "--db")
       a.db = next();
+    else if (s == "--payload-bytes")
+      a.payload_bytes = std::stol(next());
     else if (s == "--p2-spin")
       a.p2_spin = true;
     else if (s == "--purge-budget-ms")
@@ -658,6 +668,7 @@ int main(int argc, char** argv) {
       std::printf(
           "usage: taskengine-bench [p1|p2|p6|p9|purge|all] [--jobs N] [--workers N] "
           "[--prefetch N] [--runs N] [--dir PATH] [--purge-budget-ms N] [--p2-spin]\n"
+          "       [--payload-bytes N]  (p1: a string of N bytes in each payload)\n"
           "       taskengine-bench fill --jobs N --db PATH\n");
       return 0;
     } else
