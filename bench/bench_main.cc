@@ -276,9 +276,18 @@ class Bench {
     if (args_.payload_bytes > 0) {
       setup += ", payloads of " + std::to_string(args_.payload_bytes) + " bytes";
     }
-    te::bench::PrintFigure("P1", "SQLite dispatch + drain, " + setup, e2e, "jobs/s", ">=", 100'000);
-    te::bench::PrintFigure("P1", "SQLite bulk dispatch alone", disp, "jobs/s");
-    te::bench::PrintFigure("P1", "SQLite drain alone", drain, "jobs/s");
+    // The target is for quality.md's no-op jobs with small payloads.
+    if (args_.payload_bytes > 0) {
+      te::bench::PrintFigure("P1", "SQLite dispatch + drain, " + setup, e2e, "jobs/s");
+    } else {
+      te::bench::PrintFigure("P1", "SQLite dispatch + drain, " + setup, e2e, "jobs/s",
+                             ">=", 100'000);
+    }
+    const std::string sized =
+        args_.payload_bytes > 0 ? ", payloads of " + std::to_string(args_.payload_bytes) + " bytes"
+                                : "";
+    te::bench::PrintFigure("P1", "SQLite bulk dispatch alone" + sized, disp, "jobs/s");
+    te::bench::PrintFigure("P1", "SQLite drain alone" + sized, drain, "jobs/s");
   }
 
   // Bulk admission alone (a profiling aid).

@@ -10,7 +10,8 @@
 #                 and the report is written, in a few minutes; its figures are
 #                 not comparable with the targets (the report says so)
 #   --only LIST   comma-separated series to run (default all):
-#                 p1 p2 p6 p9 i7 callgrind p3 p4 p8 p7 p5 p11 pickup p10
+#                 p1 p1big p2 p6 p9 i7 callgrind callgrindbig p3 p4 p8 p7 p5
+#                 p11 pickup p10 (p1big, callgrindbig: with 4 KiB payloads)
 #   --build DIR   the Release tree, built first (default build/release, then
 #                 configured with the `release` preset when missing; another
 #                 DIR must be configured already)
@@ -114,11 +115,15 @@ series() {
 # The writer thread's instructions per job under callgrind: a P1 run of
 # $cg_jobs jobs with one output file per thread; the writer's file is the one
 # whose calls include SqliteStore::WriterLoop. Prints @figure lines.
+# callgrind_writer [PAYLOAD_BYTES]: with a string of that many bytes in each
+# payload (figures without a target).
 callgrind_writer() {
-  local dir=$work/callgrind
+  local bytes=${1:-0}
+  local dir=$work/callgrind-$bytes
   mkdir -p "$dir"
   valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$dir/cg.out" \
-    "$bin/taskengine-bench" p1 --jobs "$cg_jobs" --runs 1 --dir "$dir/db" > "$dir/run.log" 2>&1
+    "$bin/taskengine-bench" p1 --jobs "$cg_jobs" --runs 1 --dir "$dir/db" \
+    --payload-bytes "$bytes" > "$dir/run.log" 2>&1
   local writer=""
   for f in "$dir"/cg.out-*; do
     callgrind_annotate --inclusive=yes --threshold=100 "$f" > "$dir/writer.txt" 2>/dev/null
@@ -140,20 +145,26 @@ callgrind_writer() {
   started=$(step 'SqliteStore::MarkStarted(')
   finish=$(step 'SqliteStore::FinishBatch(')
   awk -v n="$cg_jobs" -v total="$total" -v admit="${admit:-0}" -v claim="${claim:-0}" \
-      -v started="${started:-0}" -v finish="${finish:-0}" 'BEGIN {
-    what = "writer instructions per job (callgrind, P1 with " n " jobs): "
-    printf "@figure|callgrind|%sclaim + finish|%.0f|%.0f|%.0f|1|instructions|<=|15000\n", what, (claim + finish) / n, (claim + finish) / n, (claim + finish) / n
-    printf "@figure|callgrind|%sall of the writer thread|%.0f|%.0f|%.0f|1|instructions|-|0\n", what, total / n, total / n, total / n
-    printf "@figure|callgrind|%sadmission|%.0f|%.0f|%.0f|1|instructions|-|0\n", what, admit / n, admit / n, admit / n
-    printf "@figure|callgrind|%sclaim|%.0f|%.0f|%.0f|1|instructions|-|0\n", what, claim / n, claim / n, claim / n
-    printf "@figure|callgrind|%smark started|%.0f|%.0f|%.0f|1|instructions|-|0\n", what, started / n, started / n, started / n
-    printf "@figure|callgrind|%sfinish|%.0f|%.0f|%.0f|1|instructions|-|0\n", what, finish / n, finish / n, finish / n
+      -v started="${started:-0}" -v finish="${finish:-0}" -v bytes="$bytes" 'BEGIN {
+    id = bytes > 0 ? "callgrindbig" : "callgrind"
+    what = "writer instructions per job (callgrind, P1 with " n " jobs"
+    what = what (bytes > 0 ? ", payloads of " bytes " bytes" : "") "): "
+    cmp = bytes > 0 ? "-|0" : "<=|15000"
+    printf "@figure|%s|%sclaim + finish|%.0f|%.0f|%.0f|1|instructions|%s\n", id, what, (claim + finish) / n, (claim + finish) / n, (claim + finish) / n, cmp
+    printf "@figure|%s|%sall of the writer thread|%.0f|%.0f|%.0f|1|instructions|-|0\n", id, what, total / n, total / n, total / n
+    printf "@figure|%s|%sadmission|%.0f|%.0f|%.0f|1|instructions|-|0\n", id, what, admit / n, admit / n, admit / n
+    printf "@figure|%s|%sclaim|%.0f|%.0f|%.0f|1|instructions|-|0\n", id, what, claim / n, claim / n, claim / n
+    printf "@figure|%s|%smark started|%.0f|%.0f|%.0f|1|instructions|-|0\n", id, what, started / n, started / n, started / n
+    printf "@figure|%s|%sfinish|%.0f|%.0f|%.0f|1|instructions|-|0\n", id, what, finish / n, finish / n, finish / n
   }'
 }
 
 # --- SQLite, in process ------------------------------------------------------
 wanted p1 && series p1 "P1 SQLite dispatch + drain" \
   "$bin/taskengine-bench" p1 --jobs "$p1_jobs" --runs "$runs" --dir "$work/db"
+wanted p1big && series p1big "P1 SQLite dispatch + drain with 4 KiB payloads" \
+  "$bin/taskengine-bench" p1 --jobs "$((p1_jobs / 5))" --runs "$runs" --dir "$work/db" \
+  --payload-bytes 4096
 wanted p2 && series p2 "P2 SQLite pickup latency, per-stage breakdown, floors" \
   "$bin/taskengine-bench" p2 --runs "$runs" --dir "$work/db"
 wanted p6 && series p6 "P6 depth independence" \
@@ -162,6 +173,8 @@ wanted p9 && series p9 "P9 memory" "$bin/taskengine-bench" p9 --dir "$work/db"
 wanted i7 && series i7 "I7 dispatch latency during a retention purge" \
   "$bin/taskengine-bench" purge --jobs "$i7_jobs" --dir "$work/db"
 wanted callgrind && series callgrind "writer instructions per job (callgrind)" callgrind_writer
+wanted callgrindbig && series callgrindbig \
+  "writer instructions per job with 4 KiB payloads (callgrind)" callgrind_writer 4096
 # --- HTTP ----------------------------------------------------------------------
 # shellcheck disable=SC2086  # http_flags is a list of flags
 wanted p3 && series p3 "P3 HTTP dispatch" "$bin/taskengine-http-bench" p3 $http_flags --dir "$work/db"

@@ -11,15 +11,25 @@
 
 namespace taskengine::storage_internal {
 
-// Column lists of the shared statements (and of SQLite's own).
-#define TE_SQL_EXECUTION_COLUMNS                                                               \
-  "id, job, tenant, queue, status, \"trigger\", requester, worker, attempt, idempotency_key, " \
-  "payload, fingerprint, result, progress, error, failure_class, scheduled_at, run_at, "       \
-  "queued_at, started_at, finished_at, claim_version, lease_expires_at, cancel_requested, "    \
-  "lane_key, parent_id, consecutive_lease_expiries, permanent_failures, ambiguous_failures, "  \
-  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                    \
-  "max_ambiguous_attempts, "                                                                   \
+// Column lists of the shared statements (and of SQLite's own). PAYLOAD is
+// what reads an execution's payload: the column `payload` on PostgreSQL and
+// MariaDB, TE_SQLITE_PAYLOAD on SQLite.
+#define TE_SQL_EXECUTION_COLUMNS_WITH(PAYLOAD)                                                \
+  "id, job, tenant, queue, status, \"trigger\", requester, worker, attempt, "                 \
+  "idempotency_key, " PAYLOAD                                                                 \
+  ", fingerprint, result, progress, error, failure_class, scheduled_at, run_at, "             \
+  "queued_at, started_at, finished_at, claim_version, lease_expires_at, cancel_requested, "   \
+  "lane_key, parent_id, consecutive_lease_expiries, permanent_failures, ambiguous_failures, " \
+  "max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts, "                   \
+  "max_ambiguous_attempts, "                                                                  \
   "max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts"
+#define TE_SQL_EXECUTION_COLUMNS TE_SQL_EXECUTION_COLUMNS_WITH("payload")
+// SQLite keeps each payload in its own row of execution_payloads, written once
+// at admission: SQLite rewrites a whole row on every UPDATE, and claims and
+// finishes update the execution's row. (PostgreSQL's TOAST and InnoDB's
+// off-page columns already keep a large payload out of the rewritten row.)
+#define TE_SQLITE_PAYLOAD \
+  "(SELECT payload FROM execution_payloads WHERE execution_id = executions.id)"
 // The columns the state machine and fencing look at.
 #define TE_SQL_STATE_COLUMNS                                                                    \
   "id, status, attempt, claim_version, consecutive_lease_expiries, permanent_failures, "        \
@@ -310,13 +320,19 @@ struct SqlDialect {
   const char* upsert_notify_state;
   const char* create_token;  // answers the new id
   SqlLaneReads lanes{};
+  const char* select_execution = sql::kSelectExecution;  // ?1 = id
 };
 
-// SQLite: one writer at a time, so no row locks.
+// kSelectExecution with the payload in its own table.
+inline constexpr char kSelectExecutionSqlite[] =
+    "SELECT " TE_SQL_EXECUTION_COLUMNS_WITH(TE_SQLITE_PAYLOAD) " FROM executions WHERE id = ?1";
+
+// SQLite: one writer at a time, so no row locks; payloads in their own table.
 inline constexpr SqlDialect kSqliteDialect{
     sql::kJobVersion,   sql::kUpsertJob,         sql::kGrant,
     sql::kUpsertTenant, sql::kAcquireLock,       sql::kUpsertUser,
     sql::kReportWorker, sql::kUpsertNotifyState, sql::kCreateToken,
+    SqlLaneReads{},     kSelectExecutionSqlite,
 };
 inline constexpr SqlDialect kPostgresDialect{
     sql::kJobVersionForUpdate, sql::kUpsertJob,         sql::kGrant,

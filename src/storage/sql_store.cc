@@ -405,8 +405,9 @@ Result<std::vector<WorkerInfo>> SqlStore::ListWorkers(Millis seen_within_ms) {
 
 Result<Execution> SqlStore::GetExecution(ExecutionId id) {
   return ReadValue<Execution>([&](SqlSession& s) -> Result<Execution> {
-    TE_ASSIGN_OR_RETURN(std::optional<Execution> e,
-                        s.One(kSelectExecution, SqlArgs().Add(id.value), ReadExecutionRow));
+    TE_ASSIGN_OR_RETURN(
+        std::optional<Execution> e,
+        s.One(dialect_.select_execution, SqlArgs().Add(id.value), ReadExecutionRow));
     if (!e) return NotFound("no execution " + std::to_string(id.value));
     return std::move(*e);
   });

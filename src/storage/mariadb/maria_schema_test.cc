@@ -1284,6 +1284,9 @@ class MariaMatchesSharedTest : public MariaSchemaTest {
     ASSERT_OK(conn_.Exec(SeedSql()));
     ASSERT_OK(sqlite_.Open(dir_.File("shared.db"), /*create=*/true, 1000));
     for (const char* m : sqlite::kMigrations) ASSERT_OK(sqlite_.Exec(m));
+    // The shared texts read and write the payload in the execution's row, as
+    // MariaDB keeps it; SQLite's own statements keep it in execution_payloads.
+    ASSERT_OK(sqlite_.Exec("ALTER TABLE executions ADD COLUMN payload TEXT NOT NULL DEFAULT ''"));
     ASSERT_OK(sqlite_.Exec(SeedSql()));
   }
 

@@ -359,6 +359,18 @@ CREATE TABLE notify_state (
     R"sql(
 ALTER TABLE sessions RENAME COLUMN user TO user_name;
 )sql",
+    // Version 15: each payload in a row of its own, written once at
+    // admission. SQLite rewrites the whole row on every UPDATE, overflow pages
+    // included: in the execution's row, a payload was copied again at each
+    // claim and each ending (TE_SQLITE_PAYLOAD reads it).
+    R"sql(
+CREATE TABLE execution_payloads (
+  execution_id INTEGER PRIMARY KEY,
+  payload TEXT NOT NULL
+) STRICT;
+INSERT INTO execution_payloads (execution_id, payload) SELECT id, payload FROM executions;
+ALTER TABLE executions DROP COLUMN payload;
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));

@@ -66,27 +66,38 @@ constexpr const char* kSelectState =
 
 // The state columns, then what a worker needs (from kStateColumnCount on).
 constexpr const char* kClaimDue =
-    "SELECT " TE_SQL_STATE_COLUMNS
-    ", job, payload, COALESCE(idempotency_key, '')"
+    "SELECT " TE_SQL_STATE_COLUMNS ", job, " TE_SQLITE_PAYLOAD
+    ", COALESCE(idempotency_key, '')"
     " FROM executions INDEXED BY executions_due"
     " WHERE queue = ?1 AND status = 0 AND lane_parked = 0 AND run_at <= ?2"
     " ORDER BY run_at, id LIMIT ?3";
 // kClaimDue's columns for the execution ?1 that an admission just inserted
 // (a claim at admission, Store::AdmissionClaimer).
-constexpr const char* kClaimRowById = "SELECT " TE_SQL_STATE_COLUMNS
-                                      ", job, payload, COALESCE(idempotency_key, '')"
-                                      " FROM executions WHERE id = ?1";
+constexpr const char* kClaimRowById =
+    "SELECT " TE_SQL_STATE_COLUMNS ", job, " TE_SQLITE_PAYLOAD
+    ", COALESCE(idempotency_key, '') FROM executions WHERE id = ?1";
 // kClaimDue for a claimer that names the handlers it can run (?4: a
 // HandlerFilter list): executions of other handlers are skipped.
 constexpr const char* kClaimDueForHandlers =
-    "SELECT " TE_SQL_STATE_COLUMNS
-    ", job, payload, COALESCE(idempotency_key, '')"
+    "SELECT " TE_SQL_STATE_COLUMNS ", job, " TE_SQLITE_PAYLOAD
+    ", COALESCE(idempotency_key, '')"
     " FROM executions INDEXED BY executions_due"
     " WHERE queue = ?1 AND status = 0 AND lane_parked = 0 AND run_at <= ?2"
     " AND job IN (SELECT name FROM job_definitions"
     " WHERE instr(?4, char(31) || handler || char(31)) > 0)"
     " ORDER BY run_at, id LIMIT ?3";
-// L4: the current claim's handler starts.
+// Admission: the shared kInsertExecution's arguments but the payload (?7),
+// which goes to its own row (TE_SQLITE_PAYLOAD) by kInsertPayload.
+constexpr const char* kInsertExecutionRow =
+    "INSERT INTO executions (job, tenant, queue, status, \"trigger\", requester, idempotency_key,"
+    " fingerprint, scheduled_at, run_at, queued_at, lane_key, parent_id, max_attempts,"
+    " backoff_base_ms, backoff_cap_ms, max_permanent_attempts, max_ambiguous_attempts,"
+    " max_consecutive_lease_expiries, lease_ms, max_unsupported_schema_attempts, lane_parked)"
+    " VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
+    " ?19, ?20, ?21, ?22)";
+constexpr const char* kInsertPayload =
+    "INSERT INTO execution_payloads (execution_id, payload) VALUES (?1, ?2)";
+constexpr const char* kDeletePayload = "DELETE FROM execution_payloads WHERE execution_id = ?1";
 
 constexpr const char* kExpired = "SELECT " TE_SQL_STATE_COLUMNS
                                  " FROM executions WHERE status = 1 AND lease_expires_at < ?1"
@@ -559,7 +570,8 @@ class SqliteStore final : public SqlStore {
       const std::vector<ListPart> parts = PlanListParts(f);
       std::vector<std::vector<Execution>> rows(parts.size());
       for (std::size_t i = 0; i < parts.size(); ++i) {
-        ListSql q = BuildListSql(f, parts[i], TE_SQL_EXECUTION_COLUMNS, ListPartRowLimit(f),
+        ListSql q = BuildListSql(f, parts[i], TE_SQL_EXECUTION_COLUMNS_WITH(TE_SQLITE_PAYLOAD),
+                                 ListPartRowLimit(f),
                                  /*count_only=*/false, '?');
         TE_ASSIGN_OR_RETURN(Stmt s, PrepareList(c, q));
         while (true) {
@@ -843,9 +855,11 @@ class SqliteStore final : public SqlStore {
         TE_ASSIGN_OR_RETURN(std::int64_t n, CountReturned(s));
         *count += n;
       }
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kDeleteExecution));
-      s.Bind(1, d.id);
-      TE_RETURN_IF_ERROR(s.Run());
+      for (const char* sql : {kDeletePayload, kDeleteExecution}) {
+        TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(sql));
+        s.Bind(1, d.id);
+        TE_RETURN_IF_ERROR(s.Run());
+      }
       op_counters_.counts[{d.tenant, d.queue, d.status}] -= 1;
       ++r.executions;
       if (r.oldest_ended_at == 0 || d.finished_at < r.oldest_ended_at) {
@@ -1034,10 +1048,10 @@ class SqliteStore final : public SqlStore {
       l.Bind(1, r.tenant.value).Bind(2, r.lane_key);
       TE_ASSIGN_OR_RETURN(parked, l.Step());
     }
-    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kInsertExecution));
+    TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kInsertExecutionRow));
     s.Bind(1, r.job.value).Bind(2, r.tenant.value).Bind(3, p.queue);
     s.Bind(4, static_cast<int>(r.trigger)).Bind(5, r.requester).BindOrNull(6, r.idempotency_key);
-    s.Bind(7, r.payload_json).Bind(8, r.fingerprint).Bind(9, r.scheduled_at);
+    s.Bind(8, r.fingerprint).Bind(9, r.scheduled_at);
     s.Bind(10, AdmissionRunAt(r, now)).Bind(11, now).Bind(12, r.lane_key);
     s.Bind(13, r.parent.value).Bind(14, p.retry.max_attempts).Bind(15, p.retry.backoff_base_ms);
     s.Bind(16, p.retry.backoff_cap_ms).Bind(17, p.retry.max_permanent_attempts);
@@ -1048,6 +1062,9 @@ class SqliteStore final : public SqlStore {
     AdmitResult res;
     res.outcome = AdmitOutcome::kCreated;
     res.id = ExecutionId(c.last_insert_rowid());
+    TE_ASSIGN_OR_RETURN(Stmt pl, c.Prepare(kInsertPayload));
+    pl.Bind(1, res.id.value).Bind(2, r.payload_json);
+    TE_RETURN_IF_ERROR(pl.Run());
     res.status = ExecutionStatus::kQueued;
     op_counters_.CountAdmission(p.queue, r.tenant.value);
     if (parked) return res;

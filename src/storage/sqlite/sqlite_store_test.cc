@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <set>
@@ -279,6 +280,89 @@ TEST(SqliteStoreTest, NewerSchemaIsRefused) {
 // O1, version 8: lanes became (tenant, lane key). A database of version 7
 // holds executions parked behind another tenant's member of the same key;
 // the migration makes each tenant's oldest open member its lane's head.
+// Undoes version 15: each payload back in its execution's row.
+constexpr const char* kDowngradePayloads =
+    "ALTER TABLE executions ADD COLUMN payload TEXT NOT NULL DEFAULT '';"
+    "UPDATE executions SET payload = (SELECT payload FROM execution_payloads"
+    "  WHERE execution_id = executions.id);"
+    "DROP TABLE execution_payloads;";
+
+// Version 15 moves each payload out of its execution's row, unchanged: a
+// database of version 14 keeps every payload, and a claim and the reads of
+// one execution and of a list answer it. Claims and endings no longer touch
+// the payload's row.
+TEST(SqliteStoreTest, P1_MigrationMovesPayloadsToARowWrittenOnce) {
+  TempDir dir;
+  FakeClock clock;
+  SqliteStoreOptions o;
+  o.path = dir.File("payloads.db");
+  o.clock = &clock;
+  const std::string large = "{\"blob\":\"" + std::string(20000, 'x') + "\"}";
+  std::vector<ExecutionId> ids;
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, OpenSqliteStore(o));
+    ASSERT_OK(store->Migrate());
+    ASSERT_OK(store->UpsertJob(Job()));
+    for (int i = 0; i < 3; ++i) {
+      AdmitRequest r = Request(i);
+      if (i == 1) r.payload_json = large;
+      ASSERT_OK_AND_ASSIGN(AdmitResult a, store->Admit(r));
+      ids.push_back(a.id);
+    }
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(o.path.c_str(), &db), SQLITE_OK);
+    const std::string downgrade = std::string(kDowngradePayloads) + "PRAGMA user_version = 14;";
+    ASSERT_EQ(sqlite3_exec(db, downgrade.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  ASSERT_OK_AND_ASSIGN(auto store, OpenSqliteStore(o));
+  ASSERT_OK(store->Migrate());
+  ASSERT_OK_AND_ASSIGN(int version, store->SchemaVersion());
+  EXPECT_EQ(version, sqlite::kSchemaVersion);
+  auto payload_of = [&](int i) { return i == 1 ? large : Request(i).payload_json; };
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_OK_AND_ASSIGN(Execution e, store->GetExecution(ids[i]));
+    EXPECT_EQ(e.payload_json, payload_of(i)) << i;
+  }
+  ASSERT_OK_AND_ASSIGN(ExecutionPage page, store->ListExecutions(ExecutionFilter{}));
+  ASSERT_EQ(page.items.size(), 3u);
+  for (const Execution& e : page.items) {
+    const auto at = std::find(ids.begin(), ids.end(), e.id) - ids.begin();
+    EXPECT_EQ(e.payload_json, payload_of(static_cast<int>(at))) << e.id.value;
+  }
+  ClaimRequest claim;
+  claim.worker = WorkerId("w1");
+  claim.slots = {{"default", 10}};
+  ASSERT_OK_AND_ASSIGN(std::vector<Lease> leases, store->Claim(claim));
+  ASSERT_EQ(leases.size(), 3u);
+  for (const Lease& l : leases) {
+    const auto at = std::find(ids.begin(), ids.end(), l.id) - ids.begin();
+    EXPECT_EQ(l.payload_json, payload_of(static_cast<int>(at))) << l.id.value;
+  }
+  // The payloads' rows stay as admission wrote them: neither the claims nor
+  // the ending below write to execution_payloads.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(o.path.c_str(), &db), SQLITE_OK);
+  auto changes = [&] {
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(
+        sqlite3_prepare_v2(db, "SELECT COUNT(*), SUM(length(payload)) FROM execution_payloads", -1,
+                           &st, nullptr),
+        SQLITE_OK);
+    EXPECT_EQ(sqlite3_step(st), SQLITE_ROW);
+    std::pair<std::int64_t, std::int64_t> out{sqlite3_column_int64(st, 0),
+                                              sqlite3_column_int64(st, 1)};
+    sqlite3_finalize(st);
+    return out;
+  };
+  const auto before = changes();
+  EXPECT_EQ(before.first, 3);
+  ASSERT_OK(store->Complete(LeaseRef{leases[0].id, leases[0].version}, "{\"ok\":true}").status());
+  EXPECT_EQ(changes(), before);
+  sqlite3_close(db);
+}
+
 TEST(SqliteStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
   TempDir dir;
   FakeClock clock;
@@ -306,10 +390,12 @@ TEST(SqliteStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
     // (and no handler_started column, which version 9 adds, nor
     // job_definitions.seed_digest of version 10, the worker columns of
     // version 11, the tenant counters and search indexes of version 12, the
-    // notification tables of version 13, or the session column name of 14).
+    // notification tables of version 13, the session column name of 14, or
+    // the payload table of 15).
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(o.path.c_str(), &db), SQLITE_OK);
     const std::string downgrade =
+        std::string(kDowngradePayloads) +
         "DROP INDEX executions_by_status; DROP INDEX executions_by_queued_at;"
         "DROP INDEX executions_by_finished_at;"
         "CREATE INDEX executions_attention ON executions(status, id) WHERE status IN (3, 4);"
