@@ -364,21 +364,33 @@ void LeaseRoute(const ProtocolPtr& wp, const RouteRequest& req, const Responder&
   poll.deliver = [wp, respond, worker = reg.id](std::vector<Lease> leases) {
     wp->workers.OnLeased(worker, leases);
     wp->metrics->claims += static_cast<std::int64_t>(leases.size());
-    Json items = Json::array();
+    // Each job's definition and handler config, once per batch.
+    std::map<std::string, std::pair<std::shared_ptr<const JobDefinition>, std::string>, std::less<>>
+        jobs;
+    HttpResponse response;
+    response.body = "{\"leases\":[";
     for (const Lease& lease : leases) {
-      std::shared_ptr<const JobDefinition> job = wp->jobs.Get(lease.job);
-      Json item = LeaseToJson(lease, job.get());
-      if (job != nullptr && wp->ctx.options.expand_handler_config) {
-        // A named profile or target becomes the settings it names (a
-        // reference the server cannot resolve is sent as stored: the worker
-        // refuses it as a bad config).
-        auto expanded = wp->ctx.options.expand_handler_config(*job);
-        if (expanded.ok()) item["handler_config"] = EmbeddedJson(*expanded);
+      auto it = jobs.find(lease.job.value);
+      if (it == jobs.end()) {
+        std::shared_ptr<const JobDefinition> job = wp->jobs.Get(lease.job);
+        std::string config;
+        if (job != nullptr) {
+          config = HandlerConfigText(*job);
+          if (wp->ctx.options.expand_handler_config) {
+            // A named profile or target becomes the settings it names (a
+            // reference the server cannot resolve is sent as stored: the
+            // worker refuses it as a bad config).
+            auto expanded = wp->ctx.options.expand_handler_config(*job);
+            if (expanded.ok()) config = EmbeddedJsonText(*expanded);
+          }
+        }
+        it = jobs.emplace(lease.job.value, std::pair{std::move(job), std::move(config)}).first;
       }
-      item["timeout_ms"] = job != nullptr ? Json(job->timeout_ms) : Json(nullptr);
-      items.push_back(std::move(item));
+      if (response.body.back() != '[') response.body += ',';
+      AppendLeaseJson(response.body, lease, it->second.first.get(), it->second.second);
     }
-    respond.Send(JsonResponse(200, Json{{"leases", std::move(items)}}));
+    response.body += "]}";
+    respond.Send(std::move(response));
   };
   if (Status s = wp->ctx.lease_broker->Submit(std::move(poll)); !s.ok()) {
     respond.Send(StatusResponse(s));

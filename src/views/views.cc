@@ -345,24 +345,89 @@ Json WorkerToJson(const WorkerInfo& w, const WorkerDetails* details, Millis now)
   };
 }
 
-Json LeaseToJson(const Lease& lease, const JobDefinition* job) {
-  return {
-      {"id", std::to_string(lease.id.value)},
-      {"claim_version", lease.version.value},
-      {"job", lease.job.value},
-      {"tenant", StringOrNull(lease.tenant.value)},
-      {"queue", lease.queue},
-      {"attempt", lease.attempt},
-      {"payload", lease.payload_json.empty() ? Json::object() : JsonText(lease.payload_json)},
-      {"idempotency_key", StringOrNull(lease.idempotency_key)},
-      {"effect_key_prefix", std::to_string(lease.id.value) + ":"},
-      {"lease_ms", lease.lease_ms},
-      {"lease_expires_at", TimeOrNull(lease.lease_expires_at)},
-      {"handler", job != nullptr ? Json(job->handler) : Json(nullptr)},
-      {"handler_config",
-       job == nullptr ? Json(nullptr)
-                      : (job->config_json.empty() ? Json::object() : JsonText(job->config_json))},
-  };
+namespace {
+
+// `j` as the API prints it: compact, invalid UTF-8 replaced (api/errors.h).
+std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+// A stored JSON text as a value: copied as it is when it is valid JSON (as the
+// store holds it), else as JsonText makes it.
+void AppendStoredJson(std::string& out, const std::string& text) {
+  if (Json::accept(text)) {
+    out += text;
+  } else {
+    out += Dump(JsonText(text));
+  }
+}
+
+// The members of an object written as text: Key("k") then the value's text.
+class ObjectText {
+ public:
+  explicit ObjectText(std::string& out) : out_(out) { out_ += '{'; }
+  ~ObjectText() { out_ += '}'; }
+  ObjectText(const ObjectText&) = delete;
+  ObjectText& operator=(const ObjectText&) = delete;
+  std::string& Key(std::string_view key) {
+    out_ += first_ ? "\"" : ",\"";
+    first_ = false;
+    out_ += key;
+    out_ += "\":";
+    return out_;
+  }
+
+ private:
+  std::string& out_;
+  bool first_ = true;
+};
+void AppendString(std::string& out, const std::string& s) { out += Dump(Json(s)); }
+void AppendStringOrNull(std::string& out, const std::string& s) {
+  if (s.empty()) {
+    out += "null";
+  } else {
+    AppendString(out, s);
+  }
+}
+
+}  // namespace
+
+std::string HandlerConfigText(const JobDefinition& job) {
+  return job.config_json.empty() ? "{}" : Dump(JsonText(job.config_json));
+}
+
+std::string EmbeddedJsonText(const std::string& text) { return Dump(EmbeddedJson(text)); }
+
+void AppendLeaseJson(std::string& out, const Lease& lease, const JobDefinition* job,
+                     std::string_view handler_config) {
+  const std::string id = std::to_string(lease.id.value);  // digits only
+  ObjectText o(out);
+  o.Key("id") += '"' + id + '"';
+  o.Key("claim_version") += std::to_string(lease.version.value);
+  AppendString(o.Key("job"), lease.job.value);
+  AppendStringOrNull(o.Key("tenant"), lease.tenant.value);
+  AppendString(o.Key("queue"), lease.queue);
+  o.Key("attempt") += std::to_string(lease.attempt);
+  if (lease.payload_json.empty()) {
+    o.Key("payload") += "{}";
+  } else {
+    AppendStoredJson(o.Key("payload"), lease.payload_json);
+  }
+  AppendStringOrNull(o.Key("idempotency_key"), lease.idempotency_key);
+  o.Key("effect_key_prefix") += '"' + id + ":\"";
+  o.Key("lease_ms") += std::to_string(lease.lease_ms);
+  if (lease.lease_expires_at == 0) {
+    o.Key("lease_expires_at") += "null";
+  } else {
+    AppendString(o.Key("lease_expires_at"), FormatTime(lease.lease_expires_at));
+  }
+  if (job == nullptr) {
+    o.Key("handler") += "null";
+    o.Key("handler_config") += "null";
+    o.Key("timeout_ms") += "null";
+  } else {
+    AppendString(o.Key("handler"), job->handler);
+    o.Key("handler_config") += handler_config;
+    o.Key("timeout_ms") += std::to_string(job->timeout_ms);
+  }
 }
 
 }  // namespace taskengine

@@ -132,11 +132,22 @@ struct WorkerDetails {
 // from the store's row.
 Json WorkerToJson(const WorkerInfo& worker, const WorkerDetails* details, Millis now);
 
-// A lease as the worker protocol hands it out (ids as decimal strings):
+// A lease as the worker protocol hands it out (ids as decimal strings),
+// appended to `out` as JSON text:
 // {"id", "claim_version", "job", "tenant", "queue", "attempt", "payload",
 //  "idempotency_key", "effect_key_prefix", "lease_ms", "lease_expires_at",
-//  "handler", "handler_config"}. `job` is the execution's definition; null
-// (handler and handler_config null) when it is gone.
-Json LeaseToJson(const Lease& lease, const JobDefinition* job);
+//  "handler", "handler_config", "timeout_ms"}. `job` is the execution's
+// definition; null (handler, handler_config and timeout_ms null) when it is
+// gone. `handler_config` is the config's JSON text (HandlerConfigText, or a
+// caller's expansion of it through EmbeddedJsonText). Written as text, not
+// built as a Json: the payload, a stored JSON text, is copied as it is rather
+// than parsed and printed again for every lease of a batch.
+void AppendLeaseJson(std::string& out, const Lease& lease, const JobDefinition* job,
+                     std::string_view handler_config);
+// The handler config a lease of `job` carries, as JSON text: the stored
+// config, {} when it has none.
+std::string HandlerConfigText(const JobDefinition& job);
+// EmbeddedJson(text) as JSON text.
+std::string EmbeddedJsonText(const std::string& text);
 
 }  // namespace taskengine

@@ -37,6 +37,76 @@ TEST(ViewsTest, QueuesConfiguredByPriorityThenOthersByName) {
   EXPECT_EQ(QueueToJson(views[1])["oldest_queued_age_ms"], 1'000);
 }
 
+// A lease written as text is the document the worker protocol documents:
+// every member, in order; the stored payload and config as JSON values; null
+// for what is unset or gone; invalid UTF-8 replaced as in every response; a
+// stored text that is not JSON (which the store never holds) as a string.
+TEST(ViewsTest, LeaseTextIsTheDocumentOfTheWorkerProtocol) {
+  Lease lease;
+  lease.id = ExecutionId(9'007'199'254'740'993);  // beyond a double's integers
+  lease.version = ClaimVersion(3);
+  lease.job = JobName("send-mail");
+  lease.queue = "default";
+  lease.attempt = 2;
+  lease.payload_json = R"({"to":"a@b.example","text":"h\u00e9 \"q\"\n","n":[1,2.5,-3e-7]})";
+  lease.idempotency_key = std::string("key-\xff");
+  lease.lease_ms = 30'000;
+  lease.lease_expires_at = 1'700'000'000'123;
+  JobDefinition job;
+  job.name = lease.job;
+  job.handler = "mailer";
+  job.config_json = R"({"smtp":"relay"})";
+  job.timeout_ms = 60'000;
+
+  std::string text = "[";
+  AppendLeaseJson(text, lease, &job, HandlerConfigText(job));
+  text += ",";
+  Lease gone = lease;
+  gone.tenant = TenantId("acme");
+  gone.payload_json = "not json";
+  gone.idempotency_key.clear();
+  gone.lease_expires_at = 0;
+  AppendLeaseJson(text, gone, nullptr, "ignored");
+  text += "]";
+  const Json docs = Json::parse(text);
+  ASSERT_EQ(docs.size(), 2u);
+  const Json& l = docs[0];
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : l.items()) keys.push_back(key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"id", "claim_version", "job", "tenant", "queue",
+                                            "attempt", "payload", "idempotency_key",
+                                            "effect_key_prefix", "lease_ms", "lease_expires_at",
+                                            "handler", "handler_config", "timeout_ms"}));
+  EXPECT_EQ(l["id"], "9007199254740993");
+  EXPECT_EQ(l["claim_version"], 3);
+  EXPECT_EQ(l["job"], "send-mail");
+  EXPECT_TRUE(l["tenant"].is_null());
+  EXPECT_EQ(l["queue"], "default");
+  EXPECT_EQ(l["attempt"], 2);
+  EXPECT_EQ(l["payload"], Json::parse(lease.payload_json));
+  EXPECT_EQ(l["idempotency_key"], "key-\xef\xbf\xbd");  // U+FFFD
+  EXPECT_EQ(l["effect_key_prefix"], "9007199254740993:");
+  EXPECT_EQ(l["lease_ms"], 30'000);
+  EXPECT_EQ(l["lease_expires_at"], TimeOrNull(lease.lease_expires_at));
+  EXPECT_EQ(l["handler"], "mailer");
+  EXPECT_EQ(l["handler_config"], Json::parse(job.config_json));
+  EXPECT_EQ(l["timeout_ms"], 60'000);
+
+  const Json& g = docs[1];
+  EXPECT_EQ(g["tenant"], "acme");
+  EXPECT_EQ(g["payload"], "not json");
+  EXPECT_TRUE(g["idempotency_key"].is_null());
+  EXPECT_TRUE(g["lease_expires_at"].is_null());
+  EXPECT_TRUE(g["handler"].is_null());
+  EXPECT_TRUE(g["handler_config"].is_null());
+  EXPECT_TRUE(g["timeout_ms"].is_null());
+
+  job.config_json.clear();
+  EXPECT_EQ(HandlerConfigText(job), "{}");
+  EXPECT_EQ(EmbeddedJsonText(""), "null");
+  EXPECT_EQ(EmbeddedJsonText(R"({"a": [1, 2]})"), R"({"a":[1,2]})");
+}
+
 TEST(ViewsTest, EffectStateAndEmptyConfig) {
   EffectRecord effect;
   effect.key = "7:send";
