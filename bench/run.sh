@@ -171,7 +171,7 @@ wanted p6 && series p6 "P6 depth independence" \
   "$bin/taskengine-bench" p6 --jobs "$p6_jobs" --runs "$((runs + 1))" --dir "$work/db"
 wanted p9 && series p9 "P9 memory" "$bin/taskengine-bench" p9 --dir "$work/db"
 wanted i7 && series i7 "I7 dispatch latency during a retention purge" \
-  "$bin/taskengine-bench" purge --jobs "$i7_jobs" --dir "$work/db"
+  "$bin/taskengine-bench" purge --jobs "$i7_jobs" --runs "$runs" --dir "$work/db"
 wanted callgrind && series callgrind "writer instructions per job (callgrind)" callgrind_writer
 wanted callgrindbig && series callgrindbig \
   "writer instructions per job with 4 KiB payloads (callgrind)" callgrind_writer 4096
