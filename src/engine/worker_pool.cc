@@ -460,6 +460,14 @@ void WorkerPool::ClaimLoop() {
     lock.Unlock();
     request.mark_started = false;  // L4: marked when a handler takes each lease
     auto leases = store_->Claim(request);
+    // Short: how long until more of these queues is due (-1: unknown).
+    Millis due_in = -1;
+    if (leases.ok() && static_cast<int>(leases->size()) < wanted) {
+      std::vector<std::string> queues;
+      for (const QueueSlot& slot : request.slots) queues.push_back(slot.queue);
+      Result<Millis> next = store_->NextDueIn(queues);
+      if (next.ok()) due_in = *next;
+    }
     if (pickup_trace::PickupTrace* trace = pickup_trace::Installed();
         trace != nullptr && leases.ok() && !leases->empty()) [[unlikely]] {
       pickup_trace::MarkAt(trace, pickup_trace::kClaimerAwake, awake_ns);
@@ -483,9 +491,11 @@ void WorkerPool::ClaimLoop() {
     claimed_ += got;
     if (got > 0) work_cv_.NotifyAll();
     if (got < wanted) {
-      // Nothing more is due now: sleep until woken or the poll interval.
-      const auto poll_at =
-          std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.poll_interval_ms);
+      // Nothing more is due now: sleep until woken, the poll interval, or
+      // (sooner) when the next queued execution of these queues is due.
+      const Millis sleep_ms = due_in >= 0 ? std::clamp<Millis>(due_in, 1, options_.poll_interval_ms)
+                                          : options_.poll_interval_ms;
+      const auto poll_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(sleep_ms);
       while (!stop_claiming_ && !wake_ && claim_cv_.WaitUntil(mu_, poll_at)) {
       }
     }
@@ -536,13 +546,9 @@ std::shared_ptr<WorkerPool::Task> WorkerPool::ClaimDirect() {
   ClaimRequest request;
   request.worker = WorkerId(options_.worker_id);
   request.mark_started = true;  // L4: each lease goes to an idle worker at once
-  bool every_queue_asked = true;
   for (const QueueState& q : queues_) {
     if (!MayStartOneMore(q)) continue;
-    if (static_cast<int>(request.slots.size()) == most) {
-      every_queue_asked = false;
-      break;
-    }
+    if (static_cast<int>(request.slots.size()) == most) break;
     request.slots.push_back(QueueSlot{q.config.name, 1});
   }
   if (request.slots.empty()) {
@@ -570,12 +576,12 @@ std::shared_ptr<WorkerPool::Task> WorkerPool::ClaimDirect() {
   }
   const auto got = static_cast<int>(leases->size());
   claimed_ += got;
-  // More may be due (a queue answered all it was asked, or was not asked):
-  // the claimer claims the rest in batches.
-  if (!every_queue_asked || got == static_cast<int>(request.slots.size())) {
-    wake_ = true;
-    claim_cv_.NotifyOne();
-  }
+  // The claimer goes on: more may be due (a queue answered all it was asked,
+  // or was not asked), which it claims in batches; or less than asked was,
+  // and it learns when the rest is due (Store::NextDueIn: a wake may come
+  // from a node whose clock is a little ahead of this one's).
+  wake_ = true;
+  claim_cv_.NotifyOne();
   std::vector<std::shared_ptr<Task>> tasks;
   for (Lease& lease : *leases) tasks.push_back(TakeLease(std::move(lease)));
   if (tasks.empty()) return nullptr;

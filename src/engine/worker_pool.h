@@ -3,7 +3,9 @@
 // Threads (none per job):
 //  - a claimer that claims batches per queue (priority order, per-queue
 //    concurrency plus a bounded prefetch), woken in-process on admission and
-//    polling at `poll_interval_ms` otherwise (A3). When a worker is parked
+//    polling at `poll_interval_ms` otherwise (A3), or sooner when the store
+//    says the next queued execution is due before that (Store::NextDueIn:
+//    delayed work starts at its run_at). When a worker is parked
 //    (nothing to run), an admission's Wake goes to that worker instead: it
 //    claims for itself one lease per queue that may start one (ClaimDirect),
 //    marked started in the same transaction, and runs it, so an idle pool's

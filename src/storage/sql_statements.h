@@ -57,6 +57,10 @@ namespace taskengine::storage_internal {
 
 namespace sql {
 
+// The earliest run_at of queue ?1's queued, un-parked executions (the due
+// index), NULL when there is none.
+inline constexpr char kNextRunAt[] =
+    "SELECT MIN(run_at) FROM executions WHERE queue = ?1 AND status = 0 AND lane_parked = 0";
 inline constexpr char kSelectExecution[] =
     "SELECT " TE_SQL_EXECUTION_COLUMNS " FROM executions WHERE id = ?1";
 // I6: the ending of execution ?1 at ?2 waits in the outbox for its
@@ -321,6 +325,7 @@ struct SqlDialect {
   const char* create_token;  // answers the new id
   SqlLaneReads lanes{};
   const char* select_execution = sql::kSelectExecution;  // ?1 = id
+  const char* next_run_at = sql::kNextRunAt;             // ?1 = queue
 };
 
 // kSelectExecution with the payload in its own table.

@@ -401,6 +401,25 @@ Result<std::vector<WorkerInfo>> SqlStore::ListWorkers(Millis seen_within_ms) {
   });
 }
 
+// --- leasing ---
+
+Result<Millis> SqlStore::NextDueIn(const std::vector<std::string>& queues) {
+  return ReadValue<Millis>([&](SqlSession& s) -> Result<Millis> {
+    std::optional<Millis> next;
+    for (const std::string& queue : queues) {
+      TE_ASSIGN_OR_RETURN(std::optional<std::optional<Millis>> run_at,
+                          s.One(dialect_.next_run_at, SqlArgs().Add(queue),
+                                [](const Row& r) -> std::optional<Millis> {
+                                  if (r.IsNull(0)) return std::nullopt;
+                                  return r.Int(0);
+                                }));
+      if (run_at && *run_at && (!next || **run_at < *next)) next = **run_at;
+    }
+    if (!next) return Millis{-1};
+    return std::max<Millis>(0, *next - clock_->NowMillis());
+  });
+}
+
 // --- reads of one execution ---
 
 Result<Execution> SqlStore::GetExecution(ExecutionId id) {

@@ -23,6 +23,9 @@ namespace taskengine::storage_internal {
 
 class SqlStore : public ActionStore {
  public:
+  // --- leasing ---
+  Result<Millis> NextDueIn(const std::vector<std::string>& queues) override;
+
   // --- job definitions ---
   Status UpsertJob(const JobDefinition& job) override;
   Status ChangeJob(const JobChange& change) override;

@@ -34,6 +34,8 @@ Result<FinishReply> Store::Fail(const LeaseRef& lease, FailureClass failure_clas
   return std::move(FinishBatch({std::move(r)}).front());
 }
 
+Result<Millis> Store::NextDueIn(const std::vector<std::string>&) { return Millis{-1}; }
+
 void Store::AdmitBatchAsync(std::vector<AdmitRequest> requests, AdmitDone done) {
   done(AdmitBatch(requests));
 }

@@ -435,6 +435,13 @@ class Store {
   // failed head blocks; another tenant's lane of the same key never does). Each gets attempt+1 and
   // a new claim version. Returns an empty vector when nothing is due.
   virtual Result<std::vector<Lease>> Claim(const ClaimRequest& request) = 0;
+  // How long until the next queued, un-parked execution of one of `queues`
+  // is due, by the clock claims use (0 when one is due already); -1 when none
+  // is queued, or the backend cannot tell. A claimer that found nothing
+  // sleeps that long rather than a whole poll interval: a delayed execution
+  // starts at its run_at, and one another node admitted by a clock a little
+  // ahead of this node's is claimed once it is due here. Default: -1.
+  virtual Result<Millis> NextDueIn(const std::vector<std::string>& queues);
   // L4: the handlers of these leases start now (claimed with mark_started =
   // false). One reply per lease, in request order, each independent: ok, or
   // kStale when the lease is not current (its handler must not start: the

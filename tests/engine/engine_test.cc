@@ -655,6 +655,26 @@ TEST_F(EngineTest, A3_DispatchToAnIdlePoolRunsWithoutWaitingForAPoll) {
   ExpectEachRanOnceOnAttempt1(*engine, runs, ids);
 }
 
+// A delayed dispatch starts at its run_at, not at the next poll: the claimer
+// that found nothing due sleeps until the earliest queued execution is due
+// (Store::NextDueIn). The poll is a minute; each of the delays is 300 ms.
+TEST_F(EngineTest, A3_DelayedDispatchRunsAtItsRunAtNotAtTheNextPoll) {
+  RunLog runs;
+  std::unique_ptr<Engine> engine;
+  ASSERT_NO_FATAL_FAILURE(StartUnpolledCountingEngine(2, &runs, &engine));
+  for (int i = 0; i < 3; ++i) {
+    DispatchRequest r;
+    r.job = JobName("count");
+    r.delay_ms = 300;
+    const auto sent = std::chrono::steady_clock::now();
+    ASSERT_OK_AND_ASSIGN(auto d, engine->Dispatch(r));
+    ASSERT_TRUE(WaitFor([&] { return runs.Times(d.id) == 1; }, std::chrono::seconds(20)))
+        << "dispatch " << i << " waits for the poll";
+    EXPECT_GE(std::chrono::steady_clock::now() - sent, std::chrono::milliseconds(300))
+        << "ran before its run_at";
+  }
+}
+
 // The same with two queues and one worker: the parked worker's own claim
 // asks only the higher-priority queue, so work admitted to the other one is
 // claimed by the claimer it wakes, without a poll.

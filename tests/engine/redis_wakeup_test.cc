@@ -149,6 +149,53 @@ TEST_F(RedisWakeupTest, ADispatchOnOneNodeRunsOnAnotherLongBeforeItsPoll) {
   EXPECT_GE(dispatcher_->stats().transport.published, 1);
 }
 
+// The clock of a node whose time runs `ahead` of the system clock.
+class AheadClock final : public Clock {
+ public:
+  explicit AheadClock(Millis ahead) : ahead_(ahead) {}
+  Millis NowMillis() const override { return SystemClock::Get()->NowMillis() + ahead_; }
+  SteadyTime Steady() const override { return SystemClock::Get()->Steady(); }
+
+ private:
+  const Millis ahead_;
+};
+
+// Nodes never agree on the time exactly (each follows the database's clock
+// through its own estimate). Here the dispatching node's clock is 300 ms
+// ahead: the execution it admits "due now" is due 300 ms later by the
+// worker's clock, and the Redis wake reaches the worker before that. The
+// worker's claim then finds nothing due; it sleeps until the execution is due
+// (Store::NextDueIn), not until its poll a minute later.
+TEST_F(RedisWakeupTest, AWakeForWorkNotYetDueHereRunsItWhenItIsDueNotAtThePoll) {
+  AheadClock ahead(300);
+  EngineOptions o = Options(0, 60'000);
+  o.clock = &ahead;
+  auto d = OpenEngine(o, WrapStoreWithFaults(faults_));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  dispatcher_ = std::move(*d);
+  ASSERT_OK(dispatcher_->DefineJob(Job("work")));
+  EngineOptions wo = Options(1, 60'000);
+  wo.clock = SystemClock::Get();
+  auto w = Engine::Open(wo);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  worker_ = std::move(*w);
+  ASSERT_OK(worker_->RegisterHandler("work", [ran = ran_](JobContext&) {
+    ++*ran;
+    return HandlerResult::Success();
+  }));
+  ASSERT_OK(worker_->Start());
+  ASSERT_TRUE(WaitFor([&] {
+    return dispatcher_->stats().transport.connected && worker_->stats().transport.connected;
+  }));
+  for (int i = 0; i < 3; ++i) {
+    const auto sent = std::chrono::steady_clock::now();
+    ASSERT_OK_AND_ASSIGN(DispatchResult r, dispatcher_->Dispatch(Request()));
+    ASSERT_TRUE(Succeeded(*worker_, r.id, 20s)) << "dispatch " << i << " waits for the poll";
+    EXPECT_GE(std::chrono::steady_clock::now() - sent, 250ms) << "ran before it was due here";
+  }
+  EXPECT_EQ(ran_->load(), 3);
+}
+
 // A4 with Redis as the transport: Redis dies right after the commit of the
 // admission, before the wakeup is pushed. The dispatch still answers, the
 // same key returns the same execution, and the work runs (at the poll).

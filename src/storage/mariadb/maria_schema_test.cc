@@ -941,6 +941,7 @@ std::vector<StatementCase> StatementCases() {
       {TE_INDEXED(kOpenLanes), SqlArgs().Add(10), 1, "t1"},
       {TE_INDEXED(kOpenLanesOfTenant), SqlArgs().Add(10).Add("t1"), 1, "t1"},
       {TE_INDEXED(kLaneCounts), SqlArgs().Add("t1").Add("lane-1"), 1, "1"},
+      {TE_INDEXED(kNextRunAt), SqlArgs().Add("q1"), 1, ""},  // 3, queued, is parked
       // Execution 1 succeeds: the lease goes, the result comes, the rest stays.
       {TE_SHARED(kApplyTransition),
        SqlArgs()
@@ -1060,8 +1061,8 @@ const std::set<std::string> kDialectStatements = {
 // The shared statements MariaDB runs as written but reads through its own
 // indexes (maria_statements.h), with the number of columns they answer.
 const std::map<std::string, int> kIndexedStatements = {
-    {"kLaneOpen", 1},   {"kLaneHasUnparkedOpen", 1}, {"kLaneHead", 2},
-    {"kLaneCounts", 2}, {"kOpenLanes", 3},           {"kOpenLanesOfTenant", 3},
+    {"kLaneOpen", 1},  {"kLaneHasUnparkedOpen", 1}, {"kLaneHead", 2},  {"kLaneCounts", 2},
+    {"kOpenLanes", 3}, {"kOpenLanesOfTenant", 3},   {"kNextRunAt", 1},
 };
 
 // The statements of maria_statements.h that are not shared: the MariaDB
@@ -1112,6 +1113,8 @@ TEST(MariaStatementsTest, CoverEverySharedStatement) {
   EXPECT_EQ(kMariaDialect.lanes.counts, sql::kLaneCounts);
   EXPECT_EQ(kMariaDialect.lanes.open_lanes, sql::kOpenLanes);
   EXPECT_EQ(kMariaDialect.lanes.open_lanes_of_tenant, sql::kOpenLanesOfTenant);
+  EXPECT_EQ(kMariaDialect.select_execution, common::kSelectExecution);
+  EXPECT_EQ(kMariaDialect.next_run_at, sql::kNextRunAt);
 }
 
 // Every statement on the migrated schema with a little data, each in a
@@ -1251,6 +1254,10 @@ TEST_F(MariaSchemaTest, ClaimsAndLaneReadsSeekTheirGeneratedKeys) {
                                             SqlArgs().Add("q1").Add(99999999), 10));
   ASSERT_EQ(oldest.size(), 1u);
   EXPECT_EQ(oldest[0][9], "Select tables optimized away");
+  ASSERT_OK_AND_ASSIGN(Table next, Select(conn_, "EXPLAIN " + std::string(sql::kNextRunAt),
+                                          SqlArgs().Add("q1"), 10));
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0][9], "Select tables optimized away");
   const SqlArgs lane = SqlArgs().Add("t1").Add("a");
   for (const char* text : {sql::kLaneOpen, sql::kLaneHasUnparkedOpen, sql::kLaneHead,
                            sql::kLaneCounts, sql::kLaneFirstParked}) {

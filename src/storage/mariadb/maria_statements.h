@@ -121,6 +121,8 @@ inline constexpr char kClaimDueForHandlers[] =
     " AND job IN (SELECT name FROM job_definitions"
     " WHERE INSTR(?4, CONCAT(CHAR(31 USING utf8mb4), handler, CHAR(31 USING utf8mb4))) > 0)"
     " ORDER BY run_at, id LIMIT ?3 FOR UPDATE SKIP LOCKED";
+// The earliest run_at of queue ?1's queued, un-parked executions.
+inline constexpr char kNextRunAt[] = "SELECT MIN(run_at) FROM executions WHERE due_queue = ?1";
 // The run_at of the oldest execution of queue ?1 due at ?2.
 inline constexpr char kOldestDue[] =
     "SELECT MIN(run_at) FROM executions WHERE due_queue = ?1 AND run_at <= ?2";
@@ -158,6 +160,8 @@ inline constexpr storage_internal::SqlDialect kMariaDialect{
     sql::kUpsertNotifyState,
     storage_internal::sql::kCreateToken,
     {sql::kLaneHead, sql::kLaneCounts, sql::kOpenLanes, sql::kOpenLanesOfTenant},
+    storage_internal::sql::kSelectExecution,
+    sql::kNextRunAt,
 };
 
 }  // namespace taskengine::maria

@@ -162,6 +162,55 @@ TEST_P(StoreConformance, L1_FutureRunAtIsNotClaimedBeforeItIsDue) {
   EXPECT_EQ(lease.id, id) << "due at run_at == now";
 }
 
+// How long a claimer that found nothing may sleep: until the earliest
+// queued execution of its queues is due (0 when one is due now), -1 when
+// none is queued. A parked lane member waits for its lane, not for a time,
+// and the other queues' executions are not this claimer's.
+TEST_P(StoreConformance, L1_NextDueInIsTheWaitForTheEarliestQueuedExecution) {
+  DefineJob("report");
+  DefineJob("sync");
+  DefineJob("other-job", "other");
+  const std::vector<std::string> mine = {"default"};
+  auto next_due_in = [&](const std::vector<std::string>& queues) {
+    Result<Millis> in = store().NextDueIn(queues);
+    EXPECT_OK(in.status());
+    return in.ok() ? *in : Millis{-2};
+  };
+  EXPECT_EQ(next_due_in(mine), -1) << "nothing queued";
+
+  AdmitRequest later = MakeRequest("report", 1);
+  later.run_at = Now() + 10 * kSecond;
+  AdmitOne(later);
+  EXPECT_EQ(next_due_in(mine), 10 * kSecond);
+  AdmitRequest sooner = MakeRequest("report", 2);
+  sooner.run_at = Now() + 4 * kSecond;
+  const ExecutionId sooner_id = AdmitOne(sooner);
+  EXPECT_EQ(next_due_in(mine), 4 * kSecond);
+  Advance(kSecond);
+  EXPECT_EQ(next_due_in(mine), 3 * kSecond);
+
+  // The lane's head runs; its next member, due now, is parked behind it.
+  AdmitRequest head = MakeRequest("sync", 3);
+  head.lane_key = "meeting:1";
+  const ExecutionId head_id = AdmitOne(head);
+  EXPECT_EQ(next_due_in(mine), 0);
+  EXPECT_EQ(ClaimOne().id, head_id);
+  AdmitRequest parked = MakeRequest("sync", 4);
+  parked.lane_key = "meeting:1";
+  AdmitOne(parked);
+  EXPECT_EQ(next_due_in(mine), 3 * kSecond) << "a parked member is not due";
+
+  AdmitOne(MakeRequest("other-job", 5));
+  EXPECT_EQ(next_due_in(mine), 3 * kSecond) << "another queue's execution";
+  EXPECT_EQ(next_due_in({"default", "other"}), 0);
+  EXPECT_EQ(next_due_in({}), -1);
+
+  Advance(3 * kSecond);
+  EXPECT_EQ(next_due_in(mine), 0);
+  EXPECT_EQ(ClaimOne().id, sooner_id);
+  EXPECT_EQ(next_due_in(mine), 6 * kSecond);
+}
+
 TEST_P(StoreConformance, L1_SlotMaxIsRespected) {
   DefineJob("report");
   std::vector<AdmitRequest> requests;

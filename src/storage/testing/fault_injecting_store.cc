@@ -59,6 +59,10 @@ class FaultInjectingStore final : public Store {
     TE_RETURN_IF_ERROR(faults_->Enter("Claim"));
     return inner_->Claim(request);
   }
+  Result<Millis> NextDueIn(const std::vector<std::string>& queues) override {
+    TE_RETURN_IF_ERROR(faults_->Enter("NextDueIn"));
+    return inner_->NextDueIn(queues);
+  }
   std::vector<Status> MarkStarted(const std::vector<LeaseRef>& leases) override {
     if (Status s = faults_->Enter("MarkStarted"); !s.ok())
       return std::vector<Status>(leases.size(), s);
