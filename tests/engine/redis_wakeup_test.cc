@@ -92,12 +92,18 @@ class RedisWakeupTest : public ::testing::Test {
 
   // Node 1 only dispatches (through a store whose commits a test can follow
   // with a fault); node 2 runs the "work" job with a poll of `worker_poll_ms`.
-  void OpenNodes(Millis worker_poll_ms) {
-    auto d = OpenEngine(Options(0, 60'000), WrapStoreWithFaults(faults_));
+  // Each node on its clock, when given (default: the database's).
+  void OpenNodes(Millis worker_poll_ms, Clock* dispatcher_clock = nullptr,
+                 Clock* worker_clock = nullptr) {
+    EngineOptions d_options = Options(0, 60'000);
+    d_options.clock = dispatcher_clock;
+    auto d = OpenEngine(d_options, WrapStoreWithFaults(faults_));
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     dispatcher_ = std::move(*d);
     ASSERT_OK(dispatcher_->DefineJob(Job("work")));
-    auto w = Engine::Open(Options(1, worker_poll_ms));
+    EngineOptions w_options = Options(1, worker_poll_ms);
+    w_options.clock = worker_clock;
+    auto w = Engine::Open(w_options);
     ASSERT_TRUE(w.ok()) << w.status().ToString();
     worker_ = std::move(*w);
     ASSERT_OK(worker_->RegisterHandler("work", [ran = ran_](JobContext&) {
@@ -168,25 +174,7 @@ class AheadClock final : public Clock {
 // (Store::NextDueIn), not until its poll a minute later.
 TEST_F(RedisWakeupTest, AWakeForWorkNotYetDueHereRunsItWhenItIsDueNotAtThePoll) {
   AheadClock ahead(300);
-  EngineOptions o = Options(0, 60'000);
-  o.clock = &ahead;
-  auto d = OpenEngine(o, WrapStoreWithFaults(faults_));
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
-  dispatcher_ = std::move(*d);
-  ASSERT_OK(dispatcher_->DefineJob(Job("work")));
-  EngineOptions wo = Options(1, 60'000);
-  wo.clock = SystemClock::Get();
-  auto w = Engine::Open(wo);
-  ASSERT_TRUE(w.ok()) << w.status().ToString();
-  worker_ = std::move(*w);
-  ASSERT_OK(worker_->RegisterHandler("work", [ran = ran_](JobContext&) {
-    ++*ran;
-    return HandlerResult::Success();
-  }));
-  ASSERT_OK(worker_->Start());
-  ASSERT_TRUE(WaitFor([&] {
-    return dispatcher_->stats().transport.connected && worker_->stats().transport.connected;
-  }));
+  OpenNodes(60'000, &ahead, SystemClock::Get());
   for (int i = 0; i < 3; ++i) {
     const auto sent = std::chrono::steady_clock::now();
     ASSERT_OK_AND_ASSIGN(DispatchResult r, dispatcher_->Dispatch(Request()));

@@ -280,6 +280,25 @@ TEST(SqliteStoreTest, NewerSchemaIsRefused) {
 // O1, version 8: lanes became (tenant, lane key). A database of version 7
 // holds executions parked behind another tenant's member of the same key;
 // the migration makes each tenant's oldest open member its lane's head.
+// Runs `sql` on the database at `path` through a connection of its own (a
+// test's downgrade to an older schema).
+void RunRaw(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
+
+// The store at `o` after Migrate, which brought it to the current version.
+Result<std::unique_ptr<Store>> OpenMigrated(const SqliteStoreOptions& o) {
+  TE_ASSIGN_OR_RETURN(auto store, OpenSqliteStore(o));
+  TE_RETURN_IF_ERROR(store->Migrate());
+  TE_ASSIGN_OR_RETURN(int version, store->SchemaVersion());
+  if (version != sqlite::kSchemaVersion) return Internal("migrated to " + std::to_string(version));
+  return store;
+}
+
 // Undoes version 15: each payload back in its execution's row.
 constexpr const char* kDowngradePayloads =
     "ALTER TABLE executions ADD COLUMN payload TEXT NOT NULL DEFAULT '';"
@@ -309,17 +328,10 @@ TEST(SqliteStoreTest, P1_MigrationMovesPayloadsToARowWrittenOnce) {
       ASSERT_OK_AND_ASSIGN(AdmitResult a, store->Admit(r));
       ids.push_back(a.id);
     }
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(o.path.c_str(), &db), SQLITE_OK);
-    const std::string downgrade = std::string(kDowngradePayloads) + "PRAGMA user_version = 14;";
-    ASSERT_EQ(sqlite3_exec(db, downgrade.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
-        << sqlite3_errmsg(db);
-    sqlite3_close(db);
+    ASSERT_NO_FATAL_FAILURE(
+        RunRaw(o.path, std::string(kDowngradePayloads) + "PRAGMA user_version = 14;"));
   }
-  ASSERT_OK_AND_ASSIGN(auto store, OpenSqliteStore(o));
-  ASSERT_OK(store->Migrate());
-  ASSERT_OK_AND_ASSIGN(int version, store->SchemaVersion());
-  EXPECT_EQ(version, sqlite::kSchemaVersion);
+  ASSERT_OK_AND_ASSIGN(auto store, OpenMigrated(o));
   auto payload_of = [&](int i) { return i == 1 ? large : Request(i).payload_json; };
   for (int i = 0; i < 3; ++i) {
     ASSERT_OK_AND_ASSIGN(Execution e, store->GetExecution(ids[i]));
@@ -392,8 +404,6 @@ TEST(SqliteStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
     // version 11, the tenant counters and search indexes of version 12, the
     // notification tables of version 13, the session column name of 14, or
     // the payload table of 15).
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(o.path.c_str(), &db), SQLITE_OK);
     const std::string downgrade =
         std::string(kDowngradePayloads) +
         "DROP INDEX executions_by_status; DROP INDEX executions_by_queued_at;"
@@ -419,14 +429,9 @@ TEST(SqliteStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
         "  WHERE lane_key <> '' AND status IN (0, 1, 3, 4);"
         "UPDATE executions SET lane_parked = 1 WHERE id = " +
         std::to_string(b1.value) + "; PRAGMA user_version = 7;";
-    ASSERT_EQ(sqlite3_exec(db, downgrade.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
-        << sqlite3_errmsg(db);
-    sqlite3_close(db);
+    ASSERT_NO_FATAL_FAILURE(RunRaw(o.path, downgrade));
   }
-  ASSERT_OK_AND_ASSIGN(auto store, OpenSqliteStore(o));
-  ASSERT_OK(store->Migrate());
-  ASSERT_OK_AND_ASSIGN(int version, store->SchemaVersion());
-  EXPECT_EQ(version, sqlite::kSchemaVersion);
+  ASSERT_OK_AND_ASSIGN(auto store, OpenMigrated(o));
   ClaimRequest claim;
   claim.worker = WorkerId("w1");
   claim.slots = {{"default", 10}};
