@@ -454,9 +454,11 @@ std::vector<ListPart> PlanListParts(const ExecutionFilter& f) {
 }
 
 ListSql BuildListSql(const ExecutionFilter& f, const ListPart& part, std::string_view columns,
-                     std::int64_t row_limit, bool count_only, char placeholder) {
+                     std::int64_t row_limit, bool count_only, char placeholder,
+                     ListIndexing indexing) {
   ListSql out;
   std::string where;
+  std::string from = " FROM executions";
   auto arg = [&](ListArg a) {
     out.args.push_back(std::move(a));
     return std::string(1, placeholder) + std::to_string(out.args.size());
@@ -473,7 +475,20 @@ ListSql BuildListSql(const ExecutionFilter& f, const ListPart& part, std::string
     // Lets the planner use the index of tenant executions (partial: tenant <> '').
     if (!part.tenant->empty()) add("tenant <> ''");
   }
-  if (part.status) add("status = " + number(*part.status));
+  constexpr int kRunning = static_cast<int>(ExecutionStatus::kRunning);
+  if (part.status && indexing.status_index_without_running) {
+    if (*part.status == kRunning) {
+      // As many rows as leases are held, whatever else the search says. The
+      // planner matches the leases index's condition only to a literal.
+      from += " INDEXED BY executions_leases";
+      add("status = " + std::to_string(kRunning));
+    } else {
+      add("status = " + number(*part.status));
+      add("status <> " + std::to_string(kRunning));
+    }
+  } else if (part.status) {
+    add("status = " + number(*part.status));
+  }
   if (!f.triggers.empty()) {
     std::string in;
     for (Trigger t : f.triggers) in += (in.empty() ? "" : ", ") + number(static_cast<int>(t));
@@ -494,8 +509,8 @@ ListSql BuildListSql(const ExecutionFilter& f, const ListPart& part, std::string
     add("finished_at < " + number(f.ended_to != 0 ? f.ended_to : kEndOfTime));
   }
   if (f.before.value != 0) add("id < " + number(f.before.value));
-  std::string select = "SELECT " + std::string(count_only ? "id" : columns) + " FROM executions" +
-                       where + " ORDER BY id DESC LIMIT " + number(row_limit);
+  std::string select = "SELECT " + std::string(count_only ? "id" : columns) + from + where +
+                       " ORDER BY id DESC LIMIT " + number(row_limit);
   out.sql = count_only ? "SELECT COUNT(*) FROM (" + select + ") AS matches" : std::move(select);
   return out;
 }

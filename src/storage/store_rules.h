@@ -166,8 +166,16 @@ struct ListSql {
   std::string sql;
   std::vector<ListArg> args;
 };
+// What a backend's indexes need a search to say. SQLite's index of statuses
+// leaves running executions out (its leases index holds them): a search by
+// another status says `status <> 1` so that the planner may use it, and a
+// search for running executions reads the leases index.
+struct ListIndexing {
+  bool status_index_without_running = false;
+};
 ListSql BuildListSql(const ExecutionFilter& filter, const ListPart& part, std::string_view columns,
-                     std::int64_t row_limit, bool count_only, char placeholder);
+                     std::int64_t row_limit, bool count_only, char placeholder,
+                     ListIndexing indexing = {});
 // The rows each seek reads: enough for offset + limit and one to tell "more".
 std::int64_t ListPartRowLimit(const ExecutionFilter& filter);
 // Merges the seeks' rows (each newest first) into the page: skips `offset`,

@@ -371,8 +371,21 @@ CREATE TABLE execution_payloads (
 INSERT INTO execution_payloads (execution_id, payload) SELECT id, payload FROM executions;
 ALTER TABLE executions DROP COLUMN payload;
 )sql",
+    // Version 16: the index of statuses leaves running executions out. Each
+    // execution is running for moments between two status changes; with its
+    // entries in this index, a claim and an ending each moved one. The leases
+    // index holds the running ones. A search by another status says `status <> 1`, which is
+    // how SQLite's planner learns that this index holds its rows.
+    R"sql(
+DROP INDEX executions_by_status;
+CREATE INDEX executions_by_status ON executions(status, id) WHERE status <> 1;
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
+
+// Since version 16, executions_by_status holds no running execution: the
+// searches say so (storage_internal::ListIndexing).
+inline constexpr bool kStatusIndexWithoutRunning = true;
 
 }  // namespace taskengine::sqlite

@@ -137,16 +137,22 @@ constexpr const char* kRecentOutcomes =
 constexpr const char* kOldestDue =
     "SELECT MIN(run_at) FROM executions INDEXED BY executions_due"
     " WHERE queue = ?1 AND status = 0 AND lane_parked = 0 AND run_at <= ?2";
+// The index of statuses holds no running execution (schema version 16): a
+// statement that reads it by another status says `status <> 1`, and the
+// running ones are read through the leases index.
+constexpr ListIndexing kListIndexing{.status_index_without_running =
+                                         sqlite::kStatusIndexWithoutRunning};
 constexpr const char* kOldestQuarantined =
     "SELECT finished_at FROM executions INDEXED BY executions_by_status"
-    " WHERE status = 4 ORDER BY id LIMIT 1";
+    " WHERE status = 4 AND status <> 1 ORDER BY id LIMIT 1";
 // ?2: NULL for every tenant, else a JSON array of the tenants in scope.
 constexpr const char* kQueuedDepths =
     "SELECT queue, COUNT(*), SUM(run_at <= ?1), MIN(queued_at) FROM executions"
-    " WHERE status = 0 AND (?2 IS NULL OR tenant IN (SELECT value FROM json_each(?2)))"
+    " WHERE status = 0 AND status <> 1"
+    " AND (?2 IS NULL OR tenant IN (SELECT value FROM json_each(?2)))"
     " GROUP BY queue";
 constexpr const char* kRunningDepths =
-    "SELECT queue, COUNT(*) FROM executions"
+    "SELECT queue, COUNT(*) FROM executions INDEXED BY executions_leases"
     " WHERE status = 1 AND (?1 IS NULL OR tenant IN (SELECT value FROM json_each(?1)))"
     " GROUP BY queue";
 
@@ -572,7 +578,7 @@ class SqliteStore final : public SqlStore {
       for (std::size_t i = 0; i < parts.size(); ++i) {
         ListSql q = BuildListSql(f, parts[i], TE_SQL_EXECUTION_COLUMNS_WITH(TE_SQLITE_PAYLOAD),
                                  ListPartRowLimit(f),
-                                 /*count_only=*/false, '?');
+                                 /*count_only=*/false, '?', kListIndexing);
         TE_ASSIGN_OR_RETURN(Stmt s, PrepareList(c, q));
         while (true) {
           TE_ASSIGN_OR_RETURN(bool row, s.Step());
@@ -591,7 +597,8 @@ class SqliteStore final : public SqlStore {
       whole.before = ExecutionId(0);
       std::vector<std::int64_t> counts;
       for (const ListPart& part : parts) {
-        ListSql q = BuildListSql(whole, part, "", kListCountCap + 1, /*count_only=*/true, '?');
+        ListSql q = BuildListSql(whole, part, "", kListCountCap + 1, /*count_only=*/true, '?',
+                                 kListIndexing);
         TE_ASSIGN_OR_RETURN(Stmt s, PrepareList(c, q));
         TE_ASSIGN_OR_RETURN(bool row, s.Step());
         counts.push_back(row ? s.Int(0) : 0);

@@ -93,6 +93,14 @@ TEST_P(StoreConformance, I1_SearchCriteriaAndTheirCombinationsMatchAFilter) {
          return In(e.status, {ExecutionStatus::kQueued, ExecutionStatus::kQuarantined,
                               ExecutionStatus::kRunning});
        }},
+      {"tenant+running",
+       [](ExecutionFilter& f) {
+         f.tenant = TenantId("t1");
+         f.status = ExecutionStatus::kRunning;
+       },
+       [](const Execution& e) {
+         return e.tenant.value == "t1" && e.status == ExecutionStatus::kRunning;
+       }},
       {"trigger", [](ExecutionFilter& f) { f.triggers = {Trigger::kScheduled}; },
        [](const Execution& e) { return e.trigger == Trigger::kScheduled; }},
       {"job+status",
