@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "core/canonical_json.h"
+#include "core/mutex.h"
 #include "core/pickup_trace.h"
 
 namespace taskengine {
@@ -69,16 +70,9 @@ DispatchResult ToDispatchResult(const AdmitResult& a) {
   return d;
 }
 
-}  // namespace
-
-Status ConflictStatus(const DispatchRequest& request, ExecutionId existing) {
-  return Conflict("idempotency key '" + request.idempotency_key + "' of job " + request.job.value +
-                  " was already used by execution " + std::to_string(existing.value) +
-                  " with a different payload or requester; nothing was created");
-}
-
-Result<AdmitRequest> Dispatcher::Prepare(const DispatchRequest& r, const JobDefinition& job,
-                                         Millis now) const {
+// Checks `r` against its job definition and builds the store request.
+Result<AdmitRequest> PrepareOne(const DispatchRequest& r, const JobDefinition& job, Millis now,
+                                std::size_t max_payload_bytes) {
   if (job.scope == JobScope::kPerTenant && r.tenant.empty()) {
     return InvalidArgument("job " + r.job.value + " is per-tenant: a tenant is required");
   }
@@ -100,9 +94,9 @@ Result<AdmitRequest> Dispatcher::Prepare(const DispatchRequest& r, const JobDefi
   if (r.requester.size() > kMaxRequesterBytes) {
     return InvalidArgument("requester longer than 200 bytes");
   }
-  if (r.payload_json.size() > max_payload_bytes_) {
+  if (r.payload_json.size() > max_payload_bytes) {
     return InvalidArgument("payload of " + std::to_string(r.payload_json.size()) +
-                           " bytes exceeds the limit of " + std::to_string(max_payload_bytes_));
+                           " bytes exceeds the limit of " + std::to_string(max_payload_bytes));
   }
   if (r.delay_ms < 0 || r.delay_ms > kMaxDelayMs) {
     return InvalidArgument("delay must be between 0 and 366 days");
@@ -134,8 +128,170 @@ Result<AdmitRequest> Dispatcher::Prepare(const DispatchRequest& r, const JobDefi
     }
   }
   a.parent = r.parent;
+  a.prepared_with = JobTerms{job.queue, job.scope, job.lane_template};
   return a;
 }
+
+}  // namespace
+
+Status ConflictStatus(const DispatchRequest& request, ExecutionId existing) {
+  return Conflict("idempotency key '" + request.idempotency_key + "' of job " + request.job.value +
+                  " was already used by execution " + std::to_string(existing.value) +
+                  " with a different payload or requester; nothing was created");
+}
+
+struct Dispatcher::Core {
+  Core(Store* s, Clock* c, std::size_t max_payload, std::function<void(const LifecycleEvent&)> l)
+      : store(s), clock(c), max_payload_bytes(max_payload), lifecycle(std::move(l)) {}
+
+  Store* const store;
+  Clock* const clock;
+  const std::size_t max_payload_bytes;
+  const std::function<void(const LifecycleEvent&)> lifecycle;
+
+  // Checked admissions with the definitions of their jobs.
+  struct Admissions {
+    Millis now = 0;
+    std::unordered_map<std::string, std::shared_ptr<const JobDefinition>> jobs;
+    std::vector<AdmitRequest> admits;  // in request order
+    bool remembered = false;           // a definition was not read for them
+  };
+
+  // The definition of `job`: the remembered one unless `stored`, else read
+  // (and remembered). kNotFound forgets it.
+  Result<std::shared_ptr<const JobDefinition>> Definition(const JobName& job, bool stored,
+                                                          bool* remembered) {
+    if (!stored) {
+      MutexLock lock(mu);
+      if (auto it = known.find(job.value); it != known.end()) {
+        *remembered = true;
+        return it->second;
+      }
+    }
+    Result<JobDefinition> read = store->GetJob(job);
+    MutexLock lock(mu);
+    if (!read.ok()) {
+      if (read.status().code() == ErrorCode::kNotFound) known.erase(job.value);
+      return read.status();
+    }
+    auto def = std::make_shared<const JobDefinition>(std::move(read).value());
+    known[job.value] = def;
+    return def;
+  }
+
+  // Checks every request against its job definition (the remembered ones
+  // unless `stored`); the first error.
+  Result<Admissions> PrepareBatch(const std::vector<DispatchRequest>& requests, bool stored) {
+    Admissions a;
+    a.now = clock->NowMillis();
+    a.admits.reserve(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const DispatchRequest& r = requests[i];
+      auto it = a.jobs.find(r.job.value);
+      if (it == a.jobs.end()) {
+        if (!IsValidJobName(r.job.value)) {
+          return InvalidArgument("invalid job name '" + r.job.value + "'");
+        }
+        TE_ASSIGN_OR_RETURN(std::shared_ptr<const JobDefinition> def,
+                            Definition(r.job, stored, &a.remembered));
+        if (!def->enabled) return InvalidArgument("job " + r.job.value + " is disabled");
+        it = a.jobs.emplace(r.job.value, std::move(def)).first;
+      }
+      auto admit = PrepareOne(r, *it->second, a.now, max_payload_bytes);
+      if (!admit.ok()) {
+        if (requests.size() == 1) return admit.status();
+        return Status(admit.status().code(),
+                      "item " + std::to_string(i) + ": " + admit.status().message());
+      }
+      a.admits.push_back(std::move(admit).value());
+    }
+    return a;
+  }
+
+  // PrepareBatch from the remembered definitions; when one of them refuses,
+  // again from the stored ones.
+  Result<Admissions> Prepare(const std::vector<DispatchRequest>& requests) {
+    Result<Admissions> a = PrepareBatch(requests, /*stored=*/false);
+    if (a.ok() || !RefusedByRemembered(requests)) return a;
+    return PrepareBatch(requests, /*stored=*/true);
+  }
+
+  // Whether one of the jobs of `requests` has a remembered definition (an
+  // answer that one gave may be out of date).
+  bool RefusedByRemembered(const std::vector<DispatchRequest>& requests) {
+    MutexLock lock(mu);
+    for (const DispatchRequest& r : requests) {
+      if (known.count(r.job.value) > 0) return true;
+    }
+    return false;
+  }
+
+  // After a failed admission prepared from remembered definitions: reads them
+  // again; true when one had changed, so that preparing again may answer
+  // otherwise. (Any other failure stands.)
+  bool Outdated(const Admissions& used) {
+    for (const auto& [name, before] : used.jobs) {
+      bool remembered = false;
+      Result<std::shared_ptr<const JobDefinition>> now =
+          Definition(JobName(name), /*stored=*/true, &remembered);
+      if (!now.ok()) {
+        if (now.status().code() == ErrorCode::kNotFound) return true;
+        continue;
+      }
+      const JobDefinition& n = **now;
+      if (n.enabled != before->enabled || n.queue != before->queue || n.scope != before->scope ||
+          n.lane_template != before->lane_template) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // The answers to committed admissions; emits their lifecycle events.
+  std::vector<DispatchResult> Conclude(const Admissions& admissions,
+                                       const std::vector<AdmitResult>& admitted) const {
+    std::vector<DispatchResult> out;
+    out.reserve(admitted.size());
+    bool created = false;
+    for (const AdmitResult& r : admitted) {
+      created = created || r.outcome == AdmitOutcome::kCreated;
+      out.push_back(ToDispatchResult(r));
+    }
+    if (created && lifecycle) {
+      for (std::size_t i = 0; i < admitted.size(); ++i) {
+        if (admitted[i].outcome != AdmitOutcome::kCreated) continue;
+        const AdmitRequest& admit = admissions.admits[i];
+        LifecycleEvent e;
+        e.kind = LifecycleKind::kDispatched;
+        e.id = admitted[i].id;
+        e.job = admit.job;
+        e.tenant = admit.tenant;
+        e.queue = admissions.jobs.at(admit.job.value)->queue;
+        e.status = admitted[i].status;
+        e.trigger = admit.trigger;
+        e.run_at = admit.run_at;
+        e.at = admissions.now;
+        lifecycle(e);
+      }
+    }
+    return out;
+  }
+
+  // Admits `admissions` (the store takes the requests; the events need
+  // them only with a lifecycle listener).
+  static std::vector<AdmitRequest> TakeAdmits(Admissions& admissions, bool keep) {
+    return keep ? admissions.admits : std::move(admissions.admits);
+  }
+
+  Mutex mu;
+  std::unordered_map<std::string, std::shared_ptr<const JobDefinition>> known GUARDED_BY(mu);
+};
+
+Dispatcher::Dispatcher(Store* store, Clock* clock, std::size_t max_payload_bytes,
+                       std::function<void(const LifecycleEvent&)> lifecycle)
+    : core_(std::make_shared<Core>(store, clock, max_payload_bytes, std::move(lifecycle))) {}
+
+Dispatcher::~Dispatcher() = default;
 
 Result<DispatchResult> Dispatcher::Dispatch(const DispatchRequest& request) {
   TE_ASSIGN_OR_RETURN(auto results, DispatchBatch({request}));
@@ -143,92 +299,57 @@ Result<DispatchResult> Dispatcher::Dispatch(const DispatchRequest& request) {
   return results.front();
 }
 
-Result<Dispatcher::Admissions> Dispatcher::PrepareBatch(
-    const std::vector<DispatchRequest>& requests) const {
-  Admissions a;
-  a.now = clock_->NowMillis();
-  a.admits.reserve(requests.size());
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    const DispatchRequest& r = requests[i];
-    auto it = a.jobs.find(r.job.value);
-    if (it == a.jobs.end()) {
-      if (!IsValidJobName(r.job.value)) {
-        return InvalidArgument("invalid job name '" + r.job.value + "'");
-      }
-      TE_ASSIGN_OR_RETURN(JobDefinition def, store_->GetJob(r.job));
-      if (!def.enabled) return InvalidArgument("job " + r.job.value + " is disabled");
-      it = a.jobs.emplace(r.job.value, std::move(def)).first;
-    }
-    auto admit = Prepare(r, it->second, a.now);
-    if (!admit.ok()) {
-      if (requests.size() == 1) return admit.status();
-      return Status(admit.status().code(),
-                    "item " + std::to_string(i) + ": " + admit.status().message());
-    }
-    a.admits.push_back(std::move(admit).value());
-  }
-  return a;
-}
-
-std::vector<DispatchResult> Dispatcher::Conclude(
-    const Admissions& admissions, const std::vector<AdmitResult>& admitted,
-    const std::function<void(const LifecycleEvent&)>& lifecycle) {
-  std::vector<DispatchResult> out;
-  out.reserve(admitted.size());
-  bool created = false;
-  for (const AdmitResult& r : admitted) {
-    created = created || r.outcome == AdmitOutcome::kCreated;
-    out.push_back(ToDispatchResult(r));
-  }
-  if (created && lifecycle) {
-    for (std::size_t i = 0; i < admitted.size(); ++i) {
-      if (admitted[i].outcome != AdmitOutcome::kCreated) continue;
-      const AdmitRequest& admit = admissions.admits[i];
-      LifecycleEvent e;
-      e.kind = LifecycleKind::kDispatched;
-      e.id = admitted[i].id;
-      e.job = admit.job;
-      e.tenant = admit.tenant;
-      e.queue = admissions.jobs.at(admit.job.value).queue;
-      e.status = admitted[i].status;
-      e.trigger = admit.trigger;
-      e.run_at = admit.run_at;
-      e.at = admissions.now;
-      lifecycle(e);
-    }
-  }
-  return out;
-}
-
 Result<std::vector<DispatchResult>> Dispatcher::DispatchBatch(
     const std::vector<DispatchRequest>& requests) {
   if (requests.empty()) return std::vector<DispatchResult>{};
-  TE_ASSIGN_OR_RETURN(Admissions admissions, PrepareBatch(requests));
-  TE_ASSIGN_OR_RETURN(std::vector<AdmitResult> admitted, store_->AdmitBatch(admissions.admits));
+  Core& core = *core_;
+  TE_ASSIGN_OR_RETURN(Core::Admissions admissions, core.Prepare(requests));
+  Result<std::vector<AdmitResult>> admitted = core.store->AdmitBatch(admissions.admits);
+  if (!admitted.ok() && admissions.remembered && core.Outdated(admissions)) {
+    // Prepared from an out-of-date definition: once more from the stored ones.
+    TE_ASSIGN_OR_RETURN(admissions, core.PrepareBatch(requests, /*stored=*/true));
+    admitted = core.store->AdmitBatch(admissions.admits);
+  }
+  if (!admitted.ok()) return admitted.status();
   if (pickup_trace::PickupTrace* trace = pickup_trace::Installed(); trace != nullptr) [[unlikely]] {
     pickup_trace::MarkWrite(trace, pickup_trace::kAdmitQueued, pickup_trace::last_write);
     pickup_trace::MarkAt(trace, pickup_trace::kAdmitReturned, pickup_trace::NowNs());
   }
-  return Conclude(admissions, admitted, lifecycle_);
+  return core.Conclude(admissions, *admitted);
 }
 
 void Dispatcher::DispatchBatchAsync(const std::vector<DispatchRequest>& requests,
                                     DispatchDone done) {
   if (requests.empty()) return done(std::vector<DispatchResult>{});
-  Result<Admissions> prepared = PrepareBatch(requests);
+  Result<Core::Admissions> prepared = core_->Prepare(requests);
   if (!prepared.ok()) return done(prepared.status());
-  auto admissions = std::make_shared<Admissions>(std::move(prepared).value());
-  // Conclude reads the admissions only for lifecycle events.
+  auto admissions = std::make_shared<Core::Admissions>(std::move(prepared).value());
   std::vector<AdmitRequest> admits =
-      lifecycle_ ? admissions->admits : std::move(admissions->admits);
-  // The callback may run after this dispatcher is gone (the store drains its
-  // queue when it closes): it holds what it needs.
-  store_->AdmitBatchAsync(std::move(admits),
-                          [admissions, lifecycle = lifecycle_,
-                           done = std::move(done)](Result<std::vector<AdmitResult>> admitted) {
-                            if (!admitted.ok()) return done(admitted.status());
-                            done(Conclude(*admissions, *admitted, lifecycle));
-                          });
+      Core::TakeAdmits(*admissions, /*keep=*/static_cast<bool>(core_->lifecycle));
+  // Prepared from a remembered definition that turns out to be out of date, a
+  // failed admission is tried once more (DispatchBatch): the callback then
+  // needs the requests.
+  std::shared_ptr<const std::vector<DispatchRequest>> again;
+  if (admissions->remembered) {
+    again = std::make_shared<const std::vector<DispatchRequest>>(requests);
+  }
+  core_->store->AdmitBatchAsync(
+      std::move(admits), [core = core_, admissions, again, done = std::move(done)](
+                             Result<std::vector<AdmitResult>> admitted) mutable {
+        if (admitted.ok()) return done(core->Conclude(*admissions, *admitted));
+        if (!again || !core->Outdated(*admissions)) return done(admitted.status());
+        Result<Core::Admissions> fresh = core->PrepareBatch(*again, /*stored=*/true);
+        if (!fresh.ok()) return done(fresh.status());
+        auto retried = std::make_shared<Core::Admissions>(std::move(fresh).value());
+        std::vector<AdmitRequest> admits =
+            Core::TakeAdmits(*retried, /*keep=*/static_cast<bool>(core->lifecycle));
+        core->store->AdmitBatchAsync(
+            std::move(admits),
+            [core, retried, done = std::move(done)](Result<std::vector<AdmitResult>> admitted) {
+              if (!admitted.ok()) return done(admitted.status());
+              done(core->Conclude(*retried, *admitted));
+            });
+      });
 }
 
 }  // namespace taskengine

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -13,17 +14,23 @@
 namespace taskengine {
 
 // Thread-safe.
+//
+// Job definitions: a dispatch is checked against its job's definition as
+// this dispatcher last read it (no read per dispatch). Each admission carries
+// the terms it was prepared from (AdmitRequest::prepared_with) and the store
+// checks them in its transaction, so a definition changed elsewhere (another
+// node, the CLI) never admits on old terms. A dispatch that a remembered
+// definition refuses is prepared again from the stored definition; one whose
+// admission fails is, when the stored definition turns out to differ, and is
+// tried once more.
 class Dispatcher {
  public:
   // `lifecycle` (may be empty) gets an execution.dispatched event for each
   // execution a commit created. (The store's work publisher wakes the
   // workers after such a commit: Store::SetWorkPublisher.)
   Dispatcher(Store* store, Clock* clock, std::size_t max_payload_bytes,
-             std::function<void(const LifecycleEvent&)> lifecycle = nullptr)
-      : store_(store),
-        clock_(clock),
-        max_payload_bytes_(max_payload_bytes),
-        lifecycle_(std::move(lifecycle)) {}
+             std::function<void(const LifecycleEvent&)> lifecycle = nullptr);
+  ~Dispatcher();
 
   Result<DispatchResult> Dispatch(const DispatchRequest& request);
   // All or none (A5).
@@ -37,27 +44,10 @@ class Dispatcher {
   void DispatchBatchAsync(const std::vector<DispatchRequest>& requests, DispatchDone done);
 
  private:
-  // Checked admissions with the definitions of their jobs (read once each).
-  struct Admissions {
-    Millis now = 0;
-    std::unordered_map<std::string, JobDefinition> jobs;
-    std::vector<AdmitRequest> admits;  // in request order
-  };
-  // Checks every request against its job definition; the first error.
-  Result<Admissions> PrepareBatch(const std::vector<DispatchRequest>& requests) const;
-  // The answers to committed admissions; emits their lifecycle events to
-  // `lifecycle` (may be empty).
-  static std::vector<DispatchResult> Conclude(
-      const Admissions& admissions, const std::vector<AdmitResult>& admitted,
-      const std::function<void(const LifecycleEvent&)>& lifecycle);
-  // Checks `r` against its job definition and builds the store request.
-  Result<AdmitRequest> Prepare(const DispatchRequest& r, const JobDefinition& job,
-                               Millis now) const;
-
-  Store* const store_;
-  Clock* const clock_;
-  const std::size_t max_payload_bytes_;
-  const std::function<void(const LifecycleEvent&)> lifecycle_;
+  // Shared with the callbacks of asynchronous admissions, which may run
+  // after the dispatcher is gone (the store drains its queue when it closes).
+  struct Core;
+  std::shared_ptr<Core> core_;
 };
 
 // kConflict for an admission that hit a used key with a different payload.

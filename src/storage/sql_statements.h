@@ -92,7 +92,8 @@ inline constexpr char kFindByKey[] =
 inline constexpr char kJobPolicy[] =
     "SELECT queue, max_attempts, backoff_base_ms, backoff_cap_ms, max_permanent_attempts,"
     " max_ambiguous_attempts, max_consecutive_lease_expiries, lease_ms,"
-    " max_unsupported_schema_attempts FROM job_definitions WHERE name = ?1";
+    " max_unsupported_schema_attempts, enabled, scope, lane_template FROM job_definitions"
+    " WHERE name = ?1";
 inline constexpr char kLaneOpen[] =
     "SELECT 1 FROM executions WHERE tenant = ?1 AND lane_key = ?2 AND lane_key <> ''"
     " AND status IN (0, 1, 3, 4) LIMIT 1";

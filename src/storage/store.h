@@ -30,6 +30,15 @@
 
 namespace taskengine {
 
+// What a dispatch takes from its job's definition: where it is queued, whether
+// it needs a tenant, how its lane key is made.
+struct JobTerms {
+  std::string queue;
+  JobScope scope = JobScope::kGlobal;
+  std::string lane_template;
+  bool operator==(const JobTerms&) const = default;
+};
+
 // A request to admit one execution (A1). The dispatcher validates it and
 // computes `fingerprint` before calling the store.
 struct AdmitRequest {
@@ -44,6 +53,11 @@ struct AdmitRequest {
   Millis scheduled_at = 0;  // fire time of a scheduled execution; 0 = none
   std::string lane_key;
   ExecutionId parent;
+  // The definition a dispatch was prepared from (Dispatcher::Prepare), when
+  // the dispatcher set it: the admission checks it against the stored one in
+  // its transaction. A disabled job answers kInvalidArgument; another queue,
+  // scope or lane template answers kConflict; either way nothing is admitted.
+  std::optional<JobTerms> prepared_with;
 };
 
 enum class AdmitOutcome {

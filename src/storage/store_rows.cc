@@ -132,6 +132,9 @@ JobPolicy ReadJobPolicyRow(const Row& s) {
   p.retry.max_consecutive_lease_expiries = static_cast<int>(s.Int(6));
   p.lease_ms = s.Int(7);
   p.retry.max_unsupported_schema_attempts = static_cast<int>(s.Int(8));
+  p.enabled = s.Int(9) != 0;
+  p.scope = static_cast<JobScope>(s.Int(10));
+  p.lane_template = s.Text(11);
   return p;
 }
 

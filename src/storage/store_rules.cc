@@ -673,6 +673,17 @@ Result<EffectCommit> PlanCommit(const LeaseRef& lease, std::string_view name,
 
 // --- admission -----------------------------------------------------------------
 
+Status CheckPreparedTerms(const AdmitRequest& request, const JobPolicy& p) {
+  if (!request.prepared_with) return Status::Ok();
+  if (!p.enabled) return InvalidArgument("job " + request.job.value + " is disabled");
+  const JobTerms stored{p.queue, p.scope, p.lane_template};
+  if (*request.prepared_with != stored) {
+    return Conflict("job " + request.job.value +
+                    " was changed while the dispatch was prepared; nothing was admitted");
+  }
+  return Status::Ok();
+}
+
 Millis AdmissionRunAt(const AdmitRequest& request, Millis now) {
   return request.run_at > 0 ? request.run_at : now;
 }

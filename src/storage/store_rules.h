@@ -272,7 +272,15 @@ struct JobPolicy {
   std::string queue;
   RetryPolicy retry;
   Millis lease_ms = 0;
+  bool enabled = true;
+  JobScope scope = JobScope::kGlobal;
+  std::string lane_template;
 };
+
+// The admission's check of the definition its dispatch was prepared from
+// (AdmitRequest::prepared_with) against the stored policy `p`: ok when none
+// was given or it still holds.
+Status CheckPreparedTerms(const AdmitRequest& request, const JobPolicy& p);
 
 // When an admitted execution first becomes due: the requested run_at, or now.
 Millis AdmissionRunAt(const AdmitRequest& request, Millis now);

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <future>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -208,6 +210,93 @@ TEST_F(EngineTest, DispatchValidatesInputAndChangesNothing) {
   ExecutionFilter all;
   ASSERT_OK_AND_ASSIGN(ExecutionPage page, StoreOf(*engine).ListExecutions(all));
   EXPECT_TRUE(page.items.empty());
+}
+
+// A1: dispatches are checked against the job's definition as the engine last
+// read it, and the admission checks that definition against the stored one:
+// a job changed elsewhere (here: another store on the same database, as the
+// CLI or another node) is never dispatched to on its old terms, in the
+// synchronous and the asynchronous (HTTP) path alike.
+TEST_F(EngineTest, A1_ADispatchFollowsADefinitionChangedElsewhere) {
+  EngineOptions o = Options(0);
+  std::mutex mu;
+  std::map<std::int64_t, std::string> dispatched_to;  // the queue each event named
+  o.lifecycle_listener = [&](const LifecycleEvent& e) {
+    if (e.kind != LifecycleKind::kDispatched) return;
+    std::lock_guard<std::mutex> lock(mu);
+    dispatched_to[e.id.value] = e.queue;
+  };
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(o));
+  ASSERT_OK(engine->DefineJob(Job("greet", "greet")));
+  SqliteStoreOptions so;
+  so.path = Options().database_path;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> elsewhere, OpenSqliteStore(so));
+  const auto change = [&](auto edit) {
+    ASSERT_OK_AND_ASSIGN(JobDefinition job, elsewhere->GetJob(JobName("greet")));
+    edit(job);
+    ASSERT_OK(elsewhere->UpsertJob(job));
+  };
+  const auto dispatch_async = [&](const DispatchRequest& r) {
+    std::promise<Result<std::vector<DispatchResult>>> answer;
+    DispatchBatchAsync(*engine, {r}, [&](Result<std::vector<DispatchResult>> d) {
+      answer.set_value(std::move(d));
+    });
+    return answer.get_future().get();
+  };
+  const auto queue_of = [&](ExecutionId id) {
+    auto e = engine->GetExecution(id);
+    return e.ok() ? e->queue : "?";
+  };
+  DispatchRequest r;
+  r.job = JobName("greet");
+  for (bool async : {false, true}) {
+    SCOPED_TRACE(async ? "DispatchBatchAsync" : "Dispatch");
+    const auto dispatch = [&](const DispatchRequest& d) -> Result<ExecutionId> {
+      if (!async) {
+        TE_ASSIGN_OR_RETURN(DispatchResult one, engine->Dispatch(d));
+        return one.id;
+      }
+      TE_ASSIGN_OR_RETURN(std::vector<DispatchResult> all, dispatch_async(d));
+      return all.front().id;
+    };
+    change([](JobDefinition& j) {
+      j.queue = "default";
+      j.scope = JobScope::kGlobal;
+      j.enabled = true;
+    });
+    ASSERT_OK_AND_ASSIGN(ExecutionId first, dispatch(r));  // remembered from here on
+    EXPECT_EQ(queue_of(first), "default");
+
+    change([](JobDefinition& j) { j.queue = "other"; });
+    ASSERT_OK_AND_ASSIGN(ExecutionId moved, dispatch(r));
+    EXPECT_EQ(queue_of(moved), "other");
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      EXPECT_EQ(dispatched_to[moved.value], "other") << "the event names the old queue";
+    }
+
+    change([](JobDefinition& j) { j.enabled = false; });
+    Result<ExecutionId> disabled = dispatch(r);
+    EXPECT_EQ(disabled.status().code(), ErrorCode::kInvalidArgument)
+        << disabled.status().ToString();
+    EXPECT_THAT(disabled.status().message(), ::testing::HasSubstr("disabled"));
+
+    change([](JobDefinition& j) {
+      j.enabled = true;
+      j.scope = JobScope::kPerTenant;
+    });
+    Result<ExecutionId> untenanted = dispatch(r);
+    EXPECT_EQ(untenanted.status().code(), ErrorCode::kInvalidArgument)
+        << untenanted.status().ToString();
+    EXPECT_THAT(untenanted.status().message(), ::testing::HasSubstr("per-tenant"));
+    DispatchRequest tenanted = r;
+    tenanted.tenant = TenantId("acme");
+    ASSERT_OK(dispatch(tenanted).status());
+  }
+  ExecutionFilter all;
+  all.limit = 100;
+  ASSERT_OK_AND_ASSIGN(ExecutionPage page, StoreOf(*engine).ListExecutions(all));
+  EXPECT_EQ(page.items.size(), 6u) << "a refused dispatch admitted something";
 }
 
 // A1: the payload limit is an option; bad limits are refused at Open.

@@ -791,6 +791,7 @@ class MariaStore final : public SqlStore {
         continue;
       }
       TE_ASSIGN_OR_RETURN(const JobPolicy* p, PolicyOf(tx, r.job, jobs));
+      TE_RETURN_IF_ERROR(CheckPreparedTerms(r, *p));
       pending.emplace_back(&r, p);
     }
     TE_RETURN_IF_ERROR(InsertPending(tx, pending, now, out));
@@ -876,6 +877,7 @@ class MariaStore final : public SqlStore {
     }
     TE_ASSIGN_OR_RETURN(const JobPolicy* policy, PolicyOf(tx, r.job, jobs));
     const JobPolicy& p = *policy;
+    TE_RETURN_IF_ERROR(CheckPreparedTerms(r, p));
     bool parked = false;
     if (!r.lane_key.empty()) {
       // Admissions and un-parking of one lane take turns (O1).

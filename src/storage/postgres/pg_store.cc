@@ -1069,6 +1069,9 @@ class PostgresStore final : public SqlStore {
       if (!found) bulk = false;
     }
     if (bulk) {
+      for (const AdmitRequest& r : requests) {
+        TE_RETURN_IF_ERROR(CheckPreparedTerms(r, jobs.at(r.job.value)));
+      }
       TE_RETURN_IF_ERROR(AdmitBulk(tx, requests, now, jobs, out));
       return out;
     }
@@ -1188,6 +1191,7 @@ class PostgresStore final : public SqlStore {
       it = jobs.emplace(r.job.value, ReadJobPolicyRow(PgRow(s, 0))).first;
     }
     const JobPolicy& p = it->second;
+    TE_RETURN_IF_ERROR(CheckPreparedTerms(r, p));
     bool parked = false;
     if (!r.lane_key.empty()) {
       // Admissions and un-parking of one lane take turns (O1).

@@ -1049,6 +1049,7 @@ class SqliteStore final : public SqlStore {
       it = jobs.emplace(r.job.value, ReadJobPolicyRow(StmtRow(s))).first;
     }
     const JobPolicy& p = it->second;
+    TE_RETURN_IF_ERROR(CheckPreparedTerms(r, p));
     bool parked = false;
     if (!r.lane_key.empty()) {
       TE_ASSIGN_OR_RETURN(Stmt l, c.Prepare(kLaneOpen));

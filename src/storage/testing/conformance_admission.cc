@@ -130,6 +130,58 @@ TEST_P(StoreConformance, A1_UndefinedJobIsNotFound) {
   EXPECT_EQ(CountExecutions(), 0);
 }
 
+// A1: an admission that names the definition its dispatch was prepared from
+// (AdmitRequest::prepared_with) is checked against the stored definition in
+// its transaction; one that names none (schedules, replays) is not. In a
+// batch, one failed check admits nothing: row by row, in one statement
+// (PostgreSQL's array insert), and in MariaDB's multi-row inserts alike.
+TEST_P(StoreConformance, A1_AdmissionChecksTheDefinitionItsDispatchWasPreparedFrom) {
+  JobDefinition job;
+  job.name = JobName("report");
+  job.handler = "noop";
+  job.queue = "reports";
+  DefineJob(job);
+  const JobTerms terms{"reports", JobScope::kGlobal, ""};
+  const auto prepared = [&](int n, JobTerms t, const std::string& key = "") {
+    AdmitRequest r = MakeRequest("report", n, "", key);
+    r.prepared_with = std::move(t);
+    return r;
+  };
+  ASSERT_OK(store().Admit(prepared(1, terms)).status());
+  ASSERT_OK(store().Admit(prepared(2, terms, "k2")).status());
+  EXPECT_EQ(CountExecutions(), 2);
+
+  JobTerms other_queue = terms;
+  other_queue.queue = "default";
+  JobTerms per_tenant = terms;
+  per_tenant.scope = JobScope::kPerTenant;
+  JobTerms laned = terms;
+  laned.lane_template = "{account}";
+  for (const JobTerms& stale : {other_queue, per_tenant, laned}) {
+    for (const std::string& key : {std::string(), std::string("k3")}) {
+      Result<AdmitResult> one = store().Admit(prepared(3, stale, key));
+      EXPECT_EQ(one.status().code(), ErrorCode::kConflict) << one.status().ToString();
+      Result<std::vector<AdmitResult>> batch = store().AdmitBatch(
+          {prepared(4, terms, key.empty() ? "" : "k4"), prepared(5, terms), prepared(6, stale)});
+      EXPECT_EQ(batch.status().code(), ErrorCode::kConflict) << batch.status().ToString();
+    }
+  }
+  EXPECT_EQ(CountExecutions(), 2) << "a failed check admitted something";
+
+  job.enabled = false;
+  DefineJob(job);
+  Result<AdmitResult> disabled = store().Admit(prepared(7, terms));
+  EXPECT_EQ(disabled.status().code(), ErrorCode::kInvalidArgument) << disabled.status().ToString();
+  Result<std::vector<AdmitResult>> batch =
+      store().AdmitBatch({prepared(8, terms), prepared(9, terms)});
+  EXPECT_EQ(batch.status().code(), ErrorCode::kInvalidArgument) << batch.status().ToString();
+  EXPECT_EQ(CountExecutions(), 2);
+  // Without prepared terms the store admits as before (a schedule's fire
+  // checks its job itself).
+  ASSERT_OK(store().Admit(MakeRequest("report", 10)).status());
+  EXPECT_EQ(CountExecutions(), 3);
+}
+
 // --- A2 ---
 
 TEST_P(StoreConformance, A2_SameKeySamePayloadReturnsSameExecution) {
