@@ -478,9 +478,8 @@ ListSql BuildListSql(const ExecutionFilter& f, const ListPart& part, std::string
   constexpr int kRunning = static_cast<int>(ExecutionStatus::kRunning);
   if (part.status && indexing.status_index_without_running) {
     if (*part.status == kRunning) {
-      // As many rows as leases are held, whatever else the search says. The
-      // planner matches the leases index's condition only to a literal.
-      from += " INDEXED BY executions_leases";
+      // The planners match the leases index's condition only to a literal.
+      if (indexing.index_hints) from += " INDEXED BY executions_leases";
       add("status = " + std::to_string(kRunning));
     } else {
       add("status = " + number(*part.status));

@@ -166,12 +166,16 @@ struct ListSql {
   std::string sql;
   std::vector<ListArg> args;
 };
-// What a backend's indexes need a search to say. SQLite's index of statuses
-// leaves running executions out (its leases index holds them): a search by
-// another status says `status <> 1` so that the planner may use it, and a
-// search for running executions reads the leases index.
+// What a backend's indexes need a search to say.
 struct ListIndexing {
+  // The index of statuses leaves running executions out (the leases index
+  // holds them: SQLite, PostgreSQL). A search by another status says
+  // `status <> 1` so that the planner may use it; one for running executions
+  // names status 1 as a literal, the condition of the leases index.
   bool status_index_without_running = false;
+  // SQLite: a search for running executions reads the leases index (INDEXED
+  // BY), as many rows as leases are held, whatever else it says.
+  bool index_hints = false;
 };
 ListSql BuildListSql(const ExecutionFilter& filter, const ListPart& part, std::string_view columns,
                      std::int64_t row_limit, bool count_only, char placeholder,

@@ -11,6 +11,8 @@
 
 #include <iterator>
 
+#include "storage/store_rules.h"
+
 namespace taskengine::pg {
 
 inline constexpr const char* kMigrations[] = {
@@ -769,7 +771,20 @@ CREATE TABLE notify_state (
   suppressed_since BIGINT NOT NULL
 );
 )sql",
+    // Version 13: as SQLite's version 16, the index of statuses leaves
+    // running executions out (the leases index holds them). Every update of
+    // an execution that is not HOT writes an entry in each index whose
+    // condition its new row meets: a claim and the mark of a started handler
+    // no longer write one here.
+    R"sql(
+DROP INDEX executions_by_status;
+CREATE INDEX executions_by_status ON executions (status, id) WHERE status <> 1;
+)sql",
 };
+
+// How the searches read the indexes: since version 13, executions_by_status
+// holds no running execution.
+inline constexpr storage_internal::ListIndexing kListIndexing{.status_index_without_running = true};
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 

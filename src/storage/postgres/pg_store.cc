@@ -642,7 +642,7 @@ class PostgresStore final : public SqlStore {
       std::vector<std::vector<Execution>> rows(parts.size());
       for (std::size_t i = 0; i < parts.size(); ++i) {
         ListSql q = BuildListSql(f, parts[i], TE_SQL_EXECUTION_COLUMNS, ListPartRowLimit(f),
-                                 /*count_only=*/false, '$');
+                                 /*count_only=*/false, '$', pg::kListIndexing);
         TE_ASSIGN_OR_RETURN(PgResult s, tx.c.QueryText(q.sql, ListParams(q)));
         for (int r = 0; r < s.rows(); ++r) rows[i].push_back(ReadExecutionRow(PgRow(s, r)));
       }
@@ -657,7 +657,8 @@ class PostgresStore final : public SqlStore {
       whole.before = ExecutionId(0);
       std::vector<std::int64_t> counts;
       for (const ListPart& part : parts) {
-        ListSql q = BuildListSql(whole, part, "", kListCountCap + 1, /*count_only=*/true, '$');
+        ListSql q = BuildListSql(whole, part, "", kListCountCap + 1, /*count_only=*/true, '$',
+                                 pg::kListIndexing);
         TE_ASSIGN_OR_RETURN(PgResult s, tx.c.QueryText(q.sql, ListParams(q)));
         counts.push_back(s.rows() > 0 ? s.Int(0, 0) : 0);
       }

@@ -785,11 +785,20 @@ TEST(PgStoreTest, I1_SearchCombinationsUseAnIndex) {
     f.triggers = {Trigger::kScheduled};
     f.before = ExecutionId(500);
   });
+  add("running", [](ExecutionFilter& f) { f.status = ExecutionStatus::kRunning; });
+  add("queued+running", [](ExecutionFilter& f) {
+    f.statuses = {ExecutionStatus::kQueued, ExecutionStatus::kRunning};
+  });
+  add("job+running+cursor", [](ExecutionFilter& f) {
+    f.job = JobName("a");
+    f.status = ExecutionStatus::kRunning;
+    f.before = ExecutionId(500);
+  });
   for (const auto& [name, filter] : combinations) {
     for (bool count_only : {false, true}) {
       for (const storage_internal::ListPart& part : storage_internal::PlanListParts(filter)) {
-        storage_internal::ListSql q =
-            storage_internal::BuildListSql(filter, part, "*", 51, count_only, '$');
+        storage_internal::ListSql q = storage_internal::BuildListSql(
+            filter, part, "*", 51, count_only, '$', pg::kListIndexing);
         // The arguments as literals, the highest number first ($10 before $1).
         std::string sql = q.sql;
         for (std::size_t i = q.args.size(); i > 0; --i) {

@@ -4,6 +4,8 @@
 
 #include <array>
 
+#include "storage/store_rules.h"
+
 namespace taskengine::sqlite {
 
 inline constexpr const char* kMigrations[] = {
@@ -384,8 +386,9 @@ CREATE INDEX executions_by_status ON executions(status, id) WHERE status <> 1;
 
 inline constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
-// Since version 16, executions_by_status holds no running execution: the
-// searches say so (storage_internal::ListIndexing).
-inline constexpr bool kStatusIndexWithoutRunning = true;
+// How the searches read the indexes: since version 16, executions_by_status
+// holds no running execution, and a search for those names the leases index.
+inline constexpr storage_internal::ListIndexing kListIndexing{.status_index_without_running = true,
+                                                              .index_hints = true};
 
 }  // namespace taskengine::sqlite

@@ -140,8 +140,6 @@ constexpr const char* kOldestDue =
 // The index of statuses holds no running execution (schema version 16): a
 // statement that reads it by another status says `status <> 1`, and the
 // running ones are read through the leases index.
-constexpr ListIndexing kListIndexing{.status_index_without_running =
-                                         sqlite::kStatusIndexWithoutRunning};
 constexpr const char* kOldestQuarantined =
     "SELECT finished_at FROM executions INDEXED BY executions_by_status"
     " WHERE status = 4 AND status <> 1 ORDER BY id LIMIT 1";
@@ -578,7 +576,7 @@ class SqliteStore final : public SqlStore {
       for (std::size_t i = 0; i < parts.size(); ++i) {
         ListSql q = BuildListSql(f, parts[i], TE_SQL_EXECUTION_COLUMNS_WITH(TE_SQLITE_PAYLOAD),
                                  ListPartRowLimit(f),
-                                 /*count_only=*/false, '?', kListIndexing);
+                                 /*count_only=*/false, '?', sqlite::kListIndexing);
         TE_ASSIGN_OR_RETURN(Stmt s, PrepareList(c, q));
         while (true) {
           TE_ASSIGN_OR_RETURN(bool row, s.Step());
@@ -598,7 +596,7 @@ class SqliteStore final : public SqlStore {
       std::vector<std::int64_t> counts;
       for (const ListPart& part : parts) {
         ListSql q = BuildListSql(whole, part, "", kListCountCap + 1, /*count_only=*/true, '?',
-                                 kListIndexing);
+                                 sqlite::kListIndexing);
         TE_ASSIGN_OR_RETURN(Stmt s, PrepareList(c, q));
         TE_ASSIGN_OR_RETURN(bool row, s.Step());
         counts.push_back(row ? s.Int(0) : 0);

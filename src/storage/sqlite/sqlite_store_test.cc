@@ -637,8 +637,7 @@ TEST(SqliteStoreTest, I1_SearchCombinationsUseAnIndex) {
     for (bool count_only : {false, true}) {
       for (const storage_internal::ListPart& part : storage_internal::PlanListParts(c.filter)) {
         storage_internal::ListSql q = storage_internal::BuildListSql(
-            c.filter, part, "*", 51, count_only, '?',
-            {.status_index_without_running = sqlite::kStatusIndexWithoutRunning});
+            c.filter, part, "*", 51, count_only, '?', sqlite::kListIndexing);
         sqlite3_stmt* stmt = nullptr;
         const std::string sql = "EXPLAIN QUERY PLAN " + q.sql;
         ASSERT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK)
