@@ -275,7 +275,13 @@ TEST_F(EngineTest, A1_ADispatchFollowsADefinitionChangedElsewhere) {
       EXPECT_EQ(dispatched_to[moved.value], "other") << "the event names the old queue";
     }
 
+    DispatchRequest keyed = r;
+    keyed.idempotency_key = async ? "async-key" : "sync-key";
+    ASSERT_OK(dispatch(keyed).status());
     change([](JobDefinition& j) { j.enabled = false; });
+    Result<ExecutionId> repeat = dispatch(keyed);
+    EXPECT_EQ(repeat.status().code(), ErrorCode::kInvalidArgument)
+        << "a repeat to a disabled job: " << repeat.status().ToString();
     Result<ExecutionId> disabled = dispatch(r);
     EXPECT_EQ(disabled.status().code(), ErrorCode::kInvalidArgument)
         << disabled.status().ToString();
@@ -296,7 +302,7 @@ TEST_F(EngineTest, A1_ADispatchFollowsADefinitionChangedElsewhere) {
   ExecutionFilter all;
   all.limit = 100;
   ASSERT_OK_AND_ASSIGN(ExecutionPage page, StoreOf(*engine).ListExecutions(all));
-  EXPECT_EQ(page.items.size(), 6u) << "a refused dispatch admitted something";
+  EXPECT_EQ(page.items.size(), 8u) << "a refused dispatch admitted something";
 }
 
 // A1: the payload limit is an option; bad limits are refused at Open.

@@ -871,13 +871,17 @@ class MariaStore final : public SqlStore {
 
   Result<AdmitResult> AdmitOne(Tx& tx, const AdmitRequest& r, Millis now,
                                std::unordered_map<std::string, JobPolicy>& jobs) {
+    if (r.prepared_with) {
+      // Before the key: a dispatch to a disabled job is refused, a repeat too.
+      TE_ASSIGN_OR_RETURN(const JobPolicy* policy, PolicyOf(tx, r.job, jobs));
+      TE_RETURN_IF_ERROR(CheckPreparedTerms(r, *policy));
+    }
     if (!r.idempotency_key.empty()) {
       TE_ASSIGN_OR_RETURN(std::optional<AdmitResult> existing, FindByKey(tx, r));
       if (existing) return *existing;
     }
     TE_ASSIGN_OR_RETURN(const JobPolicy* policy, PolicyOf(tx, r.job, jobs));
     const JobPolicy& p = *policy;
-    TE_RETURN_IF_ERROR(CheckPreparedTerms(r, p));
     bool parked = false;
     if (!r.lane_key.empty()) {
       // Admissions and un-parking of one lane take turns (O1).

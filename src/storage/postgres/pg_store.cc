@@ -1171,6 +1171,12 @@ class PostgresStore final : public SqlStore {
 
   Result<AdmitResult> AdmitOne(Tx& tx, const AdmitRequest& r, Millis now,
                                std::unordered_map<std::string, JobPolicy>& jobs) {
+    if (r.prepared_with) {
+      // Before the key: a dispatch to a disabled job is refused, a repeat too.
+      TE_ASSIGN_OR_RETURN(bool found, LoadPolicy(tx, r.job.value, jobs));
+      if (!found) return NotFound("no job named '" + r.job.value + "'");
+      TE_RETURN_IF_ERROR(CheckPreparedTerms(r, jobs.at(r.job.value)));
+    }
     // A keyed admission outside a lane just tries the INSERT: the
     // idempotency index answers "exists" (ON CONFLICT), one round trip fewer
     // for the common new key. In a lane, look first so that a repeat takes
@@ -1192,7 +1198,6 @@ class PostgresStore final : public SqlStore {
       it = jobs.emplace(r.job.value, ReadJobPolicyRow(PgRow(s, 0))).first;
     }
     const JobPolicy& p = it->second;
-    TE_RETURN_IF_ERROR(CheckPreparedTerms(r, p));
     bool parked = false;
     if (!r.lane_key.empty()) {
       // Admissions and un-parking of one lane take turns (O1).

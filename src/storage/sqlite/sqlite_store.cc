@@ -1032,22 +1032,29 @@ class SqliteStore final : public SqlStore {
 
   Result<AdmitResult> AdmitOne(Connection& c, const AdmitRequest& r, Millis now,
                                std::unordered_map<std::string, JobPolicy>& jobs) {
+    auto it = jobs.find(r.job.value);
+    const auto load_policy = [&]() -> Status {
+      if (it != jobs.end()) return Status::Ok();
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kJobPolicy));
+      s.Bind(1, r.job.value);
+      TE_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) return NotFound("no job named '" + r.job.value + "'");
+      it = jobs.emplace(r.job.value, ReadJobPolicyRow(StmtRow(s))).first;
+      return Status::Ok();
+    };
+    if (r.prepared_with) {
+      // Before the key: a dispatch to a disabled job is refused, a repeat too.
+      TE_RETURN_IF_ERROR(load_policy());
+      TE_RETURN_IF_ERROR(CheckPreparedTerms(r, it->second));
+    }
     if (!r.idempotency_key.empty()) {
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kFindByKey));
       s.Bind(1, r.job.value).Bind(2, r.tenant.value).Bind(3, r.idempotency_key);
       TE_ASSIGN_OR_RETURN(bool row, s.Step());
       if (row) return ReadExistingAdmissionRow(StmtRow(s), r);
     }
-    auto it = jobs.find(r.job.value);
-    if (it == jobs.end()) {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kJobPolicy));
-      s.Bind(1, r.job.value);
-      TE_ASSIGN_OR_RETURN(bool row, s.Step());
-      if (!row) return NotFound("no job named '" + r.job.value + "'");
-      it = jobs.emplace(r.job.value, ReadJobPolicyRow(StmtRow(s))).first;
-    }
+    TE_RETURN_IF_ERROR(load_policy());
     const JobPolicy& p = it->second;
-    TE_RETURN_IF_ERROR(CheckPreparedTerms(r, p));
     bool parked = false;
     if (!r.lane_key.empty()) {
       TE_ASSIGN_OR_RETURN(Stmt l, c.Prepare(kLaneOpen));

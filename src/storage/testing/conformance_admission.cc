@@ -149,7 +149,10 @@ TEST_P(StoreConformance, A1_AdmissionChecksTheDefinitionItsDispatchWasPreparedFr
   };
   ASSERT_OK(store().Admit(prepared(1, terms)).status());
   ASSERT_OK(store().Admit(prepared(2, terms, "k2")).status());
-  EXPECT_EQ(CountExecutions(), 2);
+  AdmitRequest laned_keyed = prepared(2, terms, "k2-lane");
+  laned_keyed.lane_key = "acct-1";
+  ASSERT_OK(store().Admit(laned_keyed).status());
+  EXPECT_EQ(CountExecutions(), 3);
 
   JobTerms other_queue = terms;
   other_queue.queue = "default";
@@ -166,7 +169,7 @@ TEST_P(StoreConformance, A1_AdmissionChecksTheDefinitionItsDispatchWasPreparedFr
       EXPECT_EQ(batch.status().code(), ErrorCode::kConflict) << batch.status().ToString();
     }
   }
-  EXPECT_EQ(CountExecutions(), 2) << "a failed check admitted something";
+  EXPECT_EQ(CountExecutions(), 3) << "a failed check admitted something";
 
   job.enabled = false;
   DefineJob(job);
@@ -175,11 +178,16 @@ TEST_P(StoreConformance, A1_AdmissionChecksTheDefinitionItsDispatchWasPreparedFr
   Result<std::vector<AdmitResult>> batch =
       store().AdmitBatch({prepared(8, terms), prepared(9, terms)});
   EXPECT_EQ(batch.status().code(), ErrorCode::kInvalidArgument) << batch.status().ToString();
-  EXPECT_EQ(CountExecutions(), 2);
+  // A repeat of an admitted key is refused too: the check comes before the key.
+  for (const AdmitRequest& repeat : {prepared(2, terms, "k2"), laned_keyed}) {
+    Result<AdmitResult> again = store().Admit(repeat);
+    EXPECT_EQ(again.status().code(), ErrorCode::kInvalidArgument) << again.status().ToString();
+  }
+  EXPECT_EQ(CountExecutions(), 3);
   // Without prepared terms the store admits as before (a schedule's fire
   // checks its job itself).
   ASSERT_OK(store().Admit(MakeRequest("report", 10)).status());
-  EXPECT_EQ(CountExecutions(), 3);
+  EXPECT_EQ(CountExecutions(), 4);
 }
 
 // --- A2 ---
