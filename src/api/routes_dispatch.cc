@@ -135,7 +135,7 @@ void Dispatch(ApiContext& ctx, const RouteRequest& req, const Responder& respond
   DispatchRequest named;
   named.job = request.job;
   named.idempotency_key = request.idempotency_key;
-  DispatchBatchAsync(*ctx.engine, requests,
+  DispatchBatchAsync(*ctx.engine, std::move(requests),
                      [named = std::move(named), respond](Result<std::vector<DispatchResult>> r) {
                        respond.Send(DispatchAnswer(named, r));
                      });

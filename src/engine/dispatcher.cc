@@ -70,6 +70,9 @@ DispatchResult ToDispatchResult(const AdmitResult& a) {
   return d;
 }
 
+// What a dispatch takes from `job` (the admission checks it: AdmitRequest::prepared_with).
+JobTerms TermsOf(const JobDefinition& job) { return {job.queue, job.scope, job.lane_template}; }
+
 // Checks `r` against its job definition and builds the store request.
 Result<AdmitRequest> PrepareOne(const DispatchRequest& r, const JobDefinition& job, Millis now,
                                 std::size_t max_payload_bytes) {
@@ -128,7 +131,7 @@ Result<AdmitRequest> PrepareOne(const DispatchRequest& r, const JobDefinition& j
     }
   }
   a.parent = r.parent;
-  a.prepared_with = JobTerms{job.queue, job.scope, job.lane_template};
+  a.prepared_with = TermsOf(job);
   return a;
 }
 
@@ -180,9 +183,9 @@ struct Dispatcher::Core {
   }
 
   // Checks every request against its job definition (the remembered ones
-  // unless `stored`); the first error.
-  Result<Admissions> PrepareBatch(const std::vector<DispatchRequest>& requests, bool stored) {
-    Admissions a;
+  // unless `stored`) into `a`; the first error. `a.remembered` tells, also on
+  // an error, whether a remembered definition took part.
+  Status PrepareBatch(const std::vector<DispatchRequest>& requests, bool stored, Admissions& a) {
     a.now = clock->NowMillis();
     a.admits.reserve(requests.size());
     for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -205,25 +208,24 @@ struct Dispatcher::Core {
       }
       a.admits.push_back(std::move(admit).value());
     }
+    return Status::Ok();
+  }
+
+  // PrepareBatch from the stored definitions.
+  Result<Admissions> PrepareStored(const std::vector<DispatchRequest>& requests) {
+    Admissions a;
+    TE_RETURN_IF_ERROR(PrepareBatch(requests, /*stored=*/true, a));
     return a;
   }
 
-  // PrepareBatch from the remembered definitions; when one of them refuses,
-  // again from the stored ones.
+  // PrepareBatch from the remembered definitions; when that refuses and one
+  // of them took part, again from the stored ones.
   Result<Admissions> Prepare(const std::vector<DispatchRequest>& requests) {
-    Result<Admissions> a = PrepareBatch(requests, /*stored=*/false);
-    if (a.ok() || !RefusedByRemembered(requests)) return a;
-    return PrepareBatch(requests, /*stored=*/true);
-  }
-
-  // Whether one of the jobs of `requests` has a remembered definition (an
-  // answer that one gave may be out of date).
-  bool RefusedByRemembered(const std::vector<DispatchRequest>& requests) {
-    MutexLock lock(mu);
-    for (const DispatchRequest& r : requests) {
-      if (known.count(r.job.value) > 0) return true;
-    }
-    return false;
+    Admissions a;
+    Status s = PrepareBatch(requests, /*stored=*/false, a);
+    if (s.ok()) return a;
+    if (!a.remembered) return s;
+    return PrepareStored(requests);
   }
 
   // After a failed admission prepared from remembered definitions: reads them
@@ -238,11 +240,7 @@ struct Dispatcher::Core {
         if (now.status().code() == ErrorCode::kNotFound) return true;
         continue;
       }
-      const JobDefinition& n = **now;
-      if (n.enabled != before->enabled || n.queue != before->queue || n.scope != before->scope ||
-          n.lane_template != before->lane_template) {
-        return true;
-      }
+      if ((*now)->enabled != before->enabled || TermsOf(**now) != TermsOf(*before)) return true;
     }
     return false;
   }
@@ -307,7 +305,7 @@ Result<std::vector<DispatchResult>> Dispatcher::DispatchBatch(
   Result<std::vector<AdmitResult>> admitted = core.store->AdmitBatch(admissions.admits);
   if (!admitted.ok() && admissions.remembered && core.Outdated(admissions)) {
     // Prepared from an out-of-date definition: once more from the stored ones.
-    TE_ASSIGN_OR_RETURN(admissions, core.PrepareBatch(requests, /*stored=*/true));
+    TE_ASSIGN_OR_RETURN(admissions, core.PrepareStored(requests));
     admitted = core.store->AdmitBatch(admissions.admits);
   }
   if (!admitted.ok()) return admitted.status();
@@ -318,8 +316,7 @@ Result<std::vector<DispatchResult>> Dispatcher::DispatchBatch(
   return core.Conclude(admissions, *admitted);
 }
 
-void Dispatcher::DispatchBatchAsync(const std::vector<DispatchRequest>& requests,
-                                    DispatchDone done) {
+void Dispatcher::DispatchBatchAsync(std::vector<DispatchRequest> requests, DispatchDone done) {
   if (requests.empty()) return done(std::vector<DispatchResult>{});
   Result<Core::Admissions> prepared = core_->Prepare(requests);
   if (!prepared.ok()) return done(prepared.status());
@@ -331,14 +328,14 @@ void Dispatcher::DispatchBatchAsync(const std::vector<DispatchRequest>& requests
   // needs the requests.
   std::shared_ptr<const std::vector<DispatchRequest>> again;
   if (admissions->remembered) {
-    again = std::make_shared<const std::vector<DispatchRequest>>(requests);
+    again = std::make_shared<const std::vector<DispatchRequest>>(std::move(requests));
   }
   core_->store->AdmitBatchAsync(
       std::move(admits), [core = core_, admissions, again, done = std::move(done)](
                              Result<std::vector<AdmitResult>> admitted) mutable {
         if (admitted.ok()) return done(core->Conclude(*admissions, *admitted));
         if (!again || !core->Outdated(*admissions)) return done(admitted.status());
-        Result<Core::Admissions> fresh = core->PrepareBatch(*again, /*stored=*/true);
+        Result<Core::Admissions> fresh = core->PrepareStored(*again);
         if (!fresh.ok()) return done(fresh.status());
         auto retried = std::make_shared<Core::Admissions>(std::move(fresh).value());
         std::vector<AdmitRequest> admits =

@@ -41,7 +41,7 @@ class Dispatcher {
   // admitted), on a thread of the store or on the calling thread
   // (Store::AdmitBatchAsync). `done` must be quick and must not block.
   using DispatchDone = std::function<void(Result<std::vector<DispatchResult>>)>;
-  void DispatchBatchAsync(const std::vector<DispatchRequest>& requests, DispatchDone done);
+  void DispatchBatchAsync(std::vector<DispatchRequest> requests, DispatchDone done);
 
  private:
   // Shared with the callbacks of asynchronous admissions, which may run

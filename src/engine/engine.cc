@@ -347,13 +347,13 @@ class EngineImpl final : public EngineInternal {
     return replies;
   }
 
-  void DispatchBatchAsyncImpl(const std::vector<DispatchRequest>& requests,
-                              DispatchDone done) override {
-    dispatcher_.DispatchBatchAsync(requests, [hold = HoldForAsyncCall(), done = std::move(done)](
-                                                 Result<std::vector<DispatchResult>> results) {
-      (void)hold;
-      done(std::move(results));
-    });
+  void DispatchBatchAsyncImpl(std::vector<DispatchRequest> requests, DispatchDone done) override {
+    dispatcher_.DispatchBatchAsync(
+        std::move(requests), [hold = HoldForAsyncCall(),
+                              done = std::move(done)](Result<std::vector<DispatchResult>> results) {
+          (void)hold;
+          done(std::move(results));
+        });
   }
 
   void PublishOutcomesAsyncImpl(std::vector<FinishRequest> requests, OutcomesDone done) override {
@@ -527,11 +527,11 @@ std::vector<Result<FinishReply>> PublishOutcomes(Engine& engine,
   return internal->PublishOutcomesImpl(requests);
 }
 
-void DispatchBatchAsync(Engine& engine, const std::vector<DispatchRequest>& requests,
+void DispatchBatchAsync(Engine& engine, std::vector<DispatchRequest> requests,
                         EngineInternal::DispatchDone done) {
   auto* internal = dynamic_cast<EngineInternal*>(&engine);
   TE_CHECK(internal != nullptr);
-  internal->DispatchBatchAsyncImpl(requests, std::move(done));
+  internal->DispatchBatchAsyncImpl(std::move(requests), std::move(done));
 }
 
 void PublishOutcomesAsync(Engine& engine, std::vector<FinishRequest> requests,

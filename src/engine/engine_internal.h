@@ -28,15 +28,14 @@ class EngineInternal : public Engine {
   // See DispatchBatchAsync() and PublishOutcomesAsync() below.
   using DispatchDone = std::function<void(Result<std::vector<DispatchResult>>)>;
   using OutcomesDone = std::function<void(std::vector<Result<FinishReply>>)>;
-  virtual void DispatchBatchAsyncImpl(const std::vector<DispatchRequest>& requests,
-                                      DispatchDone done) = 0;
+  virtual void DispatchBatchAsyncImpl(std::vector<DispatchRequest> requests, DispatchDone done) = 0;
   virtual void PublishOutcomesAsyncImpl(std::vector<FinishRequest> requests, OutcomesDone done) = 0;
 
  private:
   friend Store& StoreOf(Engine& engine);
   friend std::vector<Result<FinishReply>> PublishOutcomes(
       Engine& engine, const std::vector<FinishRequest>& requests);
-  friend void DispatchBatchAsync(Engine& engine, const std::vector<DispatchRequest>& requests,
+  friend void DispatchBatchAsync(Engine& engine, std::vector<DispatchRequest> requests,
                                  DispatchDone done);
   friend void PublishOutcomesAsync(Engine& engine, std::vector<FinishRequest> requests,
                                    OutcomesDone done);
@@ -66,7 +65,7 @@ std::vector<Result<FinishReply>> PublishOutcomes(Engine& engine,
 // block and must not call the engine. The engine outlives every pending
 // `done` (its destructor waits for them). Thread-safe.
 // REQUIRES: `engine` is an EngineInternal.
-void DispatchBatchAsync(Engine& engine, const std::vector<DispatchRequest>& requests,
+void DispatchBatchAsync(Engine& engine, std::vector<DispatchRequest> requests,
                         EngineInternal::DispatchDone done);
 
 // PublishOutcomes without a thread waiting for the commit: `done` receives

@@ -375,9 +375,10 @@ ALTER TABLE executions DROP COLUMN payload;
 )sql",
     // Version 16: the index of statuses leaves running executions out. Each
     // execution is running for moments between two status changes; with its
-    // entries in this index, a claim and an ending each moved one. The leases
-    // index holds the running ones. A search by another status says `status <> 1`, which is
-    // how SQLite's planner learns that this index holds its rows.
+    // entries in this index, a claim and an ending each moved one. The
+    // leases index holds the running ones. A search by another status says
+    // `status <> 1`, which is how SQLite's planner learns that this index
+    // holds its rows.
     R"sql(
 DROP INDEX executions_by_status;
 CREATE INDEX executions_by_status ON executions(status, id) WHERE status <> 1;
