@@ -190,7 +190,12 @@ std::string QuoteIdentifier(const std::string& name) {
   return out;
 }
 
+// RoundTripsOnThisThread().
+thread_local std::uint64_t t_round_trips = 0;
+
 }  // namespace
+
+std::uint64_t RoundTripsOnThisThread() { return t_round_trips; }
 
 PgConn::~PgConn() { Close(); }
 
@@ -200,6 +205,8 @@ void PgConn::Close() {
   broken_ = false;
   prepared_.clear();
   prepared_text_.clear();
+  deferred_begin_ = nullptr;
+  later_.clear();
 }
 
 bool PgConn::healthy() const {
@@ -257,47 +264,218 @@ Result<PgResult> PgConn::Check(pg_result* r, std::string_view what) {
   return StatusForSqlState(last_sqlstate_, std::move(msg));
 }
 
+Status PgConn::Lost(std::string_view what) {
+  broken_ = true;
+  last_sqlstate_ = "08006";
+  std::string msg = conn_ != nullptr ? PQerrorMessage(conn_) : "";
+  while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+  return Unavailable("PostgreSQL connection lost: " + std::string(what) + ": " + msg);
+}
+
 Result<PgResult> PgConn::Exec(const std::string& sql) {
   if (conn_ == nullptr) return Unavailable("PostgreSQL: not connected");
+  if (deferred_begin_ != nullptr || !later_.empty()) {
+    // Several statements in one string cannot share a pipeline: what waits
+    // goes first.
+    TE_RETURN_IF_ERROR(Run({}).status());
+  }
+  ++t_round_trips;
   return Check(PQexec(conn_, sql.c_str()), "statement");
+}
+
+PgConn::Sent PgConn::Prepared(const char* sql, const Params& params) {
+  Sent s;
+  s.params = &params;
+  s.sql = sql;
+  if (auto it = prepared_.find(sql); it != prepared_.end()) {
+    s.name = it->second;
+  } else {
+    s.name = "te" + std::to_string(next_name_++);
+    s.prepare =
+        storage_internal::TranslatePlaceholders(sql, storage_internal::PlaceholderStyle::kDollar)
+            .text;
+  }
+  return s;
+}
+
+PgConn::Sent PgConn::PreparedText(const std::string& sql, const Params& params) {
+  Sent s;
+  s.params = &params;
+  s.text_cache = &prepared_text_;
+  if (auto it = prepared_text_.find(sql); it != prepared_text_.end()) {
+    s.name = it->second;
+  } else {
+    s.name = "tt" + std::to_string(next_name_++);
+    s.prepare =
+        storage_internal::TranslatePlaceholders(sql, storage_internal::PlaceholderStyle::kDollar)
+            .text;
+    s.text = sql;
+  }
+  return s;
+}
+
+void PgConn::Remember(const Sent& s) {
+  if (s.text_cache != nullptr) {
+    s.text_cache->emplace(s.text, s.name);
+  } else {
+    prepared_.emplace(s.sql, s.name);
+  }
 }
 
 Result<PgResult> PgConn::Query(const char* sql, const Params& params) {
   if (conn_ == nullptr) return Unavailable("PostgreSQL: not connected");
-  auto it = prepared_.find(sql);
-  if (it == prepared_.end()) {
-    std::string name = "te" + std::to_string(prepared_.size());
-    const std::string text =
-        storage_internal::TranslatePlaceholders(sql, storage_internal::PlaceholderStyle::kDollar)
-            .text;
-    TE_ASSIGN_OR_RETURN(PgResult prep, Check(PQprepare(conn_, name.c_str(), text.c_str(),
-                                                       params.size(), params.types()),
-                                             "prepare"));
-    (void)prep;
-    it = prepared_.emplace(sql, std::move(name)).first;
-  }
-  return Check(PQexecPrepared(conn_, it->second.c_str(), params.size(), params.values(), nullptr,
-                              nullptr, 0),
-               "query");
+  return Run({Prepared(sql, params)});
 }
 
 Result<PgResult> PgConn::QueryText(const std::string& sql, const Params& params) {
   if (conn_ == nullptr) return Unavailable("PostgreSQL: not connected");
-  auto it = prepared_text_.find(sql);
-  if (it == prepared_text_.end()) {
-    std::string name = "tt" + std::to_string(prepared_text_.size());
-    const std::string text =
-        storage_internal::TranslatePlaceholders(sql, storage_internal::PlaceholderStyle::kDollar)
-            .text;
-    TE_ASSIGN_OR_RETURN(PgResult prep, Check(PQprepare(conn_, name.c_str(), text.c_str(),
-                                                       params.size(), params.types()),
+  return Run({PreparedText(sql, params)});
+}
+
+Result<PgResult> PgConn::Run(std::vector<Sent> steps) {
+  if (deferred_begin_ != nullptr || !later_.empty()) {
+    // What waits goes first, in the same round trip.
+    const bool carries_begin = deferred_begin_ != nullptr;
+    std::vector<Sent> all;
+    all.reserve(1 + later_.size() + steps.size());
+    if (carries_begin) {
+      Sent begin;
+      begin.plain = deferred_begin_;
+      deferred_begin_ = nullptr;
+      all.push_back(std::move(begin));
+    }
+    for (Sent& s : later_) all.push_back(std::move(s));
+    later_.clear();
+    for (Sent& s : steps) all.push_back(std::move(s));
+    Result<PgResult> r = Pipeline(all);
+    if (carries_begin) lost_at_begin_ = !r.ok() && !healthy();
+    return r;
+  }
+  if (steps.size() > 1) return Pipeline(steps);
+  // One statement: the plain protocol, no pipeline to set up.
+  const Sent& s = steps.front();
+  ++t_round_trips;
+  if (s.plain != nullptr) return Check(PQexec(conn_, s.plain), "statement");
+  if (!s.prepare.empty()) {
+    TE_ASSIGN_OR_RETURN(PgResult prep, Check(PQprepare(conn_, s.name.c_str(), s.prepare.c_str(),
+                                                       s.args().size(), s.args().types()),
                                              "prepare"));
     (void)prep;
-    it = prepared_text_.emplace(sql, std::move(name)).first;
+    Remember(s);
+    ++t_round_trips;
   }
-  return Check(PQexecPrepared(conn_, it->second.c_str(), params.size(), params.values(), nullptr,
+  return Check(PQexecPrepared(conn_, s.name.c_str(), s.args().size(), s.args().values(), nullptr,
                               nullptr, 0),
                "query");
+}
+
+Result<PgResult> PgConn::Pipeline(std::vector<Sent>& steps) {
+  // A statement new to this connection is prepared once, by its first step.
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    for (std::size_t j = 0; j < i && !steps[i].prepare.empty(); ++j) {
+      if (!steps[j].prepare.empty() && steps[j].sql == steps[i].sql &&
+          steps[j].text == steps[i].text) {
+        steps[i].name = steps[j].name;
+        steps[i].prepare.clear();
+      }
+    }
+  }
+  if (PQenterPipelineMode(conn_) != 1) return Lost("entering pipeline mode");
+  // Send everything, then one Sync: the server answers it all in one go.
+  for (const Sent& s : steps) {
+    int sent = 0;
+    if (s.plain != nullptr) {
+      sent = PQsendQueryParams(conn_, s.plain, 0, nullptr, nullptr, nullptr, nullptr, 0);
+    } else {
+      sent = 1;
+      if (!s.prepare.empty()) {
+        sent = PQsendPrepare(conn_, s.name.c_str(), s.prepare.c_str(), s.args().size(),
+                             s.args().types());
+      }
+      if (sent == 1) {
+        sent = PQsendQueryPrepared(conn_, s.name.c_str(), s.args().size(), s.args().values(),
+                                   nullptr, nullptr, 0);
+      }
+    }
+    if (sent != 1) return Lost("sending a statement");
+  }
+  ++t_round_trips;
+  if (PQpipelineSync(conn_) != 1) return Lost("sending a pipeline");
+  // The results, in order: each command's, then the end of its results.
+  Result<PgResult> last = PgResult();
+  Status first_error = Status::Ok();
+  auto next = [this](std::string_view what, PgResult* out, Status* error) -> Status {
+    pg_result* r = PQgetResult(conn_);
+    if (r == nullptr) return Lost(what);
+    const ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_PIPELINE_ABORTED) {
+      PQclear(r);
+    } else if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK || st == PGRES_EMPTY_QUERY) {
+      *out = PgResult(r);
+    } else {
+      Result<PgResult> checked = Check(r, what);
+      if (!healthy()) return checked.status();
+      if (error->ok()) *error = checked.status();
+    }
+    pg_result* end = PQgetResult(conn_);
+    if (end != nullptr) {
+      PQclear(end);
+      return Lost(what);
+    }
+    return Status::Ok();
+  };
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const Sent& s = steps[i];
+    PgResult result;
+    if (s.plain == nullptr && !s.prepare.empty()) {
+      const bool before = first_error.ok();
+      TE_RETURN_IF_ERROR(next("prepare", &result, &first_error));
+      if (before && first_error.ok()) Remember(s);
+    }
+    TE_RETURN_IF_ERROR(next(s.plain != nullptr ? "statement" : "query", &result, &first_error));
+    if (i + 1 == steps.size()) last = std::move(result);
+  }
+  pg_result* sync = PQgetResult(conn_);
+  const bool synced = sync != nullptr && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+  if (sync != nullptr) PQclear(sync);
+  if (!synced || PQexitPipelineMode(conn_) != 1) return Lost("ending a pipeline");
+  if (!first_error.ok()) return first_error;
+  last_sqlstate_.clear();
+  return last;
+}
+
+void PgConn::DeferBegin(const char* begin_sql) {
+  deferred_begin_ = begin_sql;
+  lost_at_begin_ = false;
+}
+
+void PgConn::QueryLater(const char* sql, Params params) {
+  Sent s = Prepared(sql, params);
+  s.params = nullptr;
+  s.owned = std::move(params);
+  later_.push_back(std::move(s));
+}
+
+bool PgConn::DropDeferredBegin() {
+  const bool was = deferred_begin_ != nullptr;
+  deferred_begin_ = nullptr;
+  later_.clear();
+  return was;
+}
+
+Status PgConn::Commit(const std::vector<Step>& steps) {
+  if (conn_ == nullptr) return Unavailable("PostgreSQL: not connected");
+  if (deferred_begin_ != nullptr && later_.empty() && steps.empty()) {
+    deferred_begin_ = nullptr;  // nothing was begun, nothing to commit
+    return Status::Ok();
+  }
+  std::vector<Sent> sent;
+  sent.reserve(steps.size() + 1);
+  for (const Step& s : steps) sent.push_back(Prepared(s.sql, *s.params));
+  Sent commit;
+  commit.plain = "COMMIT";
+  sent.push_back(std::move(commit));
+  return Run(std::move(sent)).status();
 }
 
 }  // namespace taskengine::pg

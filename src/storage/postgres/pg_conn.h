@@ -24,6 +24,10 @@ struct pg_result;
 
 namespace taskengine::pg {
 
+// How many times this thread has sent statements to a server and waited for
+// the answer (one per statement, or per pipeline of statements).
+std::uint64_t RoundTripsOnThisThread();
+
 // True when `sqlstate` means the session is gone (class 08, 57P01..57P03).
 bool IsConnectionLoss(std::string_view sqlstate);
 // True when `sqlstate` means "run the whole transaction again" (40001, 40P01).
@@ -121,12 +125,63 @@ class PgConn {
   // The SQLSTATE of the last failed statement ("" after a success).
   const std::string& last_sqlstate() const { return last_sqlstate_; }
 
+  // Transactions in fewer round trips. DeferBegin does not send `begin_sql`
+  // (a constant, e.g. "BEGIN ...") at once: the next statement of this
+  // connection carries it, in one round trip (libpq's pipeline mode).
+  // Commit sends `steps` (each as Query would) and COMMIT in one round trip;
+  // with the BEGIN still deferred and no steps it sends nothing, for nothing
+  // was begun. A failed step leaves the transaction open and failed (the
+  // steps after it, COMMIT included, do not run): ROLLBACK it.
+  // REQUIRES: no transaction is open at DeferBegin.
+  void DeferBegin(const char* begin_sql);
+  struct Step {
+    const char* sql;  // as for Query
+    const Params* params;
+  };
+  Status Commit(const std::vector<Step>& steps);
+  // Runs `sql` (as Query) with the next statement of this connection or with
+  // Commit, in its round trip; its error, if any, is that statement's. For
+  // statements whose result is not read. REQUIRES: a transaction is begun.
+  void QueryLater(const char* sql, Params params);
+  // Forgets a deferred BEGIN that no statement carried, and statements not
+  // yet sent; true when there was such a BEGIN (no transaction is open then).
+  bool DropDeferredBegin();
+  // True when the statement that carried the deferred BEGIN found the
+  // connection lost (it died while idle: nothing of the transaction ran).
+  bool lost_at_begin() const { return lost_at_begin_; }
+
  private:
+  // One statement to send: prepared as `name` (after preparing it with
+  // `prepare` when that is not empty, then `remember`), or, without a name,
+  // `plain` unprepared, without parameters.
+  struct Sent {
+    std::string name;
+    std::string prepare;
+    const Params* params = nullptr;
+    std::optional<Params> owned;  // QueryLater's (then `params` is unset)
+    const Params& args() const { return owned ? *owned : *params; }
+    const char* plain = nullptr;
+    std::unordered_map<std::string, std::string>* text_cache = nullptr;  // QueryText's
+    const char* sql = nullptr;                                           // Query's key
+    std::string text;                                                    // QueryText's key
+  };
+  Sent Prepared(const char* sql, const Params& params);
+  Sent PreparedText(const std::string& sql, const Params& params);
+  void Remember(const Sent& s);
+  // Runs `steps` (with a deferred BEGIN first), one round trip; the last
+  // one's result, or the first error.
+  Result<PgResult> Run(std::vector<Sent> steps);
+  Result<PgResult> Pipeline(std::vector<Sent>& steps);
   Result<PgResult> Check(pg_result* r, std::string_view what);
+  Status Lost(std::string_view what);
 
   pg_conn* conn_ = nullptr;
   bool broken_ = false;
   std::string last_sqlstate_;
+  const char* deferred_begin_ = nullptr;
+  std::vector<Sent> later_;  // QueryLater's, not sent yet
+  int next_name_ = 0;        // of the next prepared statement
+  bool lost_at_begin_ = false;
   std::unordered_map<const char*, std::string> prepared_;       // sql address -> statement name
   std::unordered_map<std::string, std::string> prepared_text_;  // sql text -> statement name
 };

@@ -295,6 +295,9 @@ struct Tx {
   }
 
   Result<PgResult> Q(const char* sql, const Params& p = Params()) { return c.Query(sql, p); }
+  // A write whose result is not read: sent with the next statement or the
+  // COMMIT (PgConn::QueryLater); its error fails the transaction there.
+  void Later(const char* sql, Params p) { c.QueryLater(sql, std::move(p)); }
 };
 
 // --- the store -----------------------------------------------------------------
@@ -443,7 +446,7 @@ class PostgresStore final : public SqlStore {
         Params u;
         u.AddArray(ids).AddArray(statuses).AddArray(attempts).AddArray(versions).AddArray(expiries);
         u.Add(request.worker.value).Add(now).Add(request.mark_started ? 1 : 0);
-        TE_RETURN_IF_ERROR(tx.Q(kClaimUpdate, u).status());
+        tx.Later(kClaimUpdate, std::move(u));
       }
       return out;
     });
@@ -467,8 +470,9 @@ class PostgresStore final : public SqlStore {
         }
       }
       if (!mark_ids.empty()) {
-        TE_RETURN_IF_ERROR(
-            tx.Q(kMarkStarted, Params().AddArray(mark_ids).AddArray(mark_versions)).status());
+        Params m;
+        m.AddArray(mark_ids).AddArray(mark_versions);
+        tx.Later(kMarkStarted, std::move(m));
       }
       return out;
     });
@@ -501,7 +505,7 @@ class PostgresStore final : public SqlStore {
         } else {
           p.AddNull();
         }
-        TE_RETURN_IF_ERROR(tx.Q(kHeartbeat, p).status());
+        tx.Later(kHeartbeat, std::move(p));
         rows.Touch(h.lease.id);
         out.emplace_back(reply);
       }
@@ -896,7 +900,8 @@ class PostgresStore final : public SqlStore {
       p.AddArray(permanent_).AddArray(ambiguous_).AddArray(failure_classes_);
       p.AddArray(cancel_requested_).AddArray(clear_lease_).AddArray(finished_at_);
       p.AddTextArray(results_);
-      return tx.Q(kApplySuccesses, p).status();
+      tx.Later(kApplySuccesses, std::move(p));
+      return Status::Ok();
     }
 
    private:
@@ -990,7 +995,9 @@ class PostgresStore final : public SqlStore {
     return Status::Ok();
   }
 
-  static Status FlushCounts(Tx& tx) {
+  // The parameters of kAddCounts for the counter deltas of `tx`; nullopt when
+  // there are none.
+  static std::optional<Params> CountParams(const Tx& tx) {
     std::vector<std::optional<std::string>> tenants, queues, outcome_tenants;
     std::vector<std::int64_t> statuses, deltas, hours, outcome_statuses, outcome_deltas;
     for (const auto& [k, v] : tx.counters.counts) {
@@ -1007,12 +1014,12 @@ class PostgresStore final : public SqlStore {
       outcome_statuses.push_back(std::get<2>(k));
       outcome_deltas.push_back(v);
     }
-    if (queues.empty() && hours.empty()) return Status::Ok();
+    if (queues.empty() && hours.empty()) return std::nullopt;
     Params p;
     p.AddTextArray(tenants).AddTextArray(queues).AddArray(statuses).AddArray(deltas);
     p.AddArray(hours).AddTextArray(outcome_tenants).AddArray(outcome_statuses);
     p.AddArray(outcome_deltas);
-    return tx.Q(kAddCounts, p).status();
+    return p;
   }
 
   // When the lane (tenant, lane) has no open, un-parked execution left, the
@@ -1272,35 +1279,33 @@ class PostgresStore final : public SqlStore {
   }
 
   // Runs body(tx) in one transaction: BEGIN, body, counter deltas, COMMIT.
+  // BEGIN goes with the body's first statement and the counter deltas and the
+  // notification with COMMIT, each in one round trip (PgConn::DeferBegin).
   // Any error rolls everything back. A deadlock or serialization failure runs
   // the whole transaction again (up to max_retries); a connection that turns
-  // out dead at BEGIN (it died while idle: nothing was sent) is replaced once.
+  // out dead at BEGIN (it died while idle: nothing of the transaction ran) is
+  // replaced once.
   template <typename T, typename F>
   Result<T> Transact(const char* begin_sql, F&& body) {
     bool replaced_dead = false;
     for (int attempt = 0;; ++attempt) {
       TE_ASSIGN_OR_RETURN(PooledConn * pc, pool_.Acquire());
       PgConn& c = pc->conn;
-      auto begin = c.Exec(begin_sql);
-      if (!begin.ok()) {
-        const bool lost = !c.healthy();
-        pool_.Release(pc);
-        if (lost && !replaced_dead) {
-          replaced_dead = true;
-          continue;
-        }
-        return AsUnavailable(begin.status(), lost);
-      }
+      c.DeferBegin(begin_sql);
       Tx tx{c, {}, std::nullopt};
       tx.counters.record_events = ObservesLifecycle();
       Result<T> r = body(tx);
       Status st = r.status();
-      if (st.ok()) st = FlushCounts(tx);
-      if (st.ok() && tx.wake_queue) {
-        st = c.Query(kNotifyWork, Params().Add(channel_).Add(*tx.wake_queue)).status();
-      }
       if (st.ok()) {
-        st = c.Exec("COMMIT").status();
+        const std::optional<Params> counts = CountParams(tx);
+        Params notify;
+        std::vector<PgConn::Step> steps;
+        if (counts) steps.push_back({kAddCounts, &*counts});
+        if (tx.wake_queue) {
+          notify.Add(channel_).Add(*tx.wake_queue);
+          steps.push_back({kNotifyWork, &notify});
+        }
+        st = c.Commit(steps);
         if (st.ok()) {
           pool_.Release(pc);
           PublishLifecycle(std::move(tx.counters.events));
@@ -1309,7 +1314,13 @@ class PostgresStore final : public SqlStore {
         }
       }
       const bool retry = pg::IsRetryable(c.last_sqlstate());
-      if (c.healthy()) {
+      const bool begun = !c.DropDeferredBegin();
+      if (c.lost_at_begin() && !replaced_dead) {
+        pool_.Release(pc);
+        replaced_dead = true;
+        continue;
+      }
+      if (begun && c.healthy()) {
         auto rb = c.Exec("ROLLBACK");
         if (!rb.ok()) c.Close();
       }

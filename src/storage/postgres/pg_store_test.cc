@@ -253,6 +253,133 @@ TEST(PgStoreTest, ReconnectedConnectionPreparesItsStatementsAgain) {
   }
 }
 
+// A transaction's BEGIN goes with its first statement, and writes whose
+// result is not read go with the next statement or the COMMIT: one round
+// trip each, in order, and a failure anywhere leaves nothing written.
+TEST(PgStoreTest, DeferredStatementsShareRoundTripsAndFailTheirTransaction) {
+  Cluster& cluster = SharedCluster();
+  ASSERT_TRUE(cluster.started()) << cluster.url();
+  pg::PgConn conn;
+  ASSERT_OK(conn.Connect(cluster.url(), ""));
+  ASSERT_OK(conn.Exec("DROP TABLE IF EXISTS deferred_t; CREATE TABLE deferred_t (v bigint)"));
+  static const char* const kInsert = "INSERT INTO deferred_t VALUES ($1)";
+  static const char* const kInsertDouble = "INSERT INTO deferred_t VALUES ($1 * 2)";
+  static const char* const kSum = "SELECT COALESCE(SUM(v), 0)::bigint, COUNT(*) FROM deferred_t";
+  static const char* const kDivide = "SELECT 1 / $1::bigint";
+
+  // Two statements new to the connection, and one of them twice, in one
+  // pipeline: each is prepared once.
+  const std::uint64_t before = pg::RoundTripsOnThisThread();
+  conn.DeferBegin("BEGIN");
+  conn.QueryLater(kInsert, pg::Params().Add(1));
+  conn.QueryLater(kInsertDouble, pg::Params().Add(2));
+  conn.QueryLater(kInsert, pg::Params().Add(3));
+  ASSERT_OK_AND_ASSIGN(pg::PgResult seen, conn.Query(kSum));  // sees its own transaction's rows
+  EXPECT_EQ(seen.Int(0, 0), 8);
+  conn.QueryLater(kInsert, pg::Params().Add(10));
+  ASSERT_OK(conn.Commit({}));
+  EXPECT_EQ(pg::RoundTripsOnThisThread() - before, 2u);
+  ASSERT_OK_AND_ASSIGN(pg::PgResult committed, conn.Query(kSum));
+  EXPECT_EQ(committed.Int(0, 0), 18);
+
+  // A deferred statement that fails fails the COMMIT sent with it: nothing
+  // of the transaction is written, and the connection goes on.
+  conn.DeferBegin("BEGIN");
+  conn.QueryLater(kInsert, pg::Params().Add(100));
+  conn.QueryLater(kDivide, pg::Params().Add(0));
+  conn.QueryLater(kInsert, pg::Params().Add(200));
+  Status failed = conn.Commit({});
+  EXPECT_EQ(failed.code(), ErrorCode::kInvalidArgument) << failed.ToString();
+  EXPECT_EQ(conn.last_sqlstate(), "22012");
+  EXPECT_FALSE(conn.DropDeferredBegin());  // the BEGIN went out
+  ASSERT_OK(conn.Exec("ROLLBACK"));
+  ASSERT_OK_AND_ASSIGN(pg::PgResult after, conn.Query(kSum));
+  EXPECT_EQ(after.Int(0, 0), 18);
+  EXPECT_EQ(after.Int(0, 1), 4);
+
+  // A failure in a statement whose result is read: the deferred writes
+  // before it were sent with it, the ones after are dropped.
+  conn.DeferBegin("BEGIN");
+  conn.QueryLater(kInsert, pg::Params().Add(1000));
+  EXPECT_EQ(conn.Query(kDivide, pg::Params().Add(0)).status().code(), ErrorCode::kInvalidArgument);
+  conn.QueryLater(kInsert, pg::Params().Add(2000));
+  EXPECT_FALSE(conn.DropDeferredBegin());
+  ASSERT_OK(conn.Exec("ROLLBACK"));
+  ASSERT_OK_AND_ASSIGN(pg::PgResult last, conn.Query(kSum));
+  EXPECT_EQ(last.Int(0, 0), 18);
+
+  // A BEGIN no statement carried is never sent; committing it sends nothing.
+  const std::uint64_t idle = pg::RoundTripsOnThisThread();
+  conn.DeferBegin("BEGIN");
+  ASSERT_OK(conn.Commit({}));
+  EXPECT_EQ(pg::RoundTripsOnThisThread(), idle);
+  ASSERT_OK(conn.Exec("DROP TABLE deferred_t"));
+}
+
+// The store's hot transactions take two round trips each (BEGIN with the
+// first read, the writes with COMMIT); a batch admission four (the job's
+// policy, the ids, the INSERT whose answer tells duplicates, COMMIT).
+TEST(PgStoreTest, HotTransactionsTakeFewRoundTrips) {
+  Cluster& cluster = SharedCluster();
+  ASSERT_TRUE(cluster.started()) << cluster.url();
+  FakeClock clock;
+  ASSERT_OK_AND_ASSIGN(auto store, OpenPostgresStore(Options(cluster, &clock, "te_trips")));
+  ASSERT_OK(store->Migrate());
+  ASSERT_OK(store->UpsertJob(Job()));
+  ClaimRequest claim;
+  claim.worker = WorkerId("w1");
+  claim.slots.push_back(QueueSlot{"default", 10});
+  // Every pooled connection connected and every statement prepared.
+  for (int round = 0; round < 4; ++round) {
+    std::vector<AdmitRequest> batch;
+    for (int i = 0; i < 10; ++i) batch.push_back(Request(1000 * round + i));
+    ASSERT_OK(store->AdmitBatch(batch));
+    ASSERT_OK_AND_ASSIGN(std::vector<Lease> leases, store->Claim(claim));
+    ASSERT_EQ(leases.size(), 10u);
+    std::vector<LeaseRef> refs;
+    std::vector<FinishRequest> finish;
+    for (const Lease& l : leases) {
+      refs.push_back(LeaseRef{l.id, l.version});
+      FinishRequest f;
+      f.lease = refs.back();
+      finish.push_back(f);
+    }
+    for (const Status& s : store->MarkStarted(refs)) ASSERT_OK(s);
+    for (const auto& r : store->FinishBatch(finish)) ASSERT_OK(r);
+  }
+  auto trips = [](auto&& call) {
+    const std::uint64_t before = pg::RoundTripsOnThisThread();
+    call();
+    return pg::RoundTripsOnThisThread() - before;
+  };
+  std::vector<AdmitRequest> batch;
+  for (int i = 0; i < 10; ++i) batch.push_back(Request(9000 + i));
+  EXPECT_EQ(trips([&] { ASSERT_OK(store->AdmitBatch(batch)); }), 4u);
+  std::vector<Lease> leases;
+  EXPECT_EQ(trips([&] { ASSERT_OK_AND_ASSIGN(leases, store->Claim(claim)); }), 2u);
+  ASSERT_EQ(leases.size(), 10u);
+  std::vector<LeaseRef> refs;
+  std::vector<FinishRequest> finish;
+  for (const Lease& l : leases) {
+    refs.push_back(LeaseRef{l.id, l.version});
+    FinishRequest f;
+    f.lease = refs.back();
+    finish.push_back(f);
+  }
+  EXPECT_EQ(trips([&] {
+              for (const Status& s : store->MarkStarted(refs)) ASSERT_OK(s);
+            }),
+            2u);
+  EXPECT_EQ(trips([&] {
+              for (const auto& r : store->FinishBatch(finish)) ASSERT_OK(r);
+            }),
+            2u);
+  // Nothing due: the claim's read, then a COMMIT.
+  EXPECT_EQ(trips([&] { ASSERT_OK(store->Claim(claim)); }), 2u);
+  ASSERT_OK_AND_ASSIGN(StoreStats stats, store->GetStats());
+  EXPECT_EQ(stats.totals[static_cast<int>(ExecutionStatus::kSucceeded)], 50);
+}
+
 // Two stores in two schemas of one database see nothing of each other, and
 // the tables live in the configured schema (none in public).
 TEST(PgStoreTest, SchemasIsolateStores) {
