@@ -301,7 +301,7 @@ PgConn::Sent PgConn::Prepared(const char* sql, const Params& params) {
 PgConn::Sent PgConn::PreparedText(const std::string& sql, const Params& params) {
   Sent s;
   s.params = &params;
-  s.text_cache = &prepared_text_;
+  s.text = sql;
   if (auto it = prepared_text_.find(sql); it != prepared_text_.end()) {
     s.name = it->second;
   } else {
@@ -309,16 +309,15 @@ PgConn::Sent PgConn::PreparedText(const std::string& sql, const Params& params) 
     s.prepare =
         storage_internal::TranslatePlaceholders(sql, storage_internal::PlaceholderStyle::kDollar)
             .text;
-    s.text = sql;
   }
   return s;
 }
 
 void PgConn::Remember(const Sent& s) {
-  if (s.text_cache != nullptr) {
-    s.text_cache->emplace(s.text, s.name);
-  } else {
+  if (s.sql != nullptr) {
     prepared_.emplace(s.sql, s.name);
+  } else {
+    prepared_text_.emplace(s.text, s.name);
   }
 }
 
@@ -333,9 +332,8 @@ Result<PgResult> PgConn::QueryText(const std::string& sql, const Params& params)
 }
 
 Result<PgResult> PgConn::Run(std::vector<Sent> steps) {
-  if (deferred_begin_ != nullptr || !later_.empty()) {
-    // What waits goes first, in the same round trip.
-    const bool carries_begin = deferred_begin_ != nullptr;
+  const bool carries_begin = deferred_begin_ != nullptr;
+  if (carries_begin || !later_.empty()) {
     std::vector<Sent> all;
     all.reserve(1 + later_.size() + steps.size());
     if (carries_begin) {
@@ -347,39 +345,14 @@ Result<PgResult> PgConn::Run(std::vector<Sent> steps) {
     for (Sent& s : later_) all.push_back(std::move(s));
     later_.clear();
     for (Sent& s : steps) all.push_back(std::move(s));
-    Result<PgResult> r = Pipeline(all);
-    if (carries_begin) lost_at_begin_ = !r.ok() && !healthy();
-    return r;
+    steps = std::move(all);
   }
-  if (steps.size() > 1) return Pipeline(steps);
-  // One statement: the plain protocol, no pipeline to set up.
-  const Sent& s = steps.front();
-  ++t_round_trips;
-  if (s.plain != nullptr) return Check(PQexec(conn_, s.plain), "statement");
-  if (!s.prepare.empty()) {
-    TE_ASSIGN_OR_RETURN(PgResult prep, Check(PQprepare(conn_, s.name.c_str(), s.prepare.c_str(),
-                                                       s.args().size(), s.args().types()),
-                                             "prepare"));
-    (void)prep;
-    Remember(s);
-    ++t_round_trips;
-  }
-  return Check(PQexecPrepared(conn_, s.name.c_str(), s.args().size(), s.args().values(), nullptr,
-                              nullptr, 0),
-               "query");
+  Result<PgResult> r = Pipeline(steps);
+  if (carries_begin) lost_at_begin_ = !r.ok() && !healthy();
+  return r;
 }
 
-Result<PgResult> PgConn::Pipeline(std::vector<Sent>& steps) {
-  // A statement new to this connection is prepared once, by its first step.
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    for (std::size_t j = 0; j < i && !steps[i].prepare.empty(); ++j) {
-      if (!steps[j].prepare.empty() && steps[j].sql == steps[i].sql &&
-          steps[j].text == steps[i].text) {
-        steps[i].name = steps[j].name;
-        steps[i].prepare.clear();
-      }
-    }
-  }
+Result<PgResult> PgConn::Pipeline(const std::vector<Sent>& steps) {
   if (PQenterPipelineMode(conn_) != 1) return Lost("entering pipeline mode");
   // Send everything, then one Sync: the server answers it all in one go.
   for (const Sent& s : steps) {
@@ -463,19 +436,15 @@ bool PgConn::DropDeferredBegin() {
   return was;
 }
 
-Status PgConn::Commit(const std::vector<Step>& steps) {
+Status PgConn::Commit() {
   if (conn_ == nullptr) return Unavailable("PostgreSQL: not connected");
-  if (deferred_begin_ != nullptr && later_.empty() && steps.empty()) {
+  if (deferred_begin_ != nullptr && later_.empty()) {
     deferred_begin_ = nullptr;  // nothing was begun, nothing to commit
     return Status::Ok();
   }
-  std::vector<Sent> sent;
-  sent.reserve(steps.size() + 1);
-  for (const Step& s : steps) sent.push_back(Prepared(s.sql, *s.params));
   Sent commit;
   commit.plain = "COMMIT";
-  sent.push_back(std::move(commit));
-  return Run(std::move(sent)).status();
+  return Run({std::move(commit)}).status();
 }
 
 }  // namespace taskengine::pg

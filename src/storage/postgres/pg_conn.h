@@ -125,24 +125,18 @@ class PgConn {
   // The SQLSTATE of the last failed statement ("" after a success).
   const std::string& last_sqlstate() const { return last_sqlstate_; }
 
-  // Transactions in fewer round trips. DeferBegin does not send `begin_sql`
-  // (a constant, e.g. "BEGIN ...") at once: the next statement of this
-  // connection carries it, in one round trip (libpq's pipeline mode).
-  // Commit sends `steps` (each as Query would) and COMMIT in one round trip;
-  // with the BEGIN still deferred and no steps it sends nothing, for nothing
-  // was begun. A failed step leaves the transaction open and failed (the
-  // steps after it, COMMIT included, do not run): ROLLBACK it.
-  // REQUIRES: no transaction is open at DeferBegin.
+  // Transactions in fewer round trips (libpq's pipeline mode). DeferBegin
+  // does not send `begin_sql` (a constant, e.g. "BEGIN ...") at once: the
+  // next statement of this connection carries it, in one round trip.
+  // QueryLater keeps `sql` (as Query), a statement whose result is not read,
+  // for the next statement or Commit, which sends what waits and COMMIT in
+  // one round trip; with the BEGIN still deferred and nothing waiting, Commit
+  // sends nothing, for nothing was begun. A failed statement leaves the
+  // transaction open and failed (the ones after it, COMMIT included, do not
+  // run): ROLLBACK it. REQUIRES: no transaction is open at DeferBegin.
   void DeferBegin(const char* begin_sql);
-  struct Step {
-    const char* sql;  // as for Query
-    const Params* params;
-  };
-  Status Commit(const std::vector<Step>& steps);
-  // Runs `sql` (as Query) with the next statement of this connection or with
-  // Commit, in its round trip; its error, if any, is that statement's. For
-  // statements whose result is not read. REQUIRES: a transaction is begun.
   void QueryLater(const char* sql, Params params);
+  Status Commit();
   // Forgets a deferred BEGIN that no statement carried, and statements not
   // yet sent; true when there was such a BEGIN (no transaction is open then).
   bool DropDeferredBegin();
@@ -152,8 +146,8 @@ class PgConn {
 
  private:
   // One statement to send: prepared as `name` (after preparing it with
-  // `prepare` when that is not empty, then `remember`), or, without a name,
-  // `plain` unprepared, without parameters.
+  // `prepare` when that is not empty), or, without a name, `plain`
+  // unprepared, without parameters.
   struct Sent {
     std::string name;
     std::string prepare;
@@ -161,17 +155,18 @@ class PgConn {
     std::optional<Params> owned;  // QueryLater's (then `params` is unset)
     const Params& args() const { return owned ? *owned : *params; }
     const char* plain = nullptr;
-    std::unordered_map<std::string, std::string>* text_cache = nullptr;  // QueryText's
-    const char* sql = nullptr;                                           // Query's key
-    std::string text;                                                    // QueryText's key
+    const char* sql = nullptr;  // Query's key in prepared_
+    std::string text;           // else QueryText's key in prepared_text_
   };
   Sent Prepared(const char* sql, const Params& params);
   Sent PreparedText(const std::string& sql, const Params& params);
+  // Records that the statement of `s` is prepared on this connection.
   void Remember(const Sent& s);
-  // Runs `steps` (with a deferred BEGIN first), one round trip; the last
-  // one's result, or the first error.
+  // Runs what waits (a deferred BEGIN, QueryLater's statements), then `steps`,
+  // in one round trip; the last one's result, or the first error.
   Result<PgResult> Run(std::vector<Sent> steps);
-  Result<PgResult> Pipeline(std::vector<Sent>& steps);
+  // Sends `steps` and one Sync, then reads their answers.
+  Result<PgResult> Pipeline(const std::vector<Sent>& steps);
   Result<PgResult> Check(pg_result* r, std::string_view what);
   Status Lost(std::string_view what);
 

@@ -1297,15 +1297,14 @@ class PostgresStore final : public SqlStore {
       Result<T> r = body(tx);
       Status st = r.status();
       if (st.ok()) {
-        const std::optional<Params> counts = CountParams(tx);
-        Params notify;
-        std::vector<PgConn::Step> steps;
-        if (counts) steps.push_back({kAddCounts, &*counts});
+        if (std::optional<Params> counts = CountParams(tx))
+          tx.Later(kAddCounts, std::move(*counts));
         if (tx.wake_queue) {
+          Params notify;
           notify.Add(channel_).Add(*tx.wake_queue);
-          steps.push_back({kNotifyWork, &notify});
+          tx.Later(kNotifyWork, std::move(notify));
         }
-        st = c.Commit(steps);
+        st = c.Commit();
         if (st.ok()) {
           pool_.Release(pc);
           PublishLifecycle(std::move(tx.counters.events));

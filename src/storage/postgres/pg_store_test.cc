@@ -82,6 +82,19 @@ AdmitRequest Request(int i) {
   return r;
 }
 
+std::vector<LeaseRef> RefsOf(const std::vector<Lease>& leases) {
+  std::vector<LeaseRef> refs;
+  for (const Lease& l : leases) refs.push_back(LeaseRef{l.id, l.version});
+  return refs;
+}
+
+// A success for each of `leases`.
+std::vector<FinishRequest> SuccessesOf(const std::vector<LeaseRef>& leases) {
+  std::vector<FinishRequest> out(leases.size());
+  for (std::size_t i = 0; i < leases.size(); ++i) out[i].lease = leases[i];
+  return out;
+}
+
 PostgresStoreOptions Options(const Cluster& cluster, Clock* clock, const std::string& schema) {
   PostgresStoreOptions o;
   o.url = cluster.url();
@@ -268,7 +281,7 @@ TEST(PgStoreTest, DeferredStatementsShareRoundTripsAndFailTheirTransaction) {
   static const char* const kDivide = "SELECT 1 / $1::bigint";
 
   // Two statements new to the connection, and one of them twice, in one
-  // pipeline: each is prepared once.
+  // pipeline.
   const std::uint64_t before = pg::RoundTripsOnThisThread();
   conn.DeferBegin("BEGIN");
   conn.QueryLater(kInsert, pg::Params().Add(1));
@@ -277,7 +290,7 @@ TEST(PgStoreTest, DeferredStatementsShareRoundTripsAndFailTheirTransaction) {
   ASSERT_OK_AND_ASSIGN(pg::PgResult seen, conn.Query(kSum));  // sees its own transaction's rows
   EXPECT_EQ(seen.Int(0, 0), 8);
   conn.QueryLater(kInsert, pg::Params().Add(10));
-  ASSERT_OK(conn.Commit({}));
+  ASSERT_OK(conn.Commit());
   EXPECT_EQ(pg::RoundTripsOnThisThread() - before, 2u);
   ASSERT_OK_AND_ASSIGN(pg::PgResult committed, conn.Query(kSum));
   EXPECT_EQ(committed.Int(0, 0), 18);
@@ -288,7 +301,7 @@ TEST(PgStoreTest, DeferredStatementsShareRoundTripsAndFailTheirTransaction) {
   conn.QueryLater(kInsert, pg::Params().Add(100));
   conn.QueryLater(kDivide, pg::Params().Add(0));
   conn.QueryLater(kInsert, pg::Params().Add(200));
-  Status failed = conn.Commit({});
+  Status failed = conn.Commit();
   EXPECT_EQ(failed.code(), ErrorCode::kInvalidArgument) << failed.ToString();
   EXPECT_EQ(conn.last_sqlstate(), "22012");
   EXPECT_FALSE(conn.DropDeferredBegin());  // the BEGIN went out
@@ -311,7 +324,7 @@ TEST(PgStoreTest, DeferredStatementsShareRoundTripsAndFailTheirTransaction) {
   // A BEGIN no statement carried is never sent; committing it sends nothing.
   const std::uint64_t idle = pg::RoundTripsOnThisThread();
   conn.DeferBegin("BEGIN");
-  ASSERT_OK(conn.Commit({}));
+  ASSERT_OK(conn.Commit());
   EXPECT_EQ(pg::RoundTripsOnThisThread(), idle);
   ASSERT_OK(conn.Exec("DROP TABLE deferred_t"));
 }
@@ -336,16 +349,9 @@ TEST(PgStoreTest, HotTransactionsTakeFewRoundTrips) {
     ASSERT_OK(store->AdmitBatch(batch));
     ASSERT_OK_AND_ASSIGN(std::vector<Lease> leases, store->Claim(claim));
     ASSERT_EQ(leases.size(), 10u);
-    std::vector<LeaseRef> refs;
-    std::vector<FinishRequest> finish;
-    for (const Lease& l : leases) {
-      refs.push_back(LeaseRef{l.id, l.version});
-      FinishRequest f;
-      f.lease = refs.back();
-      finish.push_back(f);
-    }
+    const std::vector<LeaseRef> refs = RefsOf(leases);
     for (const Status& s : store->MarkStarted(refs)) ASSERT_OK(s);
-    for (const auto& r : store->FinishBatch(finish)) ASSERT_OK(r);
+    for (const auto& r : store->FinishBatch(SuccessesOf(refs))) ASSERT_OK(r);
   }
   auto trips = [](auto&& call) {
     const std::uint64_t before = pg::RoundTripsOnThisThread();
@@ -358,20 +364,13 @@ TEST(PgStoreTest, HotTransactionsTakeFewRoundTrips) {
   std::vector<Lease> leases;
   EXPECT_EQ(trips([&] { ASSERT_OK_AND_ASSIGN(leases, store->Claim(claim)); }), 2u);
   ASSERT_EQ(leases.size(), 10u);
-  std::vector<LeaseRef> refs;
-  std::vector<FinishRequest> finish;
-  for (const Lease& l : leases) {
-    refs.push_back(LeaseRef{l.id, l.version});
-    FinishRequest f;
-    f.lease = refs.back();
-    finish.push_back(f);
-  }
+  const std::vector<LeaseRef> refs = RefsOf(leases);
   EXPECT_EQ(trips([&] {
               for (const Status& s : store->MarkStarted(refs)) ASSERT_OK(s);
             }),
             2u);
   EXPECT_EQ(trips([&] {
-              for (const auto& r : store->FinishBatch(finish)) ASSERT_OK(r);
+              for (const auto& r : store->FinishBatch(SuccessesOf(refs))) ASSERT_OK(r);
             }),
             2u);
   // Nothing due: the claim's read, then a COMMIT.
