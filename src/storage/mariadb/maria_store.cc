@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/state_machine.h"
+#include "storage/batch_rows.h"
 #include "storage/list_codec.h"
 #include "storage/mariadb/maria_conn.h"
 #include "storage/mariadb/maria_schema.h"
@@ -445,13 +446,13 @@ class MariaStore final : public SqlStore {
           return Replies(leases.size(), Status::Ok());
         }
       }
-      TE_ASSIGN_OR_RETURN(LockedRows rows,
+      TE_ASSIGN_OR_RETURN(BatchRows rows,
                           LockInOrder(tx, IdsOf(leases, [](const LeaseRef& l) { return l.id; })));
       Replies out;
       out.reserve(leases.size());
       std::vector<LeaseRef> current;
       for (const LeaseRef& lease : leases) {
-        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, rows.Get(tx, lease.id));
+        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, RowOf(rows, tx, lease.id));
         out.push_back(CheckLease(row, lease));
         if (out.back().ok()) current.push_back(lease);
       }
@@ -470,12 +471,12 @@ class MariaStore final : public SqlStore {
     auto r = Write<Replies>([&](Tx& tx) -> Result<Replies> {
       const Millis now = clock_->NowMillis();
       TE_ASSIGN_OR_RETURN(
-          LockedRows rows,
+          BatchRows rows,
           LockInOrder(tx, IdsOf(requests, [](const HeartbeatRequest& h) { return h.lease.id; })));
       Replies out;
       out.reserve(requests.size());
       for (const HeartbeatRequest& h : requests) {
-        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, rows.Get(tx, h.lease.id));
+        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, RowOf(rows, tx, h.lease.id));
         Status check = CheckLease(row, h.lease);
         if (!check.ok()) {
           out.emplace_back(check);
@@ -520,14 +521,14 @@ class MariaStore final : public SqlStore {
       std::unordered_map<std::int64_t, int> occurrences;
       for (const FinishRequest& f : requests) ++occurrences[f.lease.id.value];
       TE_ASSIGN_OR_RETURN(
-          LockedRows rows,
+          BatchRows rows,
           LockInOrder(tx, IdsOf(requests, [](const FinishRequest& f) { return f.lease.id; })));
       Replies out;
       out.reserve(requests.size());
       MariaActionTx actions(*this, tx);
       std::vector<SqlArgs> successes;
       for (const FinishRequest& f : requests) {
-        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, rows.Get(tx, f.lease.id));
+        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, RowOf(rows, tx, f.lease.id));
         TE_ASSIGN_OR_RETURN(FinishDecision d, DecideFinish(actions, row, f, now, *random_));
         if (!d.status.ok()) {
           out.emplace_back(d.status);
@@ -725,35 +726,17 @@ class MariaStore final : public SqlStore {
     return ids;
   }
 
-  // The rows a batch locked up front, as they were when locked. A row the
-  // batch changed since is read again (the same execution may appear twice).
-  class LockedRows {
-   public:
-    void Add(StateRow row) { rows_.emplace(row.id.value, std::move(row)); }
-    void Touch(ExecutionId id) {
-      rows_.erase(id.value);
-      touched_.push_back(id.value);
-    }
-    Result<std::optional<StateRow>> Get(Tx& tx, ExecutionId id) const {
-      auto it = rows_.find(id.value);
-      if (it != rows_.end()) return std::optional<StateRow>(it->second);
-      if (std::find(touched_.begin(), touched_.end(), id.value) != touched_.end()) {
-        return LockState(tx, id);
-      }
-      return std::optional<StateRow>();  // does not exist
-    }
-
-   private:
-    std::unordered_map<std::int64_t, StateRow> rows_;
-    std::vector<std::int64_t> touched_;
-  };
+  // A row of `rows`; one the batch has written is locked and read again.
+  static Result<std::optional<StateRow>> RowOf(const BatchRows& rows, Tx& tx, ExecutionId id) {
+    return rows.Get(id, [&](ExecutionId touched) { return LockState(tx, touched); });
+  }
 
   // Locks the executions `ids` (those that exist) in id order, so two
   // batches over the same executions never deadlock, and reads them.
-  static Result<LockedRows> LockInOrder(Tx& tx, std::vector<std::int64_t> ids) {
+  static Result<BatchRows> LockInOrder(Tx& tx, std::vector<std::int64_t> ids) {
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-    LockedRows out;
+    BatchRows out;
     for (std::size_t i = 0; i < ids.size();) {
       const int k = CeilChunk(ids.size() - i);
       const std::size_t n = std::min(ids.size() - i, std::size_t{1} << k);

@@ -16,6 +16,7 @@
 
 #include "core/mutex.h"
 #include "core/state_machine.h"
+#include "storage/batch_rows.h"
 #include "storage/list_codec.h"
 #include "storage/postgres/pg_conn.h"
 #include "storage/postgres/pg_schema.h"
@@ -457,12 +458,12 @@ class PostgresStore final : public SqlStore {
     auto r = Write<Replies>([&](Tx& tx) -> Result<Replies> {
       std::vector<std::int64_t> ids;
       for (const LeaseRef& lease : leases) ids.push_back(lease.id.value);
-      TE_ASSIGN_OR_RETURN(LockedRows rows, LockInOrder(tx, ids));
+      TE_ASSIGN_OR_RETURN(BatchRows rows, LockInOrder(tx, ids));
       Replies out;
       out.reserve(leases.size());
       std::vector<std::int64_t> mark_ids, mark_versions;
       for (const LeaseRef& lease : leases) {
-        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, rows.Get(tx, lease.id));
+        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, RowOf(rows, tx, lease.id));
         out.push_back(CheckLease(row, lease));
         if (out.back().ok()) {
           mark_ids.push_back(lease.id.value);
@@ -489,9 +490,9 @@ class PostgresStore final : public SqlStore {
       out.reserve(requests.size());
       std::vector<std::int64_t> ids;
       for (const HeartbeatRequest& h : requests) ids.push_back(h.lease.id.value);
-      TE_ASSIGN_OR_RETURN(LockedRows rows, LockInOrder(tx, ids));
+      TE_ASSIGN_OR_RETURN(BatchRows rows, LockInOrder(tx, ids));
       for (const HeartbeatRequest& h : requests) {
-        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, rows.Get(tx, h.lease.id));
+        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, RowOf(rows, tx, h.lease.id));
         Status check = CheckLease(row, h.lease);
         if (!check.ok()) {
           out.emplace_back(check);
@@ -541,12 +542,12 @@ class PostgresStore final : public SqlStore {
         ids.push_back(f.lease.id.value);
         ++occurrences[f.lease.id.value];
       }
-      TE_ASSIGN_OR_RETURN(LockedRows rows, LockInOrder(tx, ids));
+      TE_ASSIGN_OR_RETURN(BatchRows rows, LockInOrder(tx, ids));
       SuccessBatch successes;
       PgSession session(tx.c);
       PgActionTx actions(*this, tx, session);
       for (const FinishRequest& f : requests) {
-        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, rows.Get(tx, f.lease.id));
+        TE_ASSIGN_OR_RETURN(std::optional<StateRow> row, RowOf(rows, tx, f.lease.id));
         TE_ASSIGN_OR_RETURN(FinishDecision d, DecideFinish(actions, row, f, now, *random_));
         if (!d.status.ok()) {
           out.emplace_back(d.status);
@@ -910,34 +911,16 @@ class PostgresStore final : public SqlStore {
     std::vector<std::optional<std::string>> results_;
   };
 
-  // The rows a batch locked up front, as they were when locked. A row the
-  // batch changed since is read again (the same execution may appear twice).
-  class LockedRows {
-   public:
-    void Add(StateRow row) { rows_.emplace(row.id.value, std::move(row)); }
-    void Touch(ExecutionId id) {
-      rows_.erase(id.value);
-      touched_.push_back(id.value);
-    }
-    Result<std::optional<StateRow>> Get(Tx& tx, ExecutionId id) const {
-      auto it = rows_.find(id.value);
-      if (it != rows_.end()) return std::optional<StateRow>(it->second);
-      if (std::find(touched_.begin(), touched_.end(), id.value) != touched_.end()) {
-        return LockState(tx, id);
-      }
-      return std::optional<StateRow>();  // does not exist
-    }
-
-   private:
-    std::unordered_map<std::int64_t, StateRow> rows_;
-    std::vector<std::int64_t> touched_;
-  };
+  // A row of `rows`; one the batch has written is locked and read again.
+  static Result<std::optional<StateRow>> RowOf(const BatchRows& rows, Tx& tx, ExecutionId id) {
+    return rows.Get(id, [&](ExecutionId touched) { return LockState(tx, touched); });
+  }
 
   // Locks the executions `ids` (those that exist) in id order, so two batches
   // over the same executions never deadlock, and reads them in one round trip.
-  static Result<LockedRows> LockInOrder(Tx& tx, const std::vector<std::int64_t>& ids) {
+  static Result<BatchRows> LockInOrder(Tx& tx, const std::vector<std::int64_t>& ids) {
     TE_ASSIGN_OR_RETURN(PgResult s, tx.Q(kLockInOrder, Params().AddArray(ids)));
-    LockedRows out;
+    BatchRows out;
     for (int i = 0; i < s.rows(); ++i) out.Add(ReadStateRow(PgRow(s, i)));
     return out;
   }
