@@ -2,6 +2,10 @@
 
 #include <sqlite3.h>
 
+#include <mutex>
+
+#include "storage/sqlite/sqlite_alloc.h"
+
 namespace taskengine::sqlite {
 
 Status ToStatus(int rc, sqlite3* db, std::string_view what) {
@@ -100,6 +104,14 @@ Connection::~Connection() {
 }
 
 Status Connection::Open(const std::string& path, bool create, int busy_timeout_ms) {
+  // Before SQLite initializes (a later call changes nothing): no memory
+  // statistics (they take a global mutex on every allocation; we do not read
+  // them), and the allocator of sqlite_alloc.h.
+  static std::once_flag configure;
+  std::call_once(configure, [] {
+    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    (void)InstallAllocator();
+  });
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
   int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {

@@ -1426,10 +1426,6 @@ class SqliteStore final : public SqlStore {
 
 Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteStoreOptions& options) {
   if (options.path.empty()) return InvalidArgument("SQLite store needs a database path");
-  // Memory statistics take a global mutex on every allocation; we do not use
-  // them. Must precede SQLite's initialization; a later call is a no-op.
-  static std::once_flag configure;
-  std::call_once(configure, [] { (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
   auto store = std::make_unique<SqliteStore>(options);
   TE_RETURN_IF_ERROR(store->Init());
   return std::unique_ptr<Store>(std::move(store));
