@@ -150,6 +150,14 @@ std::size_t CachedBlocks() {
   return n;
 }
 
+bool SanitizerKeepsMalloc() {
+#ifdef TE_SQLITE_KEEPS_MALLOC
+  return true;
+#else
+  return false;
+#endif
+}
+
 }  // namespace alloc_internal
 
 bool InstallAllocator() {

@@ -33,6 +33,9 @@ int Size(void* p);
 int Roundup(int bytes);
 // Free blocks the calling thread holds (all classes).
 std::size_t CachedBlocks();
+// True when this library was built with ASan or TSan: SQLite keeps malloc
+// (a test's own build flags may differ from the library's).
+bool SanitizerKeepsMalloc();
 inline constexpr int kMaxCachedPerClass = 64;
 }  // namespace alloc_internal
 
