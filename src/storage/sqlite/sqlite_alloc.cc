@@ -161,9 +161,7 @@ bool SanitizerKeepsMalloc() {
 }  // namespace alloc_internal
 
 bool InstallAllocator() {
-#ifdef TE_SQLITE_KEEPS_MALLOC
-  return false;
-#else
+  if (alloc_internal::SanitizerKeepsMalloc()) return false;
   static const bool installed = [] {
     static const sqlite3_mem_methods methods = {alloc_internal::Malloc,   alloc_internal::Free,
                                                 alloc_internal::Realloc,  alloc_internal::Size,
@@ -172,7 +170,6 @@ bool InstallAllocator() {
     return sqlite3_config(SQLITE_CONFIG_MALLOC, &methods) == SQLITE_OK;
   }();
   return installed;
-#endif
 }
 
 }  // namespace taskengine::sqlite

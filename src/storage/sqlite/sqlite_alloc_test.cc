@@ -7,6 +7,9 @@
 #include <thread>
 #include <vector>
 
+#include "storage/sqlite/sqlite_db.h"
+#include "testing_support/test_util.h"
+
 namespace taskengine::sqlite::alloc_internal {
 namespace {
 
@@ -61,6 +64,7 @@ TEST(SqliteAllocTest, AThreadKeepsABoundedNumberOfFreeBlocks) {
 TEST(SqliteAllocTest, AnotherThreadFreesAndGivesItsBlocksBackWhenItExits) {
   std::vector<void*> blocks;
   for (int i = 0; i < 50; ++i) blocks.push_back(Malloc(64 + i * 40));
+  const std::size_t mine = CachedBlocks();
   std::size_t kept_by_other = 0;
   std::thread other([&] {
     for (void* p : blocks) Free(p);
@@ -72,10 +76,9 @@ TEST(SqliteAllocTest, AnotherThreadFreesAndGivesItsBlocksBackWhenItExits) {
   });
   other.join();
   EXPECT_EQ(kept_by_other, 50u);
-  // The other thread's free blocks went back to malloc at its exit (a leak
-  // checker would say otherwise); this thread's are untouched.
-  void* mine = Malloc(64);
-  Free(mine);
+  // This thread's free blocks are untouched. The other thread's went back to
+  // malloc at its exit (a leak checker would say otherwise).
+  EXPECT_EQ(CachedBlocks(), mine);
 }
 
 TEST(SqliteAllocTest, InstalledUnlessASanitizerWatchesMalloc) {
@@ -83,6 +86,28 @@ TEST(SqliteAllocTest, InstalledUnlessASanitizerWatchesMalloc) {
   // so the allocator goes in unless the library was built with a sanitizer.
   EXPECT_EQ(InstallAllocator(), !SanitizerKeepsMalloc());
   EXPECT_EQ(InstallAllocator(), !SanitizerKeepsMalloc());  // a second call changes nothing
+}
+
+TEST(SqliteAllocTest, AConnectionsMemoryComesFromTheAllocator) {
+  // In a thread of its own, whose free lists start empty: what SQLite frees
+  // there lands in them when the first Connection::Open installed the
+  // allocator.
+  std::size_t cached = 0;
+  std::thread t([&] {
+    Connection c;
+    ASSERT_OK(c.Open(":memory:", /*create=*/true, /*busy_timeout_ms=*/1000));
+    ASSERT_OK(c.Exec("CREATE TABLE t (a INTEGER, b TEXT); INSERT INTO t VALUES (1, 'x');"));
+    ASSERT_OK_AND_ASSIGN(Stmt s, c.Prepare("SELECT a, b FROM t"));
+    ASSERT_OK_AND_ASSIGN(bool row, s.Step());
+    EXPECT_TRUE(row);
+    cached = CachedBlocks();
+  });
+  t.join();
+  if (SanitizerKeepsMalloc()) {
+    EXPECT_EQ(cached, 0u);
+  } else {
+    EXPECT_GT(cached, 0u);
+  }
 }
 
 }  // namespace
