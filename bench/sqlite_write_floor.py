@@ -115,7 +115,7 @@ def setup(db, jobs, drop, narrow):
                   " SELECT id, queue, status, run_at FROM executions")
         c.execute("DROP INDEX executions_due")
     c.execute("COMMIT")
-    return c, first
+    return c
 
 
 def claim_all(c, jobs, update=CLAIM_UPDATE):
@@ -159,30 +159,26 @@ def batches(items, n):
 
 
 def child(args):
-    what, drop = VARIANTS.get(args.variant, ("", []))
-    if args.variant.endswith(":base"):
-        name = args.variant[:-len(":base")]
-        drop = VARIANTS[name][1]
-    else:
-        name = args.variant
+    name, _, base = args.variant.partition(":")
     shutil.copy(args.base, args.db)
-    c, _ = setup(args.db, args.jobs, drop, name == "claim-narrow")
-    after_claim = name.startswith("mark") or name.startswith("finish")
-    if after_claim:
-        claim_all(c, args.jobs)  # the set-up of marks and finishes: counted in both runs
-    if args.variant.endswith(":base"):
-        return
-    if name == "claim":
-        claim_all(c, args.jobs)
-    elif name == "claim-no-finished-at":
-        claim_all(c, args.jobs, CLAIM_UPDATE.replace(" finished_at = 0,", ""))
-    elif name.startswith("claim-no-"):
-        claim_all(c, args.jobs)
-    elif name == "claim-narrow":
-        claim_narrow(c, args.jobs)
+    c = setup(args.db, args.jobs, VARIANTS[name][1], name == "claim-narrow")
+    if name.startswith("claim"):
+        if base:
+            return
+        if name == "claim-narrow":
+            claim_narrow(c, args.jobs)
+        elif name == "claim-no-finished-at":
+            claim_all(c, args.jobs, CLAIM_UPDATE.replace(" finished_at = 0,", ""))
+        else:
+            claim_all(c, args.jobs)
     else:
+        # The set-up of marks and finishes, counted in both runs: the claims,
+        # and the read of the leases they made.
+        claim_all(c, args.jobs)
         leases = c.execute("SELECT id, claim_version FROM executions WHERE status = 1"
                            " ORDER BY id").fetchall()
+        if base:
+            return
         if name == "mark":
             for batch in batches(leases, MARK_BATCH):
                 c.execute("BEGIN")
