@@ -238,10 +238,20 @@ int main(int argc, char** argv) {
     }
     return o;
   };
+  // Each run's schema or database goes when the run ends.
   auto drop = [&](const te::EngineOptions& o) {
-    if (!maria) return;
-    te::maria::MariaConn admin;
-    if (admin.Connect(a.url).ok()) (void)admin.Exec("DROP DATABASE IF EXISTS " + o.database_schema);
+    if (maria) {
+      te::maria::MariaConn admin;
+      if (admin.Connect(a.url).ok()) {
+        (void)admin.Exec("DROP DATABASE IF EXISTS " + o.database_schema);
+      }
+      return;
+    }
+    te::pg::PgConn admin;
+    if (admin.Connect(a.url, "").ok()) {
+      (void)admin.Exec("SET client_min_messages = warning; DROP SCHEMA IF EXISTS " +
+                       o.database_schema + " CASCADE");
+    }
   };
   const std::string two_nodes = server + ", 2 nodes:";
   const std::string one_node = server + ", 1 node:";
