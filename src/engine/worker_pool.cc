@@ -413,12 +413,13 @@ bool WorkerPool::MayStartOneMore(const QueueState& q) const {
 }
 
 // A queue keeps about this much work (at its completion rate) marked started
-// ahead of its workers, refilled in one store call when half of it is used:
-// the workers of a fast queue never wait for a mark, and should the node die,
-// at most this much work was marked started without its handler having run.
-// A queue slower than two jobs in this time is marked one lease at a time,
-// as each handler starts. Where a mark takes longer (a database whose commit
-// waits for a slow disk flush), the horizon is two marks' time, so that a
+// ahead of its workers, refilled in one store call (a claim that marks, or a
+// MarkStarted of leases claimed before) when half of it is used: the workers
+// of a fast queue never wait for a mark, and should the node die, at most
+// this much work was marked started without its handler having run. A queue
+// slower than two jobs in this time is marked one lease at a time, as each
+// handler starts. Where marking takes longer (a database whose commit waits
+// for a slow disk flush), the horizon is two such calls' time, so that a
 // refill is done before the marked work runs out.
 constexpr double kMarkAheadSeconds = 0.005;
 constexpr int kMaxMarkBatch = 1024;
@@ -437,15 +438,32 @@ void WorkerPool::ClaimLoop() {
     request.worker = WorkerId(options_.worker_id);
     int wanted = 0;
     SampleRates();
+    int idle_workers = options_.worker_threads;
+    for (const QueueState& q : queues_) idle_workers -= q.running;
     for (const QueueState& q : queues_) {
       const int target = TargetInHand(q);
       // A slot reserved for a claim at admission gets its lease from the
       // writer: it is not room for this claim.
       const int room = target - q.in_hand - q.reserved;
+      if (room <= 0) continue;
+      if (const int ahead = MarkBatch(q); ahead >= 2) {
+        // A fast queue: its workers run what is claimed within moments, so
+        // the claim marks it started (L4) instead of a MarkStarted after
+        // it. Enough for its idle workers and its mark horizon, once fewer
+        // than half of that wait marked; while leases wait unmarked (claimed
+        // before the queue was fast), its workers mark those first.
+        const int idle = std::clamp(q.limit - q.running, 0, std::max(0, idle_workers));
+        const int marked = static_cast<int>(q.marked_ready);
+        if (q.ready.size() > q.marked_ready || marked >= idle + ahead / 2) continue;
+        const int n = std::min({room, idle + ahead - marked, std::max(1, options_.claim_batch)});
+        request.slots.push_back(QueueSlot{.queue = q.config.name, .max = n, .mark_started = true});
+        wanted += n;
+        continue;
+      }
       // Claim in batches: while leases still wait in `ready`, only once half
       // of the queue's allowance is free (one transaction for many leases);
       // at once when nothing waits.
-      if (room <= 0 || (!q.ready.empty() && room < std::max(1, (target - q.limit) / 2))) continue;
+      if (!q.ready.empty() && room < std::max(1, (target - q.limit) / 2)) continue;
       const int n = std::min(room, std::max(1, options_.claim_batch));
       request.slots.push_back(QueueSlot{q.config.name, n});
       wanted += n;
@@ -458,8 +476,14 @@ void WorkerPool::ClaimLoop() {
     }
     wake_ = false;
     lock.Unlock();
-    request.mark_started = false;  // L4: marked when a handler takes each lease
+    // L4: the leases of the other queues are marked when a handler takes them.
+    request.mark_started = false;
+    const bool marks = std::any_of(request.slots.begin(), request.slots.end(),
+                                   [](const QueueSlot& slot) { return slot.mark_started; });
+    const Clock::SteadyTime claim_start = clock_->Steady();
     auto leases = store_->Claim(request);
+    const double claim_seconds =
+        std::chrono::duration<double>(clock_->Steady() - claim_start).count();
     // Short: how long until more of these queues is due (-1: unknown).
     Millis due_in = -1;
     if (leases.ok() && static_cast<int>(leases->size()) < wanted) {
@@ -483,10 +507,23 @@ void WorkerPool::ClaimLoop() {
       }
       continue;
     }
+    // A claim that marks is how a fast queue's marked work is refilled: its
+    // time sizes the mark horizon as a MarkStarted's does.
+    if (marks) mark_seconds_ = 0.8 * mark_seconds_ + 0.2 * claim_seconds;
     const int got = static_cast<int>(leases->size());
     for (Lease& lease : *leases) {
       std::shared_ptr<Task> task = TakeLease(std::move(lease));
-      queues_[task->queue].ready.push_back(task);
+      QueueState& q = queues_[task->queue];
+      if (std::any_of(request.slots.begin(), request.slots.end(), [&](const QueueSlot& slot) {
+            return slot.mark_started && slot.queue == q.config.name;
+          })) {
+        // After the marked leases of its queue, in claim order.
+        task->marked = true;
+        q.ready.insert(q.ready.begin() + static_cast<std::ptrdiff_t>(q.marked_ready), task);
+        ++q.marked_ready;
+      } else {
+        q.ready.push_back(task);
+      }
     }
     claimed_ += got;
     if (got > 0) work_cv_.NotifyAll();

@@ -17,11 +17,12 @@
 //    started, in that transaction, and the lease reaches it right after the
 //    COMMIT: one thread wakeup and no claim transaction;
 //  - `worker_threads` workers that run handlers. A lease is marked started
-//    in the store (Store::MarkStarted) before its handler runs: by the worker
-//    that takes it, one at a time, for slow jobs; for a fast queue about 5 ms
-//    of its work is kept marked ahead of the workers (one store call for many
-//    short jobs, which never wait for it). The expiry of a prefetched lease
-//    whose handler never started is a free requeue (L4);
+//    in the store before its handler runs (L4): for slow jobs by the worker
+//    that takes it (Store::MarkStarted), one at a time; a fast queue's work
+//    is claimed marked (QueueSlot::mark_started), about 5 ms of it ahead of
+//    its idle workers, refilled when half is used: its workers never wait for
+//    a mark and its rows are not written a third time for one. The expiry of
+//    a prefetched lease whose handler never started is a free requeue;
 //  - a completer that publishes outcomes in batches (one transaction per
 //    batch, so completions group-commit);
 //  - a lease keeper that heartbeats every lease in hand at a third of its
@@ -135,9 +136,10 @@ class WorkerPool {
   // Moves up to `n` unmarked leases (those after the marked ones) out of
   // `q`'s ready list to the end of `out`.
   void TakeUnmarked(QueueState& q, int n, std::vector<std::shared_ptr<Task>>* out) REQUIRES(mu_);
-  // For a fast queue: marks the next leases of `q` started when fewer than
-  // half a batch wait marked, so its workers do not wait for marks. Releases
-  // mu_ during the store call.
+  // For a fast queue: marks the next unmarked leases of `q` (claimed before
+  // it was fast; the claimer marks its later ones in the claim) started when
+  // fewer than half a batch wait marked, so its workers do not wait for
+  // marks. Releases mu_ during the store call.
   void RefillMarked(QueueState& q) REQUIRES(mu_);
   // Updates each queue's completion rate.
   void SampleRates() REQUIRES(mu_);
@@ -202,7 +204,8 @@ class WorkerPool {
   std::unordered_multimap<std::int64_t, std::shared_ptr<Task>> in_hand_ GUARDED_BY(mu_);
   // When the completion rates were last sampled (clock_->Steady()); none yet.
   std::optional<Clock::SteadyTime> rate_sampled_at_ GUARDED_BY(mu_);
-  // How long a Store::MarkStarted call takes (clock_->Steady(), smoothed).
+  // How long marking work takes (clock_->Steady(), smoothed): a
+  // Store::MarkStarted call, or a claim that marks (a fast queue's refill).
   double mark_seconds_ GUARDED_BY(mu_) = 0;
   bool wake_ GUARDED_BY(mu_) = false;
   // Workers waiting on work_cv_ with nothing to run, and how many of them

@@ -76,6 +76,11 @@ struct AdmitResult {
 struct QueueSlot {
   std::string queue;
   int max = 0;
+  // L4: the handlers of this slot's leases start at once, even in a request
+  // whose mark_started is false (a prefetching pool whose workers of a fast
+  // queue run this work within moments, so the claim marks it instead of a
+  // MarkStarted after it). Default: false (the request decides).
+  bool mark_started = false;
 };
 
 struct ClaimRequest {
@@ -94,6 +99,12 @@ struct ClaimRequest {
   // in-process pool; remote workers that do not say). Default: nullopt.
   std::optional<std::vector<std::string>> handlers;
 };
+
+// L4: whether the leases a claim takes from `slot` are marked started (the
+// one rule every backend's Claim applies).
+inline bool ClaimMarksStarted(const ClaimRequest& request, const QueueSlot& slot) {
+  return request.mark_started || slot.mark_started;
+}
 
 // A claimed execution: everything a worker needs to run it.
 struct Lease {

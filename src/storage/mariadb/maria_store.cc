@@ -415,7 +415,7 @@ class MariaStore final : public SqlStore {
           SqlArgs u;
           u.Add(row.id.value).Add(static_cast<int>(t->to)).Add(t->attempt);
           u.Add(lease.version.value).Add(request.worker.value).Add(now);
-          u.Add(lease.lease_expires_at).Add(request.mark_started ? 1 : 0);
+          u.Add(lease.lease_expires_at).Add(ClaimMarksStarted(request, slot) ? 1 : 0);
           updates.push_back(std::move(u));
           tx.counters.CountTransition(row, *t, now);
           out.push_back(std::move(lease));

@@ -446,7 +446,7 @@ class PostgresStore final : public SqlStore {
         if (ids.empty()) continue;
         Params u;
         u.AddArray(ids).AddArray(statuses).AddArray(attempts).AddArray(versions).AddArray(expiries);
-        u.Add(request.worker.value).Add(now).Add(request.mark_started ? 1 : 0);
+        u.Add(request.worker.value).Add(now).Add(ClaimMarksStarted(request, slot) ? 1 : 0);
         tx.Later(kClaimUpdate, std::move(u));
       }
       return out;

@@ -377,9 +377,9 @@ class SqliteStore final : public SqlStore {
               }
             }
             for (const ClaimRow& claim : due) {
-              TE_ASSIGN_OR_RETURN(
-                  std::optional<Lease> lease,
-                  ClaimOne(c, claim, request.worker, request.mark_started, slot.queue, now));
+              TE_ASSIGN_OR_RETURN(std::optional<Lease> lease,
+                                  ClaimOne(c, claim, request.worker,
+                                           ClaimMarksStarted(request, slot), slot.queue, now));
               if (lease) out.push_back(std::move(*lease));
             }
           }

@@ -217,6 +217,45 @@ TEST_P(StoreConformance, L4_ALeaseClaimedToStartAtOnceCountsItsExpiry) {
   EXPECT_EQ(Get(id).status, ExecutionStatus::kQuarantined);
 }
 
+// A prefetching claim may mark the leases of some of its queues started (a
+// fast queue whose workers run them within moments): those expiries count,
+// the other queues' leases stay unstarted and lapse for free.
+TEST_P(StoreConformance, L4_AClaimMarksStartedOnlyTheSlotsThatSaySo) {
+  JobDefinition fast = LeaseJob("fast", 1'000);
+  fast.queue = "fast";
+  fast.retry.max_consecutive_lease_expiries = 1;
+  JobDefinition slow = LeaseJob("slow", 1'000);
+  slow.queue = "slow";
+  slow.retry.max_consecutive_lease_expiries = 1;
+  DefineJob(fast);
+  DefineJob(slow);
+  const ExecutionId fast_id = AdmitOne(MakeRequest("fast", 1));
+  const ExecutionId slow_id = AdmitOne(MakeRequest("slow", 1));
+
+  ClaimRequest request;
+  request.worker = WorkerId("pool");
+  request.mark_started = false;
+  request.slots = {QueueSlot{.queue = "fast", .max = 5, .mark_started = true},
+                   QueueSlot{.queue = "slow", .max = 5}};
+  ASSERT_OK_AND_ASSIGN(std::vector<Lease> leases, store().Claim(request));
+  ASSERT_EQ(leases.size(), 2u);
+  EXPECT_EQ(leases[0].queue, "fast");
+  EXPECT_EQ(leases[1].queue, "slow");
+
+  Advance(1'001);
+  ASSERT_OK_AND_ASSIGN(SweepReport report, store().SweepExpired(100));
+  EXPECT_EQ(report.recovered, 2);
+  EXPECT_EQ(report.quarantined, 1) << "the marked lease's expiry counts";
+  EXPECT_EQ(report.requeued, 1);
+  const Execution f = Get(fast_id);
+  EXPECT_EQ(f.status, ExecutionStatus::kQuarantined);
+  EXPECT_EQ(f.attempt, 1);
+  const Execution s = Get(slow_id);
+  EXPECT_EQ(s.status, ExecutionStatus::kQueued);
+  EXPECT_EQ(s.attempt, 0) << "the unstarted lease burns no attempt";
+  EXPECT_EQ(s.consecutive_lease_expiries, 0);
+}
+
 // MarkStarted answers each lease alone: a lease that is not current must not
 // start its handler (kStale), a missing execution is kNotFound, and neither
 // changes anything.
