@@ -282,10 +282,8 @@ void WorkerPool::DeliverAdmitted(Lease lease) {
     GiveBack({task});  // stopping: nothing new starts (L6); released by the completer
     return;
   }
-  // First among the marked leases of its queue: a parked worker takes it.
-  QueueState& q = queues_[task->queue];
-  q.ready.insert(q.ready.begin() + static_cast<std::ptrdiff_t>(q.marked_ready), task);
-  ++q.marked_ready;
+  // Ready before any unmarked lease of its queue: a parked worker takes it.
+  EnqueueMarked(queues_[task->queue], task);
   work_cv_.NotifyOne();
 }
 
@@ -437,10 +435,13 @@ void WorkerPool::ClaimLoop() {
     ClaimRequest request;
     request.worker = WorkerId(options_.worker_id);
     int wanted = 0;
+    // By queue index: this claim marks the queue's leases started.
+    std::vector<bool> marks_queue(queues_.size(), false);
     SampleRates();
     int idle_workers = options_.worker_threads;
     for (const QueueState& q : queues_) idle_workers -= q.running;
-    for (const QueueState& q : queues_) {
+    for (std::size_t qi = 0; qi < queues_.size(); ++qi) {
+      const QueueState& q = queues_[qi];
       const int target = TargetInHand(q);
       // A slot reserved for a claim at admission gets its lease from the
       // writer: it is not room for this claim.
@@ -457,6 +458,7 @@ void WorkerPool::ClaimLoop() {
         if (q.ready.size() > q.marked_ready || marked >= idle + ahead / 2) continue;
         const int n = std::min({room, idle + ahead - marked, std::max(1, options_.claim_batch)});
         request.slots.push_back(QueueSlot{.queue = q.config.name, .max = n, .mark_started = true});
+        marks_queue[qi] = true;
         wanted += n;
         continue;
       }
@@ -478,8 +480,7 @@ void WorkerPool::ClaimLoop() {
     lock.Unlock();
     // L4: the leases of the other queues are marked when a handler takes them.
     request.mark_started = false;
-    const bool marks = std::any_of(request.slots.begin(), request.slots.end(),
-                                   [](const QueueSlot& slot) { return slot.mark_started; });
+    const bool marks = std::find(marks_queue.begin(), marks_queue.end(), true) != marks_queue.end();
     const Clock::SteadyTime claim_start = clock_->Steady();
     auto leases = store_->Claim(request);
     const double claim_seconds =
@@ -514,13 +515,8 @@ void WorkerPool::ClaimLoop() {
     for (Lease& lease : *leases) {
       std::shared_ptr<Task> task = TakeLease(std::move(lease));
       QueueState& q = queues_[task->queue];
-      if (std::any_of(request.slots.begin(), request.slots.end(), [&](const QueueSlot& slot) {
-            return slot.mark_started && slot.queue == q.config.name;
-          })) {
-        // After the marked leases of its queue, in claim order.
-        task->marked = true;
-        q.ready.insert(q.ready.begin() + static_cast<std::ptrdiff_t>(q.marked_ready), task);
-        ++q.marked_ready;
+      if (marks_queue[task->queue]) {
+        EnqueueMarked(q, task);  // in claim order
       } else {
         q.ready.push_back(task);
       }
@@ -630,12 +626,9 @@ std::shared_ptr<WorkerPool::Task> WorkerPool::ClaimDirect() {
   // wait, marked started, first in their queues for the other parked workers.
   std::stable_sort(tasks.begin(), tasks.end(),
                    [](const auto& a, const auto& b) { return a->queue < b->queue; });
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    tasks[i]->marked = true;
-    if (i == 0) continue;
-    QueueState& q = queues_[tasks[i]->queue];
-    q.ready.insert(q.ready.begin() + static_cast<std::ptrdiff_t>(q.marked_ready), tasks[i]);
-    ++q.marked_ready;
+  tasks.front()->marked = true;
+  for (std::size_t i = 1; i < tasks.size(); ++i) {
+    EnqueueMarked(queues_[tasks[i]->queue], tasks[i]);
     work_cv_.NotifyOne();
   }
   return tasks.front();
@@ -710,6 +703,12 @@ void WorkerPool::WorkLoop() {
     idle_cv_.NotifyAll();
     if (!q.ready.empty()) work_cv_.NotifyOne();
   }
+}
+
+void WorkerPool::EnqueueMarked(QueueState& q, std::shared_ptr<Task> task) {
+  task->marked = true;
+  q.ready.insert(q.ready.begin() + static_cast<std::ptrdiff_t>(q.marked_ready), std::move(task));
+  ++q.marked_ready;
 }
 
 void WorkerPool::TakeUnmarked(QueueState& q, int n, std::vector<std::shared_ptr<Task>>* out) {

@@ -133,6 +133,9 @@ class WorkerPool {
   bool MayStartOneMore(const QueueState& q) const REQUIRES(mu_);
   // How many leases of `q` are marked started at once (>= 1).
   int MarkBatch(const QueueState& q) const REQUIRES(mu_);
+  // Marks `task` (marked started in the store) and puts it in `q`'s ready
+  // list after the marked leases, before the unmarked ones.
+  void EnqueueMarked(QueueState& q, std::shared_ptr<Task> task) REQUIRES(mu_);
   // Moves up to `n` unmarked leases (those after the marked ones) out of
   // `q`'s ready list to the end of `out`.
   void TakeUnmarked(QueueState& q, int n, std::vector<std::shared_ptr<Task>>* out) REQUIRES(mu_);
