@@ -57,7 +57,20 @@ class FaultInjectingStore final : public Store {
   }
   Result<std::vector<Lease>> Claim(const ClaimRequest& request) override {
     TE_RETURN_IF_ERROR(faults_->Enter("Claim"));
-    return inner_->Claim(request);
+    Result<std::vector<Lease>> leases = inner_->Claim(request);
+    if (leases.ok()) {
+      int marked = 0;
+      for (const Lease& lease : *leases) {
+        for (const QueueSlot& slot : request.slots) {
+          if (slot.queue == lease.queue) {
+            marked += ClaimMarksStarted(request, slot) ? 1 : 0;
+            break;
+          }
+        }
+      }
+      faults_->CountMarks(marked, 0);
+    }
+    return leases;
   }
   Result<Millis> NextDueIn(const std::vector<std::string>& queues) override {
     TE_RETURN_IF_ERROR(faults_->Enter("NextDueIn"));
@@ -66,6 +79,7 @@ class FaultInjectingStore final : public Store {
   std::vector<Status> MarkStarted(const std::vector<LeaseRef>& leases) override {
     if (Status s = faults_->Enter("MarkStarted"); !s.ok())
       return std::vector<Status>(leases.size(), s);
+    faults_->CountMarks(0, static_cast<int>(leases.size()));
     return inner_->MarkStarted(leases);
   }
   std::vector<Result<HeartbeatReply>> HeartbeatBatch(
@@ -410,6 +424,17 @@ int StoreFaults::Calls(std::string_view method) const {
   MutexLock lock(mu_);
   auto it = calls_.find(method);
   return it == calls_.end() ? 0 : it->second;
+}
+
+StoreFaults::Marks StoreFaults::marks() const {
+  MutexLock lock(mu_);
+  return marks_;
+}
+
+void StoreFaults::CountMarks(int by_claim, int by_mark_started) {
+  MutexLock lock(mu_);
+  marks_.by_claim += by_claim;
+  marks_.by_mark_started += by_mark_started;
 }
 
 int StoreFaults::Failed(std::string_view method) const {

@@ -59,6 +59,14 @@ class StoreFaults {
   int Calls(std::string_view method) const EXCLUDES(mu_);
   // Calls of `method` that a fault failed so far ("*": of every method).
   int Failed(std::string_view method) const EXCLUDES(mu_);
+  // Leases marked started (L4) so far: those a Claim returned marked (its
+  // slot said so, ClaimMarksStarted), and those given to MarkStarted calls
+  // that reached the store.
+  struct Marks {
+    int by_claim = 0;
+    int by_mark_started = 0;
+  };
+  Marks marks() const EXCLUDES(mu_);
 
   // For FaultInjectingStore: counts a call of `method`, waits for the delays
   // that meet it, and returns the status of the failure that meets it (ok:
@@ -66,6 +74,8 @@ class StoreFaults {
   Status Enter(std::string_view method) EXCLUDES(mu_);
   // For FaultInjectingStore: runs the OnPublishWork action, if any.
   void BeforePublishWork() EXCLUDES(mu_);
+  // For FaultInjectingStore: counts leases marked started.
+  void CountMarks(int by_claim, int by_mark_started) EXCLUDES(mu_);
 
  private:
   struct Fault {
@@ -81,6 +91,7 @@ class StoreFaults {
   std::map<std::string, int, std::less<>> calls_ GUARDED_BY(mu_);
   std::map<std::string, int, std::less<>> failed_ GUARDED_BY(mu_);
   std::function<void()> before_publish_work_ GUARDED_BY(mu_);
+  Marks marks_ GUARDED_BY(mu_);
 };
 
 // The names of the Store methods a fault may name, as in store.h.
