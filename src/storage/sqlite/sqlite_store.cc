@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <deque>
 #include <functional>
@@ -1221,6 +1222,7 @@ class SqliteStore final : public SqlStore {
         if (idle) completer_cv_.NotifyOne();
       }
       batch.clear();
+      if (finish_checkpoint_.exchange(false, std::memory_order_acquire)) FinishCheckpoint();
     }
   }
 
@@ -1247,15 +1249,34 @@ class SqliteStore final : public SqlStore {
     }
   }
 
-  // The WAL size (in pages) at which the writer asks for a checkpoint:
-  // SQLite's default auto-checkpoint size (about 4 MB).
-  static constexpr int kCheckpointPages = 1000;
-
   // SQLite's wal hook, called on the writer thread after each COMMIT with the
-  // number of pages in the WAL.
+  // number of pages in the WAL. Asks for a checkpoint each time the WAL grew
+  // by options_.checkpoint_pages: once per growth, not after every commit
+  // while the WAL is long.
   static int OnWalCommit(void* self, sqlite3*, const char*, int pages) {
-    if (pages >= kCheckpointPages) static_cast<SqliteStore*>(self)->RequestCheckpoint();
+    auto* store = static_cast<SqliteStore*>(self);
+    if (pages < store->wal_pages_) store->next_checkpoint_at_ = 0;  // the WAL started over
+    store->wal_pages_ = pages;
+    const int size = std::max(1, store->options_.checkpoint_pages);
+    if (pages >= std::max(size, store->next_checkpoint_at_)) {
+      store->next_checkpoint_at_ = pages + size;
+      store->RequestCheckpoint();
+    }
     return SQLITE_OK;
+  }
+
+  // On the writer thread, between two batches, after the checkpointer's
+  // checkpoint: copies the pages committed while it ran (a few batches'
+  // worth, with the fsyncs of the WAL and the database file). The WAL is
+  // then wholly in the database file, so the writer's next transaction
+  // starts it over. A checkpoint beside a writer that never pauses never
+  // catches up with it: without this, the WAL would grow with every commit
+  // under sustained writes. With nothing left to copy (the writer paused
+  // meanwhile), it costs no fsync. SQLITE_BUSY (another checkpoint runs) and
+  // other failures leave the WAL to the next checkpoint.
+  void FinishCheckpoint() {
+    (void)sqlite3_wal_checkpoint_v2(writer_conn_.raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr,
+                                    nullptr);
   }
 
   void RequestCheckpoint() EXCLUDES(checkpoint_mu_) {
@@ -1270,10 +1291,11 @@ class SqliteStore final : public SqlStore {
   // Copies the WAL's committed pages into the database file (a PASSIVE
   // checkpoint: it waits for no reader or writer) each time the writer asks.
   // It runs beside the writer, whose commits keep appending to the WAL
-  // meanwhile; the next write transaction after a complete checkpoint starts
-  // the WAL over. Inside a COMMIT, as SQLite's auto-checkpoint does it, the
-  // copy (about 4 MB) and the fsync of the database file would delay every
-  // caller of that commit by milliseconds, once in a few dozen commits.
+  // meanwhile; the writer then copies those (FinishCheckpoint), and its next
+  // write transaction starts the WAL over. Inside a COMMIT, as SQLite's
+  // auto-checkpoint does it, the copy (about 4 MB) and the fsync of the
+  // database file would delay every caller of that commit by milliseconds,
+  // once in a few dozen commits.
   void CheckpointLoop() EXCLUDES(checkpoint_mu_) {
     MutexLock lock(checkpoint_mu_);
     while (true) {
@@ -1286,6 +1308,7 @@ class SqliteStore final : public SqlStore {
       // own commits report.
       (void)sqlite3_wal_checkpoint_v2(checkpoint_conn_.raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE,
                                       nullptr, nullptr);
+      finish_checkpoint_.store(true, std::memory_order_release);
       lock.Lock();
     }
   }
@@ -1414,6 +1437,12 @@ class SqliteStore final : public SqlStore {
   CondVar checkpoint_cv_;
   bool checkpoint_wanted_ GUARDED_BY(checkpoint_mu_) = false;
   bool stop_checkpointer_ GUARDED_BY(checkpoint_mu_) = false;
+  // Set by the checkpointer after each checkpoint; the writer then finishes it.
+  std::atomic<bool> finish_checkpoint_{false};
+  // The WAL's size after the last commit, and the size at which the next
+  // checkpoint is asked for (writer thread only, in OnWalCommit).
+  int wal_pages_ = 0;
+  int next_checkpoint_at_ = 0;
 
   Mutex read_mu_;
   CondVar read_cv_;

@@ -34,6 +34,9 @@ struct SqliteStoreOptions {
   // Upper bound on the database size in pages (PRAGMA max_page_count); past
   // it writes fail with kUnavailable as on a full disk. 0 = SQLite's default.
   std::int64_t max_page_count = 0;
+  // The WAL growth (in pages) after which a checkpoint copies the WAL into
+  // the database file. Default: 1000 (SQLite's auto-checkpoint size, about 4 MB).
+  int checkpoint_pages = 1000;
 };
 
 // Opens the database (creating the file if needed). Does NOT migrate: call

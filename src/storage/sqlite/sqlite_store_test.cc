@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <set>
@@ -238,7 +239,6 @@ TEST(SqliteStoreTest, AsyncFinishesAreFencedAndAnsweredBeforeTheStoreCloses) {
   }
 }
 
-// D4: a database whose schema is newer than the binary is refused, unchanged.
 // Checkpoints run on the store's checkpointer thread, not in the writer's
 // commits: once the WAL passes 1,000 pages, its pages reach the database file
 // while the store stays open.
@@ -258,6 +258,46 @@ TEST(SqliteStoreTest, WalIsCheckpointedIntoTheDatabaseFileWhileOpen) {
   }
   EXPECT_TRUE(WaitFor([&] { return std::filesystem::file_size(o.path) > before + 2'000'000; }))
       << "database file: " << std::filesystem::file_size(o.path) << " bytes";
+}
+
+// Under writes that never pause, the WAL still starts over after each
+// checkpoint, so it stays a few checkpoint sizes long: the checkpointer
+// copies it beside the writer, and the writer copies what it committed
+// meanwhile before its next transaction. (A checkpoint running beside a
+// writer that never pauses never catches up with it alone: the WAL would
+// grow with every commit, and every commit would ask for a checkpoint.)
+TEST(SqliteStoreTest, WalStartsOverUnderWritesThatNeverPause) {
+  TempDir dir;
+  SqliteStoreOptions o;
+  o.path = dir.File("busy.db");
+  o.checkpoint_pages = 200;
+  ASSERT_OK_AND_ASSIGN(auto store, OpenSqliteStore(o));
+  ASSERT_OK(store->Migrate());
+  ASSERT_OK(store->UpsertJob(Job()));
+  // 8,000 admissions of about 2 KiB each, one per call, with 32 calls
+  // queued at all times: the writer is never idle. They write about 4,000
+  // pages of WAL.
+  constexpr int kCalls = 8000;
+  constexpr int kInFlight = 32;
+  std::atomic<int> next{0};
+  std::atomic<int> answered{0};
+  std::atomic<int> failed{0};
+  std::function<void()> submit = [&] {
+    const int i = next.fetch_add(1);
+    if (i >= kCalls) return;
+    store->AdmitBatchAsync({Request(i)}, [&](Result<std::vector<AdmitResult>> r) {
+      if (!r.ok()) ++failed;
+      ++answered;
+      submit();
+    });
+  };
+  for (int i = 0; i < kInFlight; ++i) submit();
+  ASSERT_TRUE(WaitFor([&] { return answered.load() == kCalls; }, std::chrono::seconds(120)))
+      << answered.load() << " of " << kCalls << " answered";
+  EXPECT_EQ(failed.load(), 0);
+  // A WAL file keeps its largest size: never more than 5 checkpoints' worth.
+  const auto wal = std::filesystem::file_size(o.path + "-wal");
+  EXPECT_LE(wal, 5u * 200 * (4096 + 24)) << "WAL file: " << wal << " bytes";
 }
 
 TEST(SqliteStoreTest, NewerSchemaIsRefused) {
