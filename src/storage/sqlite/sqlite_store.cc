@@ -1265,12 +1265,13 @@ class SqliteStore final : public SqlStore {
     return SQLITE_OK;
   }
 
-  // On the writer thread, between two batches, when the checkpointer could
-  // not catch up with the writer (CheckpointOnce): copies the pages committed
-  // since its last pass (with the fsyncs of the WAL and the database file).
-  // The WAL is then wholly in the database file, so the writer's next
-  // transaction starts it over. SQLITE_BUSY (another checkpoint runs) and
-  // other failures leave the WAL to the next checkpoint.
+  // On the writer thread, between two batches, after each checkpoint
+  // (CopyWal): copies the pages committed during the checkpointer's last
+  // pass, with the fsyncs of the WAL and the database file; none when the
+  // checkpointer caught up, and then it costs no fsync. The WAL is then
+  // wholly in the database file, so the writer's next transaction starts it
+  // over. SQLITE_BUSY (another checkpoint runs) and other failures leave the
+  // WAL to the next checkpoint.
   void FinishCheckpoint() {
     (void)sqlite3_wal_checkpoint_v2(writer_conn_.raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr,
                                     nullptr);
@@ -1287,7 +1288,7 @@ class SqliteStore final : public SqlStore {
 
   // Copies the WAL's committed pages into the database file (PASSIVE
   // checkpoints: they wait for no reader or writer) each time the writer
-  // asks (CheckpointOnce). Inside a COMMIT, as SQLite's auto-checkpoint does
+  // asks (CopyWal). Inside a COMMIT, as SQLite's auto-checkpoint does
   // it, the copy (about 4 MB) and the fsync of the database file would delay
   // every caller of that commit by milliseconds, once in a few dozen commits.
   void CheckpointLoop() EXCLUDES(checkpoint_mu_) {
@@ -1297,7 +1298,7 @@ class SqliteStore final : public SqlStore {
       if (stop_checkpointer_) return;
       checkpoint_wanted_ = false;
       lock.Unlock();
-      CheckpointOnce();
+      CopyWal();
       finish_checkpoint_.store(true, std::memory_order_release);
       lock.Lock();
     }
@@ -1305,30 +1306,27 @@ class SqliteStore final : public SqlStore {
 
   // Passes over the WAL beside the writer, whose commits keep appending to
   // it: the first copies the WAL, each next one what was committed during
-  // the one before, until a pass finds nothing new. The WAL is then wholly
-  // in the database file and the writer's next transaction starts it over.
-  // False when the writer committed during each of kCheckpointPasses passes:
-  // the writer then copies the rest itself between two batches
-  // (FinishCheckpoint). A checkpoint beside a writer that never pauses
-  // never catches up with it alone, and the WAL would grow with every
-  // commit. True too when a pass fails: SQLITE_BUSY (another checkpoint
-  // runs, e.g. a backup's) and the disk's errors, which the writer's own
-  // commits report, leave the WAL to the next checkpoint, as do readers
-  // that still read older pages (a pass that cannot copy them all).
+  // the one before, until a pass finds nothing new or after
+  // kCheckpointPasses. A checkpoint beside a writer that never pauses never
+  // catches up with it alone (the WAL would grow with every commit): the
+  // writer copies what is left (FinishCheckpoint), so the passes only make
+  // that rest small. A pass that fails ends them: SQLITE_BUSY (another
+  // checkpoint runs, e.g. a backup's) and the disk's errors, which the
+  // writer's own commits report, leave the WAL to the next checkpoint, as do
+  // readers that still read older pages (a pass that cannot copy them all).
   static constexpr int kCheckpointPasses = 3;
-  bool CheckpointOnce() {
+  void CopyWal() {
     int seen = -1;
     for (int pass = 0; pass < kCheckpointPasses; ++pass) {
       int log = 0;
       int copied = 0;
       if (sqlite3_wal_checkpoint_v2(checkpoint_conn_.raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE,
-                                    &log, &copied) != SQLITE_OK) {
-        return true;
+                                    &log, &copied) != SQLITE_OK ||
+          log == seen || copied < log) {
+        return;
       }
-      if (log == seen || copied < log) return true;
       seen = log;
     }
-    return false;
   }
 
   // One transaction for the whole batch; a savepoint per operation so that a
@@ -1455,8 +1453,8 @@ class SqliteStore final : public SqlStore {
   CondVar checkpoint_cv_;
   bool checkpoint_wanted_ GUARDED_BY(checkpoint_mu_) = false;
   bool stop_checkpointer_ GUARDED_BY(checkpoint_mu_) = false;
-  // Set by the checkpointer when it could not catch up with the writer, which
-  // then finishes the checkpoint (FinishCheckpoint).
+  // Set by the checkpointer after each checkpoint; the writer then finishes
+  // it (FinishCheckpoint).
   std::atomic<bool> finish_checkpoint_{false};
   // The WAL's size after the last commit, and the size at which the next
   // checkpoint is asked for (writer thread only, in OnWalCommit).
