@@ -5,10 +5,11 @@ Instructions per job inside SQLite (sqlite3_step, sqlite3_reset and the
 binds) for the claim, the mark of a started handler and the finish as the
 store writes them (the texts of sql_statements.h and sqlite_store.cc at
 schema version 16), and for variants of each: an index of the executions
-left out, the claim state in a narrow table of its own, one statement for a
-batch. It tells how far a change of the statements or of the schema can
-take the writer's cost per job (bench/run.sh's callgrind figure) before one
-is built.
+left out, the claim state in a narrow table of its own, the executions row
+written once (claims and endings move its id between narrow tables), one
+statement for a batch. It tells how far a change of the statements or of
+the schema can take the writer's cost per job (bench/run.sh's callgrind
+figure) before one is built.
 
   bench/sqlite_write_floor.py [--bench PATH] [--jobs N] [--only NAME,...]
 
@@ -72,15 +73,21 @@ VARIANTS = {
     "claim-no-lane-open": ("claim without the index executions_lane_open",
                            ["executions_lane_open"]),
     "claim-narrow": ("claim of a narrow table of the claim state (11 columns, 3 indexes)", []),
+    "claim-write-once": ("claim when the executions row is written once: leaves a table of"
+                         " due ids, enters a table of leases (1 index)", []),
     "mark": ("mark of a started handler: kMarkStartedOne per row (as the store)", []),
     "mark-many": ("mark: one UPDATE ... FROM json_each ... RETURNING per %d" % MARK_BATCH, []),
     "finish-read": ("finish's read: kSelectState per row (as the store)", []),
     "finish-read-many": ("finish's read: one SELECT ... json_each per %d" % BATCH, []),
     "finish-apply": ("finish's write: kApplyTransition per row (as the store)", []),
+    "finish-write-once": ("finish when the executions row is written once: reads the lease"
+                          " and the row, leaves the leases, enters a table of endings"
+                          " (2 indexes)", []),
 }
+WRITE_ONCE = ("claim-write-once", "finish-write-once")
 
 
-def setup(db, jobs, drop, narrow):
+def setup(db, jobs, drop, narrow, write_once=False):
     c = sqlite3.connect(db, isolation_level=None)
     c.execute("PRAGMA journal_mode = WAL")
     c.execute("PRAGMA synchronous = OFF")  # the writes are counted, not their fsyncs
@@ -114,6 +121,22 @@ def setup(db, jobs, drop, narrow):
         c.execute("INSERT INTO claim_state (id, queue, status, run_at)"
                   " SELECT id, queue, status, run_at FROM executions")
         c.execute("DROP INDEX executions_due")
+    if write_once:
+        # The executions row keeps what admission wrote; a claim and an
+        # ending move the id between three narrow tables.
+        c.execute("CREATE TABLE due (queue TEXT NOT NULL, run_at INTEGER NOT NULL,"
+                  " id INTEGER NOT NULL, PRIMARY KEY (queue, run_at, id)) STRICT, WITHOUT ROWID")
+        c.execute("CREATE TABLE leases (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL,"
+                  " claim_version INTEGER NOT NULL, worker TEXT NOT NULL, started_at INTEGER"
+                  " NOT NULL, lease_expires_at INTEGER NOT NULL, handler_started INTEGER NOT NULL)"
+                  " STRICT")
+        c.execute("CREATE INDEX leases_by_expiry ON leases(lease_expires_at)")
+        c.execute("CREATE TABLE endings (id INTEGER PRIMARY KEY, status INTEGER NOT NULL,"
+                  " attempt INTEGER NOT NULL, finished_at INTEGER NOT NULL, failure_class INTEGER"
+                  " NOT NULL, result TEXT, error TEXT NOT NULL) STRICT")
+        c.execute("CREATE INDEX endings_by_status ON endings(status, id)")
+        c.execute("CREATE INDEX endings_by_finished_at ON endings(finished_at)")
+        c.execute("INSERT INTO due SELECT queue, run_at, id FROM executions WHERE status = 0")
     c.execute("COMMIT")
     return c
 
@@ -153,6 +176,45 @@ def claim_narrow(c, jobs):
         done += len(rows)
 
 
+def claim_write_once(c, jobs):
+    version, done = 1000, 0
+    while done < jobs:
+        c.execute("BEGIN")
+        rows = c.execute(
+            "SELECT d.run_at, d.id, e.job, e.max_attempts, e.backoff_base_ms, e.backoff_cap_ms,"
+            " e.max_permanent_attempts, e.max_ambiguous_attempts,"
+            " e.max_consecutive_lease_expiries, e.lease_ms, e.max_unsupported_schema_attempts,"
+            " e.lane_key, e.tenant, (SELECT payload FROM execution_payloads WHERE"
+            " execution_id = d.id), COALESCE(e.idempotency_key, '') FROM due d"
+            " JOIN executions e ON e.id = d.id WHERE d.queue = ?1 AND d.run_at <= ?2"
+            " ORDER BY d.run_at, d.id LIMIT ?3", ("q", NOW, BATCH)).fetchall()
+        for r in rows:
+            version += 1
+            c.execute("DELETE FROM due WHERE queue = ?1 AND run_at = ?2 AND id = ?3",
+                      ("q", r[0], r[1]))
+            c.execute("INSERT INTO leases VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                      (r[1], 1, version, "w-1", NOW, NOW + 30000, 0))
+        c.execute("COMMIT")
+        done += len(rows)
+
+
+def finish_write_once(c, leases):
+    for batch in batches(leases, BATCH):
+        c.execute("BEGIN")
+        for lease in batch:
+            c.execute("SELECT l.attempt, l.claim_version, l.worker, l.started_at,"
+                      " l.lease_expires_at, l.handler_started, e.job, e.tenant, e.queue,"
+                      " e.lane_key, e.max_attempts, e.backoff_base_ms, e.backoff_cap_ms,"
+                      " e.max_permanent_attempts, e.max_ambiguous_attempts,"
+                      " e.max_consecutive_lease_expiries, e.lease_ms,"
+                      " e.max_unsupported_schema_attempts FROM leases l JOIN executions e"
+                      " ON e.id = l.id WHERE l.id = ?1", (lease[0],)).fetchone()
+            c.execute("DELETE FROM leases WHERE id = ?1", (lease[0],))
+            c.execute("INSERT INTO endings VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                      (lease[0], 2, 1, NOW + 5, 0, "null", ""))
+        c.execute("COMMIT")
+
+
 def batches(items, n):
     for k in range(0, len(items), n):
         yield items[k:k + n]
@@ -161,12 +223,20 @@ def batches(items, n):
 def child(args):
     name, _, base = args.variant.partition(":")
     shutil.copy(args.base, args.db)
-    c = setup(args.db, args.jobs, VARIANTS[name][1], name == "claim-narrow")
-    if name.startswith("claim"):
+    c = setup(args.db, args.jobs, VARIANTS[name][1], name == "claim-narrow",
+              name in WRITE_ONCE)
+    if name == "finish-write-once":
+        claim_write_once(c, args.jobs)
+        leases = c.execute("SELECT id, claim_version FROM leases ORDER BY id").fetchall()
+        if not base:
+            finish_write_once(c, leases)
+    elif name.startswith("claim"):
         if base:
             return
         if name == "claim-narrow":
             claim_narrow(c, args.jobs)
+        elif name == "claim-write-once":
+            claim_write_once(c, args.jobs)
         elif name == "claim-no-finished-at":
             claim_all(c, args.jobs, CLAIM_UPDATE.replace(" finished_at = 0,", ""))
         else:
@@ -248,7 +318,7 @@ def main():
         bases = {}
         for name in names:
             base_key = ("claim" if name.startswith("claim") else "after-claim",
-                        tuple(VARIANTS[name][1]), name == "claim-narrow")
+                        tuple(VARIANTS[name][1]), name == "claim-narrow", name in WRITE_ONCE)
             if base_key not in bases:
                 bases[base_key] = count(args, name + ":base", work)
             n = (count(args, name, work) - bases[base_key]) / args.jobs
