@@ -6,7 +6,8 @@
 // Responder is parked here instead of holding a thread. One broker thread
 // serves the parked polls in FIFO order when
 //   - Wake() is called (the engine's work listener: an in-process admission,
-//     replay, sweep or published outcome may have made work due),
+//     replay, sweep, or a published outcome that queued work again or let a
+//     lane move on, made work due),
 //   - the bounded poll interval passes (other processes may admit), or
 //   - a poll's deadline passes (it is answered with an empty list).
 // Intervals and deadlines are read from the Clock's monotonic reading

@@ -403,18 +403,16 @@ class EngineImpl final : public EngineInternal {
     return ids;
   }
   // After outcomes of workers outside the engine were published (the
-  // executions `ids`): their cancel latency, and a wakeup when any was
-  // published (an outcome may make work due).
+  // executions `ids`): their cancel latency. No wakeup here: an outcome that
+  // made work due (a release, a retry, a lane's next execution) woke the
+  // workers through the store's work publisher at its commit, and one that
+  // made nothing due would only cost each woken worker a claim.
   void OutcomesPublished(const std::vector<ExecutionId>& ids,
                          const std::vector<Result<FinishReply>>& replies) {
-    bool any_published = false;
     const Millis now = options_.clock->NowMillis();
     for (std::size_t i = 0; i < replies.size(); ++i) {
-      if (!replies[i].ok()) continue;
-      any_published = true;
-      cancel_latency_.Observed(ids[i], replies[i]->status, now);
+      if (replies[i].ok()) cancel_latency_.Observed(ids[i], replies[i]->status, now);
     }
-    if (any_published) WakeWorkers();
   }
 
   // Keeps the engine from being destroyed while an asynchronous call is out:

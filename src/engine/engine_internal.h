@@ -48,10 +48,11 @@ Store& StoreOf(Engine& engine);
 
 // Publishes outcomes that workers outside `engine` reported (the HTTP worker
 // protocol, W4) in one transaction: Store::FinishBatch, so each one is fenced
-// by its claim version (kStale, kNotFound change nothing). Then, as after the
-// in-process pool's own outcomes, wakes the engine's workers and work
-// listeners when any was published, because an outcome may make work due (a
-// release requeues at once; a finished lane head lets its lane move on).
+// by its claim version (kStale, kNotFound change nothing). An outcome that
+// made work due (a release or a retry queues it again; a finished lane head
+// lets its lane move on) wakes the engine's workers and work listeners at its
+// commit, through the store's work publisher (Store::SetWorkPublisher); one
+// that made nothing due (a success, a failure for good) wakes nobody.
 // Replies are in request order, each independent. Thread-safe.
 // REQUIRES: `engine` is an EngineInternal.
 std::vector<Result<FinishReply>> PublishOutcomes(Engine& engine,
@@ -70,8 +71,8 @@ void DispatchBatchAsync(Engine& engine, std::vector<DispatchRequest> requests,
 
 // PublishOutcomes without a thread waiting for the commit: `done` receives
 // the replies PublishOutcomes would return, once, none ok before it is
-// durable; where and how `done` runs as for DispatchBatchAsync. The workers
-// are woken (when any outcome was published) before `done` runs.
+// durable; where and how `done` runs as for DispatchBatchAsync. When an
+// outcome made work due, the workers were woken before `done` runs.
 // REQUIRES: `engine` is an EngineInternal.
 void PublishOutcomesAsync(Engine& engine, std::vector<FinishRequest> requests,
                           EngineInternal::OutcomesDone done);

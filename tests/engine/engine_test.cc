@@ -395,6 +395,71 @@ TEST_F(EngineTest, WorkListenersHearAdmissions) {
   EXPECT_EQ(heard.load(), 1);
 }
 
+// Outcomes that workers outside the engine report (the HTTP worker protocol)
+// wake the engine's workers and work listeners (remote long polls) when they
+// made work due: a lane's next execution, a release. A plain success makes
+// nothing due and wakes nobody: every wakeup costs the woken a claim.
+TEST_F(EngineTest, WorkListenersHearPublishedOutcomesThatMadeWorkDueOnly) {
+  std::atomic<int> heard{0};  // outlives the engine, which holds the listener
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(Options(0)));
+  ASSERT_OK(engine->DefineJob(Job("remote", "remote")));
+  auto dispatch = [&](const std::string& lane) {
+    DispatchRequest r;
+    r.job = JobName("remote");
+    r.lane_key = lane;
+    auto d = engine->Dispatch(r);
+    EXPECT_OK(d.status());
+    return d.ok() ? d->id : ExecutionId{};
+  };
+  const ExecutionId plain = dispatch("");
+  const ExecutionId other = dispatch("");
+  const ExecutionId head = dispatch("orders-7");
+  const ExecutionId next = dispatch("orders-7");  // parked behind `head`
+  Store& store = StoreOf(*engine);
+  auto claim = [&]() -> std::map<std::int64_t, LeaseRef> {
+    ClaimRequest c;
+    c.worker = WorkerId("remote-1");
+    c.slots = {QueueSlot{"default", 10}};
+    std::map<std::int64_t, LeaseRef> out;
+    auto leases = store.Claim(c);
+    EXPECT_OK(leases.status());
+    if (leases.ok()) {
+      for (const Lease& l : *leases) out[l.id.value] = LeaseRef{l.id, l.version};
+    }
+    return out;
+  };
+  auto finish = [](const LeaseRef& lease, FinishRequest::Kind kind) {
+    FinishRequest f;
+    f.lease = lease;
+    f.kind = kind;
+    return f;
+  };
+  std::map<std::int64_t, LeaseRef> leases = claim();
+  ASSERT_EQ(leases.size(), 3u) << "the lane's second execution waits";
+  engine->AddWorkListener([&] { ++heard; });
+
+  auto replies =
+      PublishOutcomes(*engine, {finish(leases[plain.value], FinishRequest::Kind::kComplete)});
+  ASSERT_OK(replies.front().status());
+  EXPECT_EQ(heard.load(), 0) << "a success makes nothing due";
+  std::promise<std::vector<Result<FinishReply>>> answered;
+  PublishOutcomesAsync(
+      *engine, {finish(leases[other.value], FinishRequest::Kind::kComplete)},
+      [&](std::vector<Result<FinishReply>> r) { answered.set_value(std::move(r)); });
+  ASSERT_OK(answered.get_future().get().front().status());
+  EXPECT_EQ(heard.load(), 0) << "a success makes nothing due (answered from its commit)";
+
+  replies = PublishOutcomes(*engine, {finish(leases[head.value], FinishRequest::Kind::kComplete)});
+  ASSERT_OK(replies.front().status());
+  EXPECT_EQ(heard.load(), 1) << "the lane's next execution became due";
+  leases = claim();
+  ASSERT_EQ(leases.size(), 1u);
+  replies = PublishOutcomes(*engine, {finish(leases[next.value], FinishRequest::Kind::kRelease)});
+  ASSERT_OK(replies.front().status());
+  EXPECT_EQ(replies.front()->status, ExecutionStatus::kQueued);
+  EXPECT_EQ(heard.load(), 2) << "a release queues it again";
+}
+
 TEST_F(EngineTest, RetryableFailuresBackOffThenExhaustIntoFailed) {
   ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(Options(1)));
   JobDefinition j = Job("flaky", "flaky");
