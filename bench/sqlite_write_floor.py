@@ -141,61 +141,59 @@ def setup(db, jobs, drop, narrow, write_once=False):
     return c
 
 
-def claim_all(c, jobs, update=CLAIM_UPDATE):
+# What a claim reads of the executions row `e` besides the claim state: the
+# job's policy, the lane, the tenant, the payload and the key.
+CLAIM_ROW = ("e.job, e.max_attempts, e.backoff_base_ms, e.backoff_cap_ms,"
+             " e.max_permanent_attempts, e.max_ambiguous_attempts,"
+             " e.max_consecutive_lease_expiries, e.lease_ms, e.max_unsupported_schema_attempts,"
+             " e.lane_key, e.tenant, (SELECT payload FROM execution_payloads WHERE"
+             " execution_id = e.id), COALESCE(e.idempotency_key, '')")
+
+
+def claim_batches(c, jobs, select, claim_row):
+    """Claims `jobs` executions in transactions of BATCH: `select` reads the
+    due ones of queue 'q', then claim_row(row, claim version) for each."""
     version, done = 1000, 0
     while done < jobs:
         c.execute("BEGIN")
-        rows = c.execute(CLAIM_DUE, ("q", NOW, BATCH)).fetchall()
+        rows = c.execute(select, ("q", NOW, BATCH)).fetchall()
         for r in rows:
             version += 1
-            c.execute(update, (r[0], 1, r[2] + 1, version, "w-1", NOW, NOW + 30000, 0))
+            claim_row(r, version)
         c.execute("COMMIT")
         done += len(rows)
+
+
+def claim_all(c, jobs, update=CLAIM_UPDATE):
+    claim_batches(c, jobs, CLAIM_DUE, lambda r, version: c.execute(
+        update, (r[0], 1, r[2] + 1, version, "w-1", NOW, NOW + 30000, 0)))
 
 
 def claim_narrow(c, jobs):
-    version, done = 1000, 0
-    while done < jobs:
-        c.execute("BEGIN")
-        rows = c.execute(
-            "SELECT h.id, h.attempt, e.job, e.max_attempts, e.backoff_base_ms, e.backoff_cap_ms,"
-            " e.max_permanent_attempts, e.max_ambiguous_attempts,"
-            " e.max_consecutive_lease_expiries, e.lease_ms, e.max_unsupported_schema_attempts,"
-            " e.lane_key, e.tenant, (SELECT payload FROM execution_payloads WHERE"
-            " execution_id = h.id), COALESCE(e.idempotency_key, '') FROM claim_state h"
-            " INDEXED BY claim_state_due JOIN executions e ON e.id = h.id WHERE h.queue = ?1"
-            " AND h.status = 0 AND h.lane_parked = 0 AND h.run_at <= ?2"
-            " ORDER BY h.run_at, h.id LIMIT ?3", ("q", NOW, BATCH)).fetchall()
-        for r in rows:
-            version += 1
-            c.execute("UPDATE claim_state SET status = ?2, attempt = ?3, claim_version = ?4,"
-                      " worker = ?5, started_at = ?6, lease_expires_at = ?7,"
-                      " handler_started = ?8 WHERE id = ?1",
-                      (r[0], 1, r[1] + 1, version, "w-1", NOW, NOW + 30000, 0))
-        c.execute("COMMIT")
-        done += len(rows)
+    claim_batches(
+        c, jobs,
+        "SELECT h.id, h.attempt, " + CLAIM_ROW + " FROM claim_state h"
+        " INDEXED BY claim_state_due JOIN executions e ON e.id = h.id WHERE h.queue = ?1"
+        " AND h.status = 0 AND h.lane_parked = 0 AND h.run_at <= ?2"
+        " ORDER BY h.run_at, h.id LIMIT ?3",
+        lambda r, version: c.execute(
+            "UPDATE claim_state SET status = ?2, attempt = ?3, claim_version = ?4,"
+            " worker = ?5, started_at = ?6, lease_expires_at = ?7,"
+            " handler_started = ?8 WHERE id = ?1",
+            (r[0], 1, r[1] + 1, version, "w-1", NOW, NOW + 30000, 0)))
 
 
 def claim_write_once(c, jobs):
-    version, done = 1000, 0
-    while done < jobs:
-        c.execute("BEGIN")
-        rows = c.execute(
-            "SELECT d.run_at, d.id, e.job, e.max_attempts, e.backoff_base_ms, e.backoff_cap_ms,"
-            " e.max_permanent_attempts, e.max_ambiguous_attempts,"
-            " e.max_consecutive_lease_expiries, e.lease_ms, e.max_unsupported_schema_attempts,"
-            " e.lane_key, e.tenant, (SELECT payload FROM execution_payloads WHERE"
-            " execution_id = d.id), COALESCE(e.idempotency_key, '') FROM due d"
-            " JOIN executions e ON e.id = d.id WHERE d.queue = ?1 AND d.run_at <= ?2"
-            " ORDER BY d.run_at, d.id LIMIT ?3", ("q", NOW, BATCH)).fetchall()
-        for r in rows:
-            version += 1
-            c.execute("DELETE FROM due WHERE queue = ?1 AND run_at = ?2 AND id = ?3",
-                      ("q", r[0], r[1]))
-            c.execute("INSERT INTO leases VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                      (r[1], 1, version, "w-1", NOW, NOW + 30000, 0))
-        c.execute("COMMIT")
-        done += len(rows)
+    def claim_row(r, version):
+        c.execute("DELETE FROM due WHERE queue = ?1 AND run_at = ?2 AND id = ?3",
+                  ("q", r[0], r[1]))
+        c.execute("INSERT INTO leases VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                  (r[1], 1, version, "w-1", NOW, NOW + 30000, 0))
+    claim_batches(
+        c, jobs,
+        "SELECT d.run_at, d.id, " + CLAIM_ROW + " FROM due d JOIN executions e ON e.id = d.id"
+        " WHERE d.queue = ?1 AND d.run_at <= ?2 ORDER BY d.run_at, d.id LIMIT ?3",
+        claim_row)
 
 
 def finish_write_once(c, leases):
