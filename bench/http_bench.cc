@@ -137,7 +137,7 @@ class Server {
       auto created =
           te::api::CreateToken(StoreOf(*engine_), token, te::SystemClock::Get()->NowMillis(),
                                te::api::AccountActor{"bench", ""});
-      if (!created.ok()) Check(created.status(), "token");
+      Check(created.status(), "token");
       dispatch_token_ = created->secret;
     }
     api_ = std::make_unique<te::api::Api>(engine_.get(), authenticator, te::api::ApiOptions{});
