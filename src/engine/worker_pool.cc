@@ -271,20 +271,23 @@ void WorkerPool::DeliverAdmitted(Lease lease) {
   pickup_trace::Mark(pickup_trace::kClaimReturned);
   ++claimed_;
   MutexLock lock(mu_);
-  auto it = queue_index_.find(lease.queue);
+  std::shared_ptr<Task> task = TakeLease(std::move(lease));
+  task->marked = true;
+  if (stop_claiming_) {
+    // Stopping: nothing new starts (L6). GiveBack queues the release for the
+    // completer, with mu_ let go meanwhile, so the reservation below ends
+    // only after it: Stop waits for that and then drains the completer.
+    GiveBack({task});
+  } else {
+    // Ready before any unmarked lease of its queue: a parked worker takes it.
+    EnqueueMarked(queues_[task->queue], task);
+    work_cv_.NotifyOne();
+  }
+  auto it = queue_index_.find(task->lease.queue);
   if (it != queue_index_.end()) {
     --queues_[it->second].reserved;
     if (--admission_reserved_ == 0) idle_cv_.NotifyAll();  // Stop may wait for it
   }
-  std::shared_ptr<Task> task = TakeLease(std::move(lease));
-  task->marked = true;
-  if (stop_claiming_) {
-    GiveBack({task});  // stopping: nothing new starts (L6); released by the completer
-    return;
-  }
-  // Ready before any unmarked lease of its queue: a parked worker takes it.
-  EnqueueMarked(queues_[task->queue], task);
-  work_cv_.NotifyOne();
 }
 
 void WorkerPool::NotifyCancel(ExecutionId id) {
