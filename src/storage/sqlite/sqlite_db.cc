@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "storage/sqlite/sqlite_alloc.h"
+#include "storage/sqlite/wal_batch_vfs.h"
 
 namespace taskengine::sqlite {
 
@@ -103,7 +104,8 @@ Connection::~Connection() {
   if (db_ != nullptr) sqlite3_close_v2(db_);
 }
 
-Status Connection::Open(const std::string& path, bool create, int busy_timeout_ms) {
+Status Connection::Open(const std::string& path, bool create, int busy_timeout_ms,
+                        const char* vfs) {
   // Before SQLite initializes (a later call changes nothing): no memory
   // statistics (they take a global mutex on every allocation; we do not read
   // them), and the allocator of sqlite_alloc.h.
@@ -112,8 +114,11 @@ Status Connection::Open(const std::string& path, bool create, int busy_timeout_m
     (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     (void)InstallAllocator();
   });
+  if (vfs != nullptr && std::string_view(vfs) == kWalBatchVfs && !RegisterWalBatchVfs()) {
+    return Internal("SQLite refused the VFS " + std::string(kWalBatchVfs));
+  }
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
-  int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+  int rc = sqlite3_open_v2(path.c_str(), &db_, flags, vfs);
   if (rc != SQLITE_OK) {
     Status s = ToStatus(rc, db_, "open " + path);
     sqlite3_close_v2(db_);

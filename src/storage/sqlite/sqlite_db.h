@@ -73,8 +73,9 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // Opens (creating when `create`) the database file.
-  Status Open(const std::string& path, bool create, int busy_timeout_ms);
+  // Opens (creating when `create`) the database file, through the VFS named
+  // `vfs` (SQLite's default when null; kWalBatchVfs is registered here).
+  Status Open(const std::string& path, bool create, int busy_timeout_ms, const char* vfs = nullptr);
   // Runs one or more statements without results (PRAGMA, DDL, BEGIN...).
   Status Exec(std::string_view sql);
   // The statement for `sql`, prepared once and cached for the connection's

@@ -21,6 +21,7 @@
 #include "storage/sql_store.h"
 #include "storage/sqlite/schema.h"
 #include "storage/sqlite/sqlite_db.h"
+#include "storage/sqlite/wal_batch_vfs.h"
 #include "storage/store_actions.h"
 #include "storage/store_rows.h"
 #include "storage/store_rules.h"
@@ -35,6 +36,8 @@ using namespace storage_internal;
 using namespace storage_internal::sql;  // the shared statements
 
 using sqlite::Connection;
+using sqlite::kWalBatchVfs;
+using sqlite::SetWalBatching;
 using sqlite::Stmt;
 
 // ["a","b"]: a JSON array of `items` (for json_each).
@@ -250,7 +253,8 @@ class SqliteStore final : public SqlStore {
   }
 
   Status Init() {
-    TE_RETURN_IF_ERROR(writer_conn_.Open(options_.path, /*create=*/true, options_.busy_timeout_ms));
+    TE_RETURN_IF_ERROR(
+        writer_conn_.Open(options_.path, /*create=*/true, options_.busy_timeout_ms, kWalBatchVfs));
     // A new database gives the space retention frees back to the file system
     // (ReclaimSpace); the mode can only be chosen before the first table.
     TE_ASSIGN_OR_RETURN(std::int64_t pages, PragmaInt(writer_conn_, "PRAGMA page_count"));
@@ -259,6 +263,9 @@ class SqliteStore final : public SqlStore {
     TE_RETURN_IF_ERROR(writer_conn_.Exec(options_.sync == SyncMode::kFull
                                              ? "PRAGMA synchronous = FULL"
                                              : "PRAGMA synchronous = NORMAL"));
+    // The writer's commits write their WAL frames in one call each while
+    // they sync (wal_batch_vfs.h); RunBatch keeps this in step with the mode.
+    TE_RETURN_IF_ERROR(WalBatching(options_.sync == SyncMode::kFull));
     TE_RETURN_IF_ERROR(writer_conn_.Exec("PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16384"));
     if (options_.max_page_count > 0) {
       TE_RETURN_IF_ERROR(
@@ -693,6 +700,14 @@ class SqliteStore final : public SqlStore {
   static constexpr const char* kRollbackTo = "ROLLBACK TO op";
   static constexpr const char* kRelease = "RELEASE op";
   static constexpr const char* kCommit = "COMMIT";
+
+  // Turns the batching of the writer's WAL appends on or off.
+  Status WalBatching(bool on) {
+    const int rc = SetWalBatching(writer_conn_.raw(), on);
+    if (rc == SQLITE_OK) return Status::Ok();
+    return Unavailable(std::string("WAL batching not ") + (on ? "started: " : "stopped: ") +
+                       sqlite3_errstr(rc));
+  }
 
   static Status RunCached(Connection& c, const char* sql) {
     TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(sql));
@@ -1342,7 +1357,11 @@ class SqliteStore final : public SqlStore {
       bool sync = false;
       for (const Op* op : batch) sync = sync || op->durability == Durability::kSync;
       if (sync != synced_commits_) {
-        Status mode = RunCached(c, sync ? kSyncFull : kSyncNormal);
+        // Batching only while every commit syncs: off before NORMAL, on
+        // after FULL.
+        Status mode = sync ? Status::Ok() : WalBatching(false);
+        if (mode.ok()) mode = RunCached(c, sync ? kSyncFull : kSyncNormal);
+        if (mode.ok() && sync) mode = WalBatching(true);
         if (!mode.ok()) {
           for (Op* op : batch) op->result = mode;
           return;
