@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
-#include <mutex>
 #include <new>
 #include <string>
 
@@ -32,7 +32,7 @@ struct WalFile;
 
 // What the VFS keeps beside a main database file, which is the inner VFS's
 // own file (its methods unchanged) placed at the start of the memory SQLite
-// gives xOpen; this follows it, at Extra().
+// gives xOpen; this follows it (ExtraOf).
 struct DbExtra {
   std::uint32_t magic = kDbMagic;
   bool batching = false;
