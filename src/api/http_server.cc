@@ -33,7 +33,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -45,6 +44,7 @@
 #include <vector>
 
 #include "api/errors.h"
+#include "api/handler_pool.h"
 #include "api/request_checks.h"
 #include "core/mutex.h"
 
@@ -138,7 +138,7 @@ class ServerCore {
     return static_cast<int>(sessions_.size());
   }
   int max_connections() const { return max_connections_.load(); }
-  net::thread_pool& pool() { return *pool_; }
+  HandlerPool& pool() { return *pool_; }
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
   void BeginRequest() EXCLUDES(mu_) {
     MutexLock lock(mu_);
@@ -181,7 +181,7 @@ class ServerCore {
   std::optional<tcp::acceptor> acceptor_;  // used on acceptor_strand_ only
   std::optional<net::strand<net::io_context::executor_type>> acceptor_strand_;
   std::optional<net::steady_timer> accept_retry_;
-  std::optional<net::thread_pool> pool_;
+  std::optional<HandlerPool> pool_;
   std::vector<std::thread> io_threads_;
   std::atomic<int> port_{0};
   int reserve_fd_ = -1;  // on acceptor_strand_ after Start
@@ -393,7 +393,7 @@ class Session : public std::enable_shared_from_this<Session> {
                 [self, r = std::move(response)]() mutable { self->OnResponse(std::move(r)); });
     });
     const RequestHandler* handler = &server_->handler();
-    net::post(server_->pool(), [handler, request = std::move(request), responder]() mutable {
+    server_->pool().Post([handler, request = std::move(request), responder]() mutable {
       try {
         (*handler)(std::move(request), responder);
       } catch (...) {
@@ -549,7 +549,7 @@ Status ServerCore::Start() {
     max_connections_.store(options_.max_connections > 0 ? std::min(options_.max_connections, fd_cap)
                                                         : fd_cap);
     reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    pool_.emplace(static_cast<std::size_t>(std::max(1, options_.handler_threads)));
+    pool_.emplace(options_.handler_threads);
     work_.emplace(net::make_work_guard(ioc_));
     running_ = true;  // from here on, Stop() has everything to undo
     net::dispatch(*acceptor_strand_, [this] { Accept(); });
@@ -718,8 +718,8 @@ void ServerCore::Stop(Millis grace_ms) {
   ioc_.stop();
   for (auto& t : io_threads_) t.join();
   io_threads_.clear();
-  pool_->stop();
-  pool_->join();
+  pool_->Stop();
+  pool_->Join();
   std::unordered_map<std::uint64_t, std::shared_ptr<Session>> remaining;
   {
     MutexLock lock(mu_);
