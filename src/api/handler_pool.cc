@@ -28,8 +28,9 @@ void HandlerPool::Post(std::function<void()> task) {
   Worker* w = nullptr;
   {
     MutexLock lock(mu_);
-    if (stopping_ || idle_.empty()) {
-      if (!stopping_) queue_.push_back(std::move(task));
+    if (stopping_) return;  // dropped unrun
+    if (idle_.empty()) {
+      queue_.push_back(std::move(task));
       return;
     }
     w = idle_.back();

@@ -108,15 +108,15 @@ Status Connection::Open(const std::string& path, bool create, int busy_timeout_m
                         const char* vfs) {
   // Before SQLite initializes (a later call changes nothing): no memory
   // statistics (they take a global mutex on every allocation; we do not read
-  // them), and the allocator of sqlite_alloc.h.
+  // them), and the allocator of sqlite_alloc.h. Then the VFS of
+  // wal_batch_vfs.h (registering initializes SQLite); should SQLite refuse
+  // it, opening through it fails with "no such vfs".
   static std::once_flag configure;
   std::call_once(configure, [] {
     (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     (void)InstallAllocator();
+    (void)RegisterWalBatchVfs();
   });
-  if (vfs != nullptr && std::string_view(vfs) == kWalBatchVfs && !RegisterWalBatchVfs()) {
-    return Internal("SQLite refused the VFS " + std::string(kWalBatchVfs));
-  }
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
   int rc = sqlite3_open_v2(path.c_str(), &db_, flags, vfs);
   if (rc != SQLITE_OK) {

@@ -74,7 +74,7 @@ class Connection {
   Connection& operator=(const Connection&) = delete;
 
   // Opens (creating when `create`) the database file, through the VFS named
-  // `vfs` (SQLite's default when null; kWalBatchVfs is registered here).
+  // `vfs` (SQLite's default when null, or kWalBatchVfs).
   Status Open(const std::string& path, bool create, int busy_timeout_ms, const char* vfs = nullptr);
   // Runs one or more statements without results (PRAGMA, DDL, BEGIN...).
   Status Exec(std::string_view sql);

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <new>
 #include <string>
 
@@ -28,15 +27,12 @@ sqlite3_vfs g_vfs;
 
 constexpr int RoundUp16(int n) { return (n + 15) & ~15; }
 
-struct WalFile;
-
 // What the VFS keeps beside a main database file, which is the inner VFS's
 // own file (its methods unchanged) placed at the start of the memory SQLite
 // gives xOpen; this follows it (ExtraOf).
 struct DbExtra {
   std::uint32_t magic = kDbMagic;
   bool batching = false;
-  WalFile* wal = nullptr;  // the connection's open WAL, if any
 };
 
 int ExtraOffset() { return RoundUp16(g_inner->szOsFile); }
@@ -55,6 +51,7 @@ struct WalFile {
   sqlite3_int64 held_at = 0;
 
   bool Batching() const { return db != nullptr && db->batching; }
+  sqlite3_int64 HeldEnd() const { return held_at + static_cast<sqlite3_int64>(held.size()); }
 
   int Flush() {
     int rc = SQLITE_OK;
@@ -79,7 +76,6 @@ WalFile* Wal(sqlite3_file* f) { return reinterpret_cast<WalFile*>(f); }
 int WalClose(sqlite3_file* f) {
   WalFile* w = Wal(f);
   const int flushed = w->Flush();
-  if (w->db != nullptr && w->db->wal == w) w->db->wal = nullptr;
   const int rc = w->inner->pMethods->xClose(w->inner);
   w->~WalFile();
   return flushed != SQLITE_OK ? flushed : rc;
@@ -87,8 +83,7 @@ int WalClose(sqlite3_file* f) {
 
 int WalRead(sqlite3_file* f, void* out, int n, sqlite3_int64 offset) {
   WalFile* w = Wal(f);
-  const auto held_end = w->held_at + static_cast<sqlite3_int64>(w->held.size());
-  if (!w->held.empty() && offset < held_end && offset + n > w->held_at) {
+  if (!w->held.empty() && offset < w->HeldEnd() && offset + n > w->held_at) {
     if (int rc = w->Flush(); rc != SQLITE_OK) return rc;
   }
   return w->inner->pMethods->xRead(w->inner, out, n, offset);
@@ -97,23 +92,21 @@ int WalRead(sqlite3_file* f, void* out, int n, sqlite3_int64 offset) {
 int WalWrite(sqlite3_file* f, const void* data, int n, sqlite3_int64 offset) {
   WalFile* w = Wal(f);
   g_asked.fetch_add(1, std::memory_order_relaxed);
-  if (!w->held.empty() && offset != w->held_at + static_cast<sqlite3_int64>(w->held.size())) {
+  if (!w->held.empty() && offset != w->HeldEnd()) {
     if (int rc = w->Flush(); rc != SQLITE_OK) return rc;
   }
-  if (!w->Batching()) {
-    if (int rc = w->Flush(); rc != SQLITE_OK) return rc;
-    g_made.fetch_add(1, std::memory_order_relaxed);
-    return w->inner->pMethods->xWrite(w->inner, data, n, offset);
+  if (w->Batching()) {
+    if (w->held.empty()) w->held_at = offset;
+    try {
+      w->held.append(static_cast<const char*>(data), static_cast<std::size_t>(n));
+      return w->held.size() >= kMaxHeld ? w->Flush() : SQLITE_OK;
+    } catch (const std::bad_alloc&) {
+      // Written through below (append changed nothing).
+    }
   }
-  if (w->held.empty()) w->held_at = offset;
-  try {
-    w->held.append(static_cast<const char*>(data), static_cast<std::size_t>(n));
-  } catch (const std::bad_alloc&) {
-    if (int rc = w->Flush(); rc != SQLITE_OK) return rc;
-    g_made.fetch_add(1, std::memory_order_relaxed);
-    return w->inner->pMethods->xWrite(w->inner, data, n, offset);
-  }
-  return w->held.size() >= kMaxHeld ? w->Flush() : SQLITE_OK;
+  if (int rc = w->Flush(); rc != SQLITE_OK) return rc;
+  g_made.fetch_add(1, std::memory_order_relaxed);
+  return w->inner->pMethods->xWrite(w->inner, data, n, offset);
 }
 
 int WalTruncate(sqlite3_file* f, sqlite3_int64 size) {
@@ -199,10 +192,7 @@ int Open(sqlite3_vfs*, const char* name, sqlite3_file* f, int flags, int* out_fl
   w->base.pMethods = &kWalMethods;
   if (name != nullptr) {
     if (sqlite3_file* main = sqlite3_database_file_object(name)) {
-      if (DbExtra* extra = ExtraOf(main)) {
-        w->db = extra;
-        extra->wal = w;
-      }
+      w->db = ExtraOf(main);
     }
   }
   return SQLITE_OK;
@@ -238,7 +228,7 @@ bool Register() {
   if (g_inner == nullptr || g_inner->iVersion < 2 || g_inner->xCurrentTimeInt64 == nullptr) {
     return false;
   }
-  std::memset(&g_vfs, 0, sizeof g_vfs);
+  g_vfs = sqlite3_vfs{};
   g_vfs.iVersion = 2;
   // The larger of: a WAL file's header and the inner file; the inner file
   // and a main database's DbExtra.
@@ -283,7 +273,7 @@ int SetWalBatching(sqlite3* db, bool on) {
   DbExtra* extra = ExtraOf(main);
   if (extra == nullptr) return SQLITE_MISUSE;
   extra->batching = on;
-  return !on && extra->wal != nullptr ? extra->wal->Flush() : SQLITE_OK;
+  return SQLITE_OK;
 }
 
 WalBatchCounts WalBatchCountsNow() {

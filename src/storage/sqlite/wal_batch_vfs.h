@@ -18,7 +18,9 @@
 // WAL (PRAGMA synchronous = FULL): without that sync, SQLite publishes a
 // commit to other connections with no call on the WAL file in between, so
 // they could read frames still in memory. It is off by default, and
-// SetWalBatching turns it on and off; turning it off writes what is held.
+// SetWalBatching turns it on and off. Between transactions the VFS holds
+// nothing, or only frames a rolled-back transaction spilled (past the last
+// commit, never read); the next write sends them first.
 #pragma once
 
 #include <cstdint>
@@ -38,9 +40,8 @@ bool RegisterWalBatchVfs();
 // Turns batching of `db`'s WAL appends on or off (its main database must
 // have been opened with kWalBatchVfs). Call it on the thread that uses `db`,
 // between transactions, and right after each change of its synchronous
-// mode: on only while that mode is FULL. SQLite's result code: SQLITE_OK, or
-// SQLITE_MISUSE for a connection of another VFS, or the error of writing
-// what was held.
+// mode: on only while that mode is FULL. SQLITE_OK, or SQLITE_MISUSE for a
+// connection of another VFS.
 int SetWalBatching(sqlite3* db, bool on);
 
 // Process-wide counts, for tests and benchmarks: writes SQLite asked of a
