@@ -69,6 +69,7 @@ struct Args {
   int runs = 3;
   long requests = 30'000;       // P3 requests per run
   int clients = 32;             // P3 connections
+  std::string tokens = "both";  // P3 authentication: static, store or both
   long jobs = 100'000;          // P4 executions per run
   int workers = 4;              // P4 remote workers
   int slots = 8;                // P4 complete-each: handler threads per worker
@@ -196,6 +197,8 @@ std::vector<double> P3Rates(const Args& args, bool store_tokens) {
     Server server(args, "p3", store_tokens);
     const std::string token = server.dispatch_token();
     std::atomic<long> accepted{0};
+    std::optional<te::bench::MeasuredSection> measured;
+    measured.emplace(store_tokens ? "p3-store-tokens" : "p3-static-tokens");
     double seconds = te::bench::RunClosedLoop(
         server.port(), args.clients, args.requests,
         [&token](std::int64_t i) {
@@ -205,6 +208,7 @@ std::vector<double> P3Rates(const Args& args, bool store_tokens) {
         [&](std::int64_t, int status, const std::string&) {
           if (status == 202) accepted.fetch_add(1, std::memory_order_relaxed);
         });
+    measured.reset();
     if (seconds < 0 || accepted != args.requests) {
       std::fprintf(stderr, "P3 (%s): %ld of %ld dispatches accepted\n", kind, accepted.load(),
                    args.requests);
@@ -218,8 +222,12 @@ std::vector<double> P3Rates(const Args& args, bool store_tokens) {
 }
 
 void RunP3(const Args& args) {
-  const std::vector<double> rates = P3Rates(args, /*store_tokens=*/false);
-  const std::vector<double> stored = P3Rates(args, /*store_tokens=*/true);
+  const bool all = args.tokens == "both";
+  const std::vector<double> rates = all || args.tokens == "static"
+                                        ? P3Rates(args, /*store_tokens=*/false)
+                                        : std::vector<double>{};
+  const std::vector<double> stored =
+      all || args.tokens == "store" ? P3Rates(args, /*store_tokens=*/true) : std::vector<double>{};
   std::printf(
       "P3 HTTP dispatch: median %.0f req/s (target >= 30,000); with a token kept in the store "
       "(the server's authenticator) %.0f req/s. %d keep-alive connections "
@@ -482,6 +490,12 @@ Args Parse(int argc, char** argv) {
       a.slots = std::max(1, std::stoi(value()));
     } else if (s == "--executions") {
       a.executions = std::max(1L, std::stol(value()));
+    } else if (s == "--tokens") {
+      a.tokens = value();
+      if (a.tokens != "static" && a.tokens != "store" && a.tokens != "both") {
+        std::fprintf(stderr, "--tokens: static, store or both\n");
+        std::exit(2);
+      }
     } else if (s == "--dir") {
       a.dir = value();
     } else if (s == "p3" || s == "p4" || s == "p8" || s == "all") {
@@ -489,7 +503,8 @@ Args Parse(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: taskengine-http-bench [p3|p4|p8|all] [--runs N] [--requests N] "
-                   "[--clients N] [--jobs N] [--workers N] [--slots N] [--executions N] "
+                   "[--clients N] [--tokens static|store|both] [--jobs N] [--workers N] [--slots "
+                   "N] [--executions N] "
                    "[--dir PATH]\n");
       std::exit(2);
     }

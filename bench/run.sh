@@ -10,8 +10,9 @@
 #                 and the report is written, in a few minutes; its figures are
 #                 not comparable with the targets (the report says so)
 #   --only LIST   comma-separated series to run (default all):
-#                 p1 p1big p2 p6 p9 i7 callgrind callgrindbig p3 p4 p8 p7 p5
-#                 p11 pickup p10 (p1big, callgrindbig: with 4 KiB payloads)
+#                 p1 p1big p2 p6 p9 i7 callgrind callgrindbig p3 callgrindhttp
+#                 p4 p8 p7 p5 p11 pickup p10 (p1big, callgrindbig: with 4 KiB
+#                 payloads)
 #   --build DIR   the Release tree, built first (default build/release, then
 #                 configured with the `release` preset when missing; another
 #                 DIR must be configured already)
@@ -39,7 +40,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --only) only=",$2,"; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "bench/run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -88,6 +89,7 @@ else
   p5_jobs=100000; pickup_samples=200; p10_size=5000000; p10_runs=9; sched_runs=5
 fi
 cg_jobs=5000
+cg_requests=5000
 
 figures=$work/figures
 series_list=$work/series
@@ -176,8 +178,39 @@ wanted callgrind && series callgrind "writer instructions per job (callgrind)" c
 wanted callgrindbig && series callgrindbig \
   "writer instructions per job with 4 KiB payloads (callgrind)" callgrind_writer 4096
 # --- HTTP ----------------------------------------------------------------------
-# shellcheck disable=SC2086  # http_flags is a list of flags
+# The instructions per HTTP dispatch under callgrind, P3's requests alone
+# (bench_support.h's MeasuredSection), with each kind of token: of every
+# thread of the process but the store's writer (the server, the engine and
+# the one load client thread), and of the writer. The writer's share per
+# request depends on how many requests each commit takes, which depends on
+# timing; the rest does not.
+callgrind_http() {
+  local dir=$work/callgrind-http kind total writer
+  mkdir -p "$dir"
+  for kind in static store; do
+    valgrind --tool=callgrind --callgrind-out-file="$dir/$kind.out" \
+      "$bin/taskengine-http-bench" p3 --runs 1 --requests "$cg_requests" --tokens "$kind" \
+      --dir "$dir/db" > "$dir/$kind.log" 2>&1
+    total=$(grep -m1 '^summary:' "$dir/$kind.out.1" | awk '{print $2}')
+    [ -n "$total" ] || { echo "callgrind: no measured section in the $kind run" >&2; return 1; }
+    # The writer thread's start routine (SqliteStore::Init's first thread),
+    # whose inclusive count is the thread's.
+    writer=$(callgrind_annotate --inclusive=yes --threshold=100 "$dir/$kind.out.1" 2>/dev/null |
+      grep -F 'SqliteStore::Init()::{lambda()#1}' |
+      awk '{gsub(",", "", $1); if ($1 + 0 > max) max = $1 + 0} END {print max + 0}')
+    awk -v n="$cg_requests" -v total="$total" -v writer="${writer:-0}" -v kind="$kind" 'BEGIN {
+      what = "instructions per HTTP dispatch (callgrind, P3 with " n " requests, "
+      what = what (kind == "static" ? "static tokens" : "a token kept in the store") "): "
+      rest = (total - writer) / n
+      printf "@figure|callgrindhttp|%sall threads but the writer|%.0f|%.0f|%.0f|1|instructions|-|0\n", what, rest, rest, rest
+      printf "@figure|callgrindhttp|%sthe writer|%.0f|%.0f|%.0f|1|instructions|-|0\n", what, writer / n, writer / n, writer / n
+    }'
+  done
+}
+
 wanted p3 && series p3 "P3 HTTP dispatch" "$bin/taskengine-http-bench" p3 $http_flags --dir "$work/db"
+wanted callgrindhttp && series callgrindhttp "instructions per HTTP dispatch (callgrind)" \
+  callgrind_http
 # shellcheck disable=SC2086
 wanted p4 && series p4 "P4 remote workers" "$bin/taskengine-http-bench" p4 $http_flags --dir "$work/db"
 # shellcheck disable=SC2086

@@ -56,6 +56,13 @@ namespace http = boost::beast::http;
 namespace net = boost::asio;
 using tcp = boost::asio::ip::tcp;
 
+// A connection's executor is its strand, by its concrete type: Beast's
+// default tcp_stream holds a type-erased executor that allocates on the heap
+// each time an operation copies or adapts it (about 27 times per request).
+using Strand = net::strand<net::io_context::executor_type>;
+using Socket = net::basic_stream_socket<tcp, Strand>;
+using Stream = beast::basic_stream<tcp, Strand>;
+
 // Guards delivery of late responses: open while the I/O context may be used.
 struct Gate {
   Mutex mu;
@@ -153,7 +160,7 @@ class ServerCore {
 
  private:
   void Accept();
-  void OnAccept(beast::error_code ec, tcp::socket socket);
+  void OnAccept(beast::error_code ec, Socket socket);
   // Out of descriptors: accepts one pending connection with the reserve
   // descriptor and closes it, then makes room. On acceptor_strand_.
   void ShedAtDescriptorLimit();
@@ -205,8 +212,7 @@ class ServerCore {
 // One connection. Every member function runs on the session's strand.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(ServerCore* server, tcp::socket socket, std::uint64_t id, std::string client,
-          std::string peer)
+  Session(ServerCore* server, Socket socket, std::uint64_t id, std::string client, std::string peer)
       : server_(server),
         stream_(std::move(socket)),
         id_(id),
@@ -247,7 +253,7 @@ class Session : public std::enable_shared_from_this<Session> {
     Close();
   }
 
-  beast::tcp_stream::executor_type executor() { return stream_.get_executor(); }
+  Strand executor() { return stream_.get_executor(); }
 
  private:
   enum class State { kIdle, kReading, kHandling, kWriting, kClosed };
@@ -494,7 +500,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void SetBusy() { SetWaiting(kBusy); }
 
   ServerCore* const server_;
-  beast::tcp_stream stream_;
+  Stream stream_;
   const std::uint64_t id_;
   const std::string client_;  // the peer's address, the key of the per-client cap
   const std::string peer_;    // "address:port" of the peer, read once when accepted
@@ -573,12 +579,12 @@ Status ServerCore::Start() {
 
 void ServerCore::Accept() {
   if (stopping() || !acceptor_->is_open()) return;
-  acceptor_->async_accept(net::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
+  acceptor_->async_accept(net::make_strand(ioc_), [this](beast::error_code ec, Socket socket) {
     OnAccept(ec, std::move(socket));
   });
 }
 
-void ServerCore::OnAccept(beast::error_code ec, tcp::socket socket) {
+void ServerCore::OnAccept(beast::error_code ec, Socket socket) {
   if (ec == net::error::operation_aborted || stopping()) return;
   if (ec) {
     Millis retry_ms = 50;
