@@ -1,16 +1,34 @@
 #include "api/handler_pool.h"
 
 #include <algorithm>
-#include <semaphore>
 #include <utility>
 
 namespace taskengine::api {
 
-// One thread's hand-off: Post (or Stop) sets `task` and releases `wake`,
-// which orders the write before the thread's read.
+// One thread's hand-off: Post (or Stop) sets `task` (or `stop`) under `mu`
+// and signals `wake`. A condition variable, not a std::binary_semaphore:
+// libstdc++'s semaphore spins with sched_yield before it sleeps, about two
+// system calls (and often a context switch) per request on a busy machine.
 struct HandlerPool::Worker {
-  std::binary_semaphore wake{0};
-  std::function<void()> task;  // empty on a wake by Stop
+  Mutex mu;
+  CondVar wake;
+  std::function<void()> task GUARDED_BY(mu);
+  bool stop GUARDED_BY(mu) = false;
+
+  void Give(std::function<void()> t, bool end) EXCLUDES(mu) {
+    {
+      MutexLock lock(mu);
+      task = std::move(t);
+      stop = end;
+    }
+    wake.NotifyOne();
+  }
+  // The task given, or an empty function when stopped.
+  std::function<void()> Take() EXCLUDES(mu) {
+    MutexLock lock(mu);
+    while (!task && !stop) wake.Wait(mu);
+    return std::exchange(task, nullptr);
+  }
 };
 
 HandlerPool::HandlerPool(int threads) {
@@ -36,8 +54,7 @@ void HandlerPool::Post(std::function<void()> task) {
     w = idle_.back();
     idle_.pop_back();
   }
-  w->task = std::move(task);
-  w->wake.release();
+  w->Give(std::move(task), /*end=*/false);
 }
 
 void HandlerPool::Stop() {
@@ -47,7 +64,7 @@ void HandlerPool::Stop() {
     stopping_ = true;
     idle.swap(idle_);
   }
-  for (Worker* w : idle) w->wake.release();
+  for (Worker* w : idle) w->Give(nullptr, /*end=*/true);
 }
 
 void HandlerPool::Join() {
@@ -73,9 +90,8 @@ void HandlerPool::Run(Worker& w) {
       }
     }
     if (!task) {
-      w.wake.acquire();
-      if (!w.task) return;  // woken by Stop
-      task = std::exchange(w.task, nullptr);
+      task = w.Take();
+      if (!task) return;  // woken by Stop
     }
     task();
   }

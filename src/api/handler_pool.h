@@ -2,7 +2,7 @@
 //
 // A task posted while a thread is idle goes to that thread directly (the one
 // idle most recently, whose caches are warmest) and wakes it alone, with one
-// semaphore release. Otherwise it waits in a FIFO queue for the next thread
+// condition variable signal. Otherwise it waits in a FIFO queue for the next thread
 // that finishes a task. The pool's mutex is held only to pick the thread or
 // queue the task. A single queue under one mutex and condition variable that
 // every thread waits on (asio's thread_pool) costs about twice the futex
