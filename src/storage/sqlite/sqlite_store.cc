@@ -263,9 +263,9 @@ class SqliteStore final : public SqlStore {
     TE_RETURN_IF_ERROR(writer_conn_.Exec(options_.sync == SyncMode::kFull
                                              ? "PRAGMA synchronous = FULL"
                                              : "PRAGMA synchronous = NORMAL"));
-    // The writer's commits write their WAL frames in one call each while
-    // they sync (wal_batch_vfs.h); RunBatch keeps this in step with the mode.
-    TE_RETURN_IF_ERROR(WalBatching(options_.sync == SyncMode::kFull));
+    // The writer's commits write their WAL frames in one call each
+    // (wal_batch_vfs.h), those that sync and those that do not.
+    TE_RETURN_IF_ERROR(WalBatching(true));
     TE_RETURN_IF_ERROR(writer_conn_.Exec("PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16384"));
     if (options_.max_page_count > 0) {
       TE_RETURN_IF_ERROR(
@@ -1357,11 +1357,7 @@ class SqliteStore final : public SqlStore {
       bool sync = false;
       for (const Op* op : batch) sync = sync || op->durability == Durability::kSync;
       if (sync != synced_commits_) {
-        // Batching only while every commit syncs: off before NORMAL, on
-        // after FULL.
-        Status mode = sync ? Status::Ok() : WalBatching(false);
-        if (mode.ok()) mode = RunCached(c, sync ? kSyncFull : kSyncNormal);
-        if (mode.ok() && sync) mode = WalBatching(true);
+        Status mode = RunCached(c, sync ? kSyncFull : kSyncNormal);
         if (!mode.ok()) {
           for (Op* op : batch) op->result = mode;
           return;

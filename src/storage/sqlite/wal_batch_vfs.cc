@@ -18,6 +18,17 @@ constexpr std::size_t kMaxHeld = std::size_t{1} << 20;
 // most 128 KiB - 1 in one call (it masks the length to 17 bits).
 constexpr std::size_t kMaxWrite = 124 * 1024;
 constexpr std::uint32_t kDbMagic = 0x54455742;  // "TEWB"
+// A WAL frame's header: page number, database size after the commit (not
+// zero only in a commit frame), salts and checksums (SQLite's file format).
+constexpr int kFrameHeaderSize = 24;
+
+// The database size in pages after the commit, from a frame header (a
+// big-endian 32-bit field at offset 4): not zero for a commit frame.
+std::uint32_t CommitSize(const void* header) {
+  const auto* b = static_cast<const unsigned char*>(header) + 4;
+  return (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) | (std::uint32_t{b[2]} << 8) |
+         std::uint32_t{b[3]};
+}
 
 std::atomic<std::uint64_t> g_asked{0};
 std::atomic<std::uint64_t> g_made{0};
@@ -49,6 +60,7 @@ struct WalFile {
   DbExtra* db = nullptr;  // null when the main file was not found
   std::string held;       // appends not yet written, from held_at on
   sqlite3_int64 held_at = 0;
+  bool commit_frame = false;  // the last append held was a commit frame's header
 
   bool Batching() const { return db != nullptr && db->batching; }
   sqlite3_int64 HeldEnd() const { return held_at + static_cast<sqlite3_int64>(held.size()); }
@@ -65,6 +77,7 @@ struct WalFile {
     // On an error SQLite fails the commit (its frames are not counted);
     // they are not offered again.
     held.clear();
+    commit_frame = false;
     return rc;
   }
 };
@@ -99,7 +112,11 @@ int WalWrite(sqlite3_file* f, const void* data, int n, sqlite3_int64 offset) {
     if (w->held.empty()) w->held_at = offset;
     try {
       w->held.append(static_cast<const char*>(data), static_cast<std::size_t>(n));
-      return w->held.size() >= kMaxHeld ? w->Flush() : SQLITE_OK;
+      // After a commit frame's header comes its page, the commit's last
+      // write: SQLite may make the commit visible next, without a sync.
+      const bool ends_commit = w->commit_frame;
+      w->commit_frame = n == kFrameHeaderSize && CommitSize(data) != 0;
+      return ends_commit || w->held.size() >= kMaxHeld ? w->Flush() : SQLITE_OK;
     } catch (const std::bad_alloc&) {
       // Written through below (append changed nothing).
     }

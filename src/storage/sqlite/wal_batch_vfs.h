@@ -7,20 +7,18 @@
 // gives the calls saved and the throughput gained, with their commands.
 //
 // How: while batching is on for a connection, appends to its WAL are kept
-// in memory, contiguous, and written in one call before anything else
-// touches the file: the sync that ends each commit, a read of a range not
+// in memory, contiguous, and written in one call right after the last frame
+// of each commit (its commit frame: a frame header whose field "database
+// size after the commit" is not zero, then that frame's page), or earlier
+// when something else touches the file first: a sync, a read of a range not
 // yet written, a truncation, a size query, a write elsewhere, or 1 MiB
-// gathered. The data reaches the file before SQLite syncs it and before the
-// commit becomes visible to other connections; a crash loses only frames of
-// a commit that had not synced, as without the VFS.
-//
-// Batching must be on only while every commit of the connection syncs the
-// WAL (PRAGMA synchronous = FULL): without that sync, SQLite publishes a
-// commit to other connections with no call on the WAL file in between, so
-// they could read frames still in memory. It is off by default, and
-// SetWalBatching turns it on and off. Between transactions the VFS holds
-// nothing, or only frames a rolled-back transaction spilled (past the last
-// commit, never read); the next write sends them first.
+// gathered. SQLite writes a commit's frames, syncs them when its synchronous
+// mode asks, and only then makes the commit visible to other connections
+// (the wal-index): the data is in the file before that, with or without a
+// sync. A crash loses only frames of a commit that had not synced, as
+// without the VFS. Between transactions the VFS holds nothing, or only
+// frames a rolled-back transaction spilled (past the last commit, never
+// read); the next write sends them first.
 #pragma once
 
 #include <cstdint>
@@ -39,9 +37,8 @@ bool RegisterWalBatchVfs();
 
 // Turns batching of `db`'s WAL appends on or off (its main database must
 // have been opened with kWalBatchVfs). Call it on the thread that uses `db`,
-// between transactions, and right after each change of its synchronous
-// mode: on only while that mode is FULL. SQLITE_OK, or SQLITE_MISUSE for a
-// connection of another VFS.
+// between transactions. Off until turned on. SQLITE_OK, or SQLITE_MISUSE for
+// a connection of another VFS.
 int SetWalBatching(sqlite3* db, bool on);
 
 // Process-wide counts, for tests and benchmarks: writes SQLite asked of a

@@ -1,7 +1,8 @@
 // The WAL batching VFS (wal_batch_vfs.h) on real files: fewer writes, and
-// everything SQLite promises without it still holds (other connections see
-// each commit at once, a transaction reads back what it spilled, a rollback
-// leaves nothing, a killed writer loses only what it had not committed).
+// everything SQLite promises without it still holds, with commits that sync
+// and commits that do not (other connections see each commit at once, a
+// transaction reads back what it spilled, a rollback leaves nothing, a
+// killed writer loses only what it had not committed).
 #include "storage/sqlite/wal_batch_vfs.h"
 
 #include <gtest/gtest.h>
@@ -67,38 +68,40 @@ class Db {
   sqlite3* db_ = nullptr;
 };
 
-// A writer as the store's: WAL, synchronous=FULL, batching on.
-void MakeBatchingWriter(Db& w) {
-  w.Exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL");
+// A writer as the store's: WAL, batching on; its commits sync (FULL) or
+// not (NORMAL: the store's claims and heartbeats).
+void MakeBatchingWriter(Db& w, const std::string& sync = "NORMAL") {
+  w.Exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = " + sync);
   ASSERT_EQ(SetWalBatching(w.raw(), true), SQLITE_OK);
   w.Exec("CREATE TABLE IF NOT EXISTS t(id INTEGER PRIMARY KEY, v INTEGER NOT NULL, pad TEXT)");
 }
 
 TEST(WalBatchVfsTest, ACommitsFramesGoOutInOneWrite) {
-  TempDir dir;
-  Db w(dir.File("a.db"), /*vfs=*/true);
-  ASSERT_NO_FATAL_FAILURE(MakeBatchingWriter(w));
-  const WalBatchCounts before = WalBatchCountsNow();
-  w.Exec("BEGIN");
-  for (int i = 0; i < 20; ++i) {
-    w.Exec("INSERT INTO t(v, pad) VALUES (" + std::to_string(i) + ", zeroblob(1500))");
+  for (const char* sync : {"NORMAL", "FULL"}) {
+    SCOPED_TRACE(sync);
+    TempDir dir;
+    Db w(dir.File("a.db"), /*vfs=*/true);
+    ASSERT_NO_FATAL_FAILURE(MakeBatchingWriter(w, sync));
+    const WalBatchCounts before = WalBatchCountsNow();
+    w.Exec("BEGIN");
+    for (int i = 0; i < 20; ++i) {
+      w.Exec("INSERT INTO t(v, pad) VALUES (" + std::to_string(i) + ", zeroblob(1500))");
+    }
+    w.Exec("COMMIT");
+    const WalBatchCounts after = WalBatchCountsNow();
+    // About 8 pages of rows, each frame a header and a page: 16 writes asked.
+    EXPECT_GE(after.asked - before.asked, 16u);
+    EXPECT_EQ(after.made - before.made, 1u) << "one write for the commit's frames";
+    EXPECT_EQ(w.Int("SELECT count(*) FROM t"), 20);
+    EXPECT_EQ(w.Text("PRAGMA integrity_check"), "ok");
   }
-  w.Exec("COMMIT");
-  const WalBatchCounts after = WalBatchCountsNow();
-  // About 8 pages of rows, each frame a header and a page: 16 writes asked.
-  EXPECT_GE(after.asked - before.asked, 16u);
-  EXPECT_EQ(after.made - before.made, 1u) << "one write for the commit's frames";
-  EXPECT_EQ(w.Int("SELECT count(*) FROM t"), 20);
-  EXPECT_EQ(w.Text("PRAGMA integrity_check"), "ok");
 }
 
 TEST(WalBatchVfsTest, OffItWritesEachFrameAsSQLiteAsks) {
   TempDir dir;
   Db w(dir.File("a.db"), /*vfs=*/true);
   ASSERT_NO_FATAL_FAILURE(MakeBatchingWriter(w));
-  // As the store does before a commit that need not sync: off, then NORMAL.
   ASSERT_EQ(SetWalBatching(w.raw(), false), SQLITE_OK);
-  w.Exec("PRAGMA synchronous = NORMAL");
   const WalBatchCounts before = WalBatchCountsNow();
   w.Exec("INSERT INTO t(v) VALUES (1)");
   const WalBatchCounts after = WalBatchCountsNow();
@@ -143,12 +146,17 @@ TEST(WalBatchVfsTest, SpilledFramesAreReadBackAndARollbackLeavesNothing) {
 }
 
 // Readers on their own connections (and file handles) see every commit
-// whole, at once: a commit is published only after its frames are written.
-TEST(WalBatchVfsTest, ReadersSeeEachCommitWholeAtOnce) {
+// whole, at once: a commit is published only after its frames are written,
+// also when the commit does not sync (then only its commit frame tells the
+// VFS that the commit is complete).
+class WalBatchVfsModeTest : public ::testing::TestWithParam<const char*> {};
+INSTANTIATE_TEST_SUITE_P(Sync, WalBatchVfsModeTest, ::testing::Values("NORMAL", "FULL"));
+
+TEST_P(WalBatchVfsModeTest, ReadersSeeEachCommitWholeAtOnce) {
   TempDir dir;
   const std::string path = dir.File("a.db");
   Db w(path, /*vfs=*/true);
-  ASSERT_NO_FATAL_FAILURE(MakeBatchingWriter(w));
+  ASSERT_NO_FATAL_FAILURE(MakeBatchingWriter(w, GetParam()));
   w.Exec("INSERT INTO t(id, v) VALUES (1, 0), (2, 0)");
   std::atomic<int> committed{0};
   std::atomic<bool> done{false};
@@ -186,7 +194,7 @@ TEST(WalBatchVfsTest, ReadersSeeEachCommitWholeAtOnce) {
 
 // A writer killed at any point loses no commit it finished and leaves a
 // sound database.
-TEST(WalBatchVfsTest, AKilledWriterLosesOnlyWhatItHadNotCommitted) {
+TEST_P(WalBatchVfsModeTest, AKilledWriterLosesOnlyWhatItHadNotCommitted) {
   for (int round = 0; round < 5; ++round) {
     TempDir dir;
     const std::string path = dir.File("a.db");
@@ -197,14 +205,15 @@ TEST(WalBatchVfsTest, AKilledWriterLosesOnlyWhatItHadNotCommitted) {
     if (child == 0) {
       close(pipe_fds[0]);
       Db w(path, /*vfs=*/true);
-      MakeBatchingWriter(w);
+      MakeBatchingWriter(w, GetParam());
       for (std::int64_t i = 1;; ++i) {
         w.Exec("BEGIN");
         for (int k = 0; k < 1 + static_cast<int>(i % 40); ++k) {
           w.Exec("INSERT INTO t(v, pad) VALUES (" + std::to_string(i) + ", zeroblob(700))");
         }
         w.Exec("COMMIT");
-        // Told after its COMMIT returned: the parent knows it is durable.
+        // Told after its COMMIT returned: the parent knows it is in the
+        // file (a kill loses nothing the kernel was given).
         if (write(pipe_fds[1], &i, sizeof i) != sizeof i) _exit(1);
       }
     }
