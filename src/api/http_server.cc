@@ -69,13 +69,20 @@ struct Gate {
   bool open GUARDED_BY(mu) = true;
 };
 
-std::string HttpDate() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[64];
-  std::size_t n = std::strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-  return std::string(buf, n);
+// The Date header's value now, formatted once per second per thread.
+const std::string& HttpDate() {
+  thread_local std::time_t formatted_at = -1;
+  thread_local std::string value;
+  const std::time_t now = std::time(nullptr);
+  if (now != formatted_at) {
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char buf[64];
+    const std::size_t n = std::strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    value.assign(buf, n);
+    formatted_at = now;
+  }
+  return value;
 }
 
 std::string Lower(std::string_view s) {

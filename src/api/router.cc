@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <set>
 
@@ -128,6 +129,7 @@ const std::string& RouteRequest::Param(std::string_view name) const {
 std::optional<std::vector<std::string>> SplitPath(std::string_view path) {
   if (path.empty() || path.front() != '/') return std::nullopt;
   std::vector<std::string> segments;
+  segments.reserve(static_cast<std::size_t>(std::count(path.begin(), path.end(), '/')));
   std::size_t start = 1;
   while (true) {
     std::size_t slash = path.find('/', start);
@@ -194,7 +196,7 @@ void Router::Handle(HttpRequest request, Responder respond) const {
       return;
     }
     const Route* best = nullptr;
-    std::set<std::string_view> allowed;
+    std::uint32_t allowed = 0;  // bit i: HttpMethod i has a route for this path
     for (const Route& r : routes_) {
       const std::size_t fixed = r.rest ? r.segments.size() - 1 : r.segments.size();
       if (r.rest ? segments->size() < fixed : segments->size() != fixed) continue;
@@ -207,19 +209,23 @@ void Router::Handle(HttpRequest request, Responder respond) const {
         }
       }
       if (!match) continue;
-      allowed.insert(ToString(r.method));
+      allowed |= 1u << static_cast<unsigned>(r.method);
       if (r.method == request.method &&
           (best == nullptr || r.literal_count > best->literal_count)) {
         best = &r;
       }
     }
-    if (allowed.empty()) {
+    if (allowed == 0) {
       refuse(ErrorResponse(404, "not_found", "no such resource: " + request.path));
       return;
     }
     if (best == nullptr) {
+      std::set<std::string_view> names;  // in alphabetical order
+      for (unsigned m = 0; m <= static_cast<unsigned>(HttpMethod::kOther); ++m) {
+        if ((allowed & (1u << m)) != 0) names.insert(ToString(static_cast<HttpMethod>(m)));
+      }
       std::string allow;
-      for (std::string_view m : allowed) allow += (allow.empty() ? "" : ", ") + std::string(m);
+      for (std::string_view m : names) allow += (allow.empty() ? "" : ", ") + std::string(m);
       HttpResponse r = ErrorResponse(405, "method_not_allowed",
                                      "method " + request.method_name + " is not allowed on " +
                                          request.path + "; allowed: " + allow);

@@ -22,20 +22,28 @@ using Out = nlohmann::ordered_json;
 constexpr std::string_view kPrefix = "/api/";
 constexpr char kDefaultRetryReason[] = "retried through the seed dashboard API";
 
+// The next non-empty part of `text` between `sep`s from `*start` on, trimmed
+// of spaces and tabs; `*start` moves past it. nullopt when none is left.
+std::optional<std::string_view> NextPart(std::string_view text, char sep, std::size_t* start) {
+  while (*start <= text.size()) {
+    std::size_t end = text.find(sep, *start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view part = text.substr(*start, end - *start);
+    *start = end + 1;
+    const std::size_t first = part.find_first_not_of(" \t");
+    if (first != std::string_view::npos) {
+      return part.substr(first, part.find_last_not_of(" \t") - first + 1);
+    }
+  }
+  return std::nullopt;
+}
+
 // The non-empty parts of `text` between `sep`s, trimmed of spaces and tabs.
 std::vector<std::string> Split(std::string_view text, char sep) {
   std::vector<std::string> out;
   std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find(sep, start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view part = text.substr(start, end - start);
-    const std::size_t first = part.find_first_not_of(" \t");
-    if (first != std::string_view::npos) {
-      part = part.substr(first, part.find_last_not_of(" \t") - first + 1);
-      out.emplace_back(part);
-    }
-    start = end + 1;
+  while (std::optional<std::string_view> part = NextPart(text, sep, &start)) {
+    out.emplace_back(*part);
   }
   return out;
 }
@@ -625,10 +633,16 @@ bool IsId(const std::string& s) {
 
 }  // namespace
 
+// Asked of every request: the first two parts of the path only, unsplit.
 bool SeedApi::Handles(std::string_view path) {
   if (!path.starts_with(kPrefix)) return false;
-  const std::vector<std::string> s = Split(path.substr(kPrefix.size()), '/');
-  return (!s.empty() && s[0] == "tasks") || (s.size() >= 2 && s[1] == "tasks");
+  const std::string_view rest = path.substr(kPrefix.size());
+  std::size_t start = 0;
+  const std::optional<std::string_view> first = NextPart(rest, '/', &start);
+  if (!first) return false;
+  if (*first == "tasks") return true;
+  const std::optional<std::string_view> second = NextPart(rest, '/', &start);
+  return second && *second == "tasks";
 }
 
 void SeedApi::Handle(HttpRequest request, Responder respond) const {
