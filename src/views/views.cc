@@ -264,13 +264,15 @@ Json LaneToJson(const LaneStatus& lane) {
   };
 }
 
+// Every single dispatch answers with it: built member by member, as an
+// initializer list copies each member and value once more.
 Json DispatchResultToJson(const DispatchResult& r) {
-  return {
-      {"id", r.id.value},
-      {"status", std::string(ToString(r.status))},
-      {"created", r.created},
-      {"status_url", ExecutionUrl(r.id)},
-  };
+  Json out = Json::object();
+  out.emplace("id", r.id.value);
+  out.emplace("status", ToString(r.status));
+  out.emplace("created", r.created);
+  out.emplace("status_url", ExecutionUrl(r.id));
+  return out;
 }
 
 Json TenantToJson(const Tenant& tenant) {
