@@ -13,18 +13,6 @@
 
 #include "core/mutex.h"
 
-// Under valgrind's callgrind, MeasuredSection limits the counts to what it
-// encloses; elsewhere it does nothing. valgrind's header comes with the
-// valgrind package (scripts/deps.sh bench), not with the build packages.
-#if __has_include(<valgrind/callgrind.h>)
-#include <valgrind/callgrind.h>
-#define TE_CALLGRIND_ZERO() CALLGRIND_ZERO_STATS
-#define TE_CALLGRIND_DUMP(name) CALLGRIND_DUMP_STATS_AT(name)
-#else
-#define TE_CALLGRIND_ZERO() ((void)0)
-#define TE_CALLGRIND_DUMP(name) ((void)(name))
-#endif
-
 namespace taskengine::bench {
 
 // The p-quantile (0..1) of a non-empty sample, by nearest rank.
@@ -53,20 +41,6 @@ inline void PrintFigure(const std::string& id, const std::string& what,
               Median(runs), *lo, *hi, runs.size(), unit.c_str(), op, target);
   std::fflush(stdout);
 }
-
-// Callgrind's counts of every thread from construction to destruction,
-// written as a dump named `name` (callgrind_annotate shows the name). The
-// counts before it are dropped.
-class MeasuredSection {
- public:
-  explicit MeasuredSection(const char* name) : name_(name) { TE_CALLGRIND_ZERO(); }
-  ~MeasuredSection() { TE_CALLGRIND_DUMP(name_); }
-  MeasuredSection(const MeasuredSection&) = delete;
-  MeasuredSection& operator=(const MeasuredSection&) = delete;
-
- private:
-  const char* name_;
-};
 
 // The floor of a thread handoff: a thread sleeping on a condition variable is
 // signalled and wakes (/work/shared/tools/wakeup-floor.c, in process).

@@ -197,8 +197,6 @@ std::vector<double> P3Rates(const Args& args, bool store_tokens) {
     Server server(args, "p3", store_tokens);
     const std::string token = server.dispatch_token();
     std::atomic<long> accepted{0};
-    std::optional<te::bench::MeasuredSection> measured;
-    measured.emplace(store_tokens ? "p3-store-tokens" : "p3-static-tokens");
     double seconds = te::bench::RunClosedLoop(
         server.port(), args.clients, args.requests,
         [&token](std::int64_t i) {
@@ -208,7 +206,6 @@ std::vector<double> P3Rates(const Args& args, bool store_tokens) {
         [&](std::int64_t, int status, const std::string&) {
           if (status == 202) accepted.fetch_add(1, std::memory_order_relaxed);
         });
-    measured.reset();
     if (seconds < 0 || accepted != args.requests) {
       std::fprintf(stderr, "P3 (%s): %ld of %ld dispatches accepted\n", kind, accepted.load(),
                    args.requests);

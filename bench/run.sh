@@ -178,33 +178,43 @@ wanted callgrind && series callgrind "writer instructions per job (callgrind)" c
 wanted callgrindbig && series callgrindbig \
   "writer instructions per job with 4 KiB payloads (callgrind)" callgrind_writer 4096
 # --- HTTP ----------------------------------------------------------------------
-# The instructions per HTTP dispatch under callgrind, P3's requests alone
-# (bench_support.h's MeasuredSection), with each kind of token: of every
-# thread of the process but the store's writer (the server, the engine and
-# the one load client thread), and of the writer. The writer's share per
+# The instructions per HTTP dispatch under callgrind, with each kind of
+# token: of every thread of the process but the store's writer (the server,
+# the engine and the one load client thread), and of the writer. Two runs of
+# P3, of $cg_requests and of twice as many requests: the difference is what
+# the second half of the larger run cost (the set-up, the connections and
+# the first requests cost both runs the same). The writer's share per
 # request depends on how many requests each commit takes, which depends on
-# timing; the rest does not.
+# timing; the rest hardly does.
 callgrind_http() {
-  local dir=$work/callgrind-http kind total writer
+  local dir=$work/callgrind-http kind n
   mkdir -p "$dir"
   for kind in static store; do
-    valgrind --tool=callgrind --callgrind-out-file="$dir/$kind.out" \
-      "$bin/taskengine-http-bench" p3 --runs 1 --requests "$cg_requests" --tokens "$kind" \
-      --dir "$dir/db" > "$dir/$kind.log" 2>&1
-    total=$(grep -m1 '^summary:' "$dir/$kind.out.1" | awk '{print $2}')
-    [ -n "$total" ] || { echo "callgrind: no measured section in the $kind run" >&2; return 1; }
-    # The writer thread's start routine (SqliteStore::Init's first thread),
-    # whose inclusive count is the thread's.
-    writer=$(callgrind_annotate --inclusive=yes --threshold=100 "$dir/$kind.out.1" 2>/dev/null |
-      grep -F 'SqliteStore::Init()::{lambda()#1}' |
-      awk '{gsub(",", "", $1); if ($1 + 0 > max) max = $1 + 0} END {print max + 0}')
-    awk -v n="$cg_requests" -v total="$total" -v writer="${writer:-0}" -v kind="$kind" 'BEGIN {
-      what = "instructions per HTTP dispatch (callgrind, P3 with " n " requests, "
+    for n in "$cg_requests" "$((2 * cg_requests))"; do
+      valgrind --tool=callgrind --callgrind-out-file="$dir/$kind-$n.out" \
+        "$bin/taskengine-http-bench" p3 --runs 1 --requests "$n" --tokens "$kind" \
+        --dir "$dir/db" > "$dir/$kind-$n.log" 2>&1
+      grep -m1 '^summary:' "$dir/$kind-$n.out" | awk '{print $2}' > "$dir/$kind-$n.total"
+      # The writer thread's start routine (SqliteStore::Init's first
+      # thread), whose inclusive count is the thread's.
+      callgrind_annotate --inclusive=yes --threshold=100 "$dir/$kind-$n.out" 2>/dev/null |
+        grep -F 'SqliteStore::Init()::{lambda()#1}' |
+        awk '{gsub(",", "", $1); if ($1 + 0 > max) max = $1 + 0} END {print max + 0}' \
+          > "$dir/$kind-$n.writer"
+    done
+    awk -v n="$cg_requests" -v kind="$kind" \
+      -v t1="$(cat "$dir/$kind-$cg_requests.total")" \
+      -v t2="$(cat "$dir/$kind-$((2 * cg_requests)).total")" \
+      -v w1="$(cat "$dir/$kind-$cg_requests.writer")" \
+      -v w2="$(cat "$dir/$kind-$((2 * cg_requests)).writer")" 'BEGIN {
+      if (t1 == "" || t2 == "" || t2 <= t1) { print "callgrind: no count for " kind > "/dev/stderr"; exit 1 }
+      what = "instructions per HTTP dispatch (callgrind, P3 with " n " and " 2 * n " requests, "
       what = what (kind == "static" ? "static tokens" : "a token kept in the store") "): "
-      rest = (total - writer) / n
+      writer = (w2 - w1) / n
+      rest = (t2 - t1) / n - writer
       printf "@figure|callgrindhttp|%sall threads but the writer|%.0f|%.0f|%.0f|1|instructions|-|0\n", what, rest, rest, rest
-      printf "@figure|callgrindhttp|%sthe writer|%.0f|%.0f|%.0f|1|instructions|-|0\n", what, writer / n, writer / n, writer / n
-    }'
+      printf "@figure|callgrindhttp|%sthe writer|%.0f|%.0f|%.0f|1|instructions|-|0\n", what, writer, writer, writer
+    }' || return 1
   done
 }
 
