@@ -1,12 +1,13 @@
 // The threads that run the HTTP server's request handlers.
 //
 // A task posted while a thread is idle goes to that thread directly (the one
-// idle most recently, whose caches are warmest) and wakes it alone, with one
-// condition variable signal. Otherwise it waits in a FIFO queue for the next thread
-// that finishes a task. The pool's mutex is held only to pick the thread or
-// queue the task. A single queue under one mutex and condition variable that
-// every thread waits on (asio's thread_pool) costs about twice the futex
-// calls per request (docs/architecture.md, "The HTTP server").
+// idle most recently, whose caches are warmest) and wakes it alone, with a
+// signal of that thread's own condition variable. Otherwise it waits in a
+// FIFO queue for the next thread that finishes a task. The pool's mutex is
+// held only to pick the thread or queue the task. A single queue under one
+// mutex and condition variable that every thread waits on (asio's
+// thread_pool) costs about twice the futex calls per request
+// (docs/architecture.md, "The HTTP server").
 //
 // Thread-safe.
 #pragma once
