@@ -348,14 +348,15 @@ class SqliteStore final : public SqlStore {
   Result<std::vector<AdmitResult>> AdmitBatch(const std::vector<AdmitRequest>& requests) override {
     const Millis now = clock_->NowMillis();
     return Write<std::vector<AdmitResult>>(
-        [&](Connection& c) { return AdmitAll(c, requests, now); });
+        [&](Connection& c) { return AdmitAll(c, requests, now); }, Durability::kSync,
+        OpKind::kAdmission);
   }
 
   void AdmitBatchAsync(std::vector<AdmitRequest> requests, AdmitDone done) override {
     const Millis now = clock_->NowMillis();
     WriteAsync<std::vector<AdmitResult>>([this, requests = std::move(requests), now](
                                              Connection& c) { return AdmitAll(c, requests, now); },
-                                         std::move(done));
+                                         std::move(done), OpKind::kAdmission);
   }
 
   // --- leasing ---
@@ -678,9 +679,13 @@ class SqliteStore final : public SqlStore {
   // flushes them too, in order (WAL). Admissions, outcomes and definitions are
   // kSync: "accepted" and "done" must survive a power cut (S3).
   enum class Durability { kSync, kRelaxed };
+  // kAdmission: AdmitBatch's and AdmitBatchAsync's operations, which only
+  // read job definitions (admit_jobs_); any other may change them.
+  enum class OpKind { kOther, kAdmission };
 
   struct Op {
     Durability durability = Durability::kSync;
+    OpKind kind = OpKind::kOther;
     std::function<Status(Connection&)> body;
     Status result;
     bool done = false;  // guarded by mu_
@@ -1016,9 +1021,8 @@ class SqliteStore final : public SqlStore {
                                             const std::vector<AdmitRequest>& requests, Millis now) {
     std::vector<AdmitResult> out;
     out.reserve(requests.size());
-    std::unordered_map<std::string, JobPolicy> jobs;
     for (const AdmitRequest& r : requests) {
-      TE_ASSIGN_OR_RETURN(AdmitResult res, AdmitOne(c, r, now, jobs));
+      TE_ASSIGN_OR_RETURN(AdmitResult res, AdmitOne(c, r, now, admit_jobs_));
       out.push_back(res);
     }
     return out;
@@ -1111,10 +1115,12 @@ class SqliteStore final : public SqlStore {
   // Runs `f(connection)` on the writer thread inside a group-committed
   // transaction; returns its result only after the COMMIT that contains it.
   template <typename T, typename F>
-  Result<T> Write(F&& f, Durability durability = Durability::kSync) EXCLUDES(mu_) {
+  Result<T> Write(F&& f, Durability durability = Durability::kSync, OpKind kind = OpKind::kOther)
+      EXCLUDES(mu_) {
     std::optional<Result<T>> out;
     Op op;
     op.durability = durability;
+    op.kind = kind;
     op.body = [&](Connection& c) -> Status {
       out.emplace(f(c));
       return out->status();
@@ -1140,9 +1146,11 @@ class SqliteStore final : public SqlStore {
   // when the store is closing). `done` must be quick and must not wait for
   // the store's writes.
   template <typename T, typename F>
-  void WriteAsync(F f, std::function<void(Result<T>)> done) EXCLUDES(mu_) {
+  void WriteAsync(F f, std::function<void(Result<T>)> done, OpKind kind = OpKind::kOther)
+      EXCLUDES(mu_) {
     auto out = std::make_shared<std::optional<Result<T>>>();
     auto op = std::make_unique<Op>();
+    op->kind = kind;
     op->body = [out, f = std::move(f)](Connection& c) mutable -> Status {
       out->emplace(f(c));
       return (*out)->status();
@@ -1371,13 +1379,19 @@ class SqliteStore final : public SqlStore {
       return;
     }
     op_counters_.record_events = ObservesLifecycle();
+    admit_jobs_.clear();
     for (std::size_t i = 0; i < batch.size(); ++i) {
       Op* op = batch[i];
+      // The definitions read in this transaction hold while only
+      // admissions run: they never change one. Another operation may, and
+      // may read them for admissions of its own (the scheduler's).
+      if (op->kind != OpKind::kAdmission) admit_jobs_.clear();
       Status sp = RunCached(c, kSavepoint);
       op_counters_.Clear();
       op_wake_.reset();
       if (sp.ok()) {
         op->result = op->body(c);
+        if (op->kind != OpKind::kAdmission) admit_jobs_.clear();
         if (op->result.ok()) KeepOpCounts();
         UnreserveClaims(&op_claims_);  // those of an operation that failed
         if (!op->result.ok() && !c.autocommit()) sp = RunCached(c, kRollbackTo);
@@ -1445,6 +1459,10 @@ class SqliteStore final : public SqlStore {
   // Leases claimed at admission by the running operation / the batch, for
   // admission_claimer_ after the COMMIT (writer thread only).
   std::vector<Lease> op_claims_, batch_claims_;
+  // The job definitions admissions read in the running transaction since
+  // its last operation that was not an admission (writer thread only): the
+  // admissions of one commit read each job's once.
+  std::unordered_map<std::string, JobPolicy> admit_jobs_;
   // Set once before the store is shared (Store::SetAdmissionClaimer).
   AdmissionClaimer* admission_claimer_ = nullptr;
 

@@ -242,6 +242,48 @@ TEST(SqliteStoreTest, AsyncFinishesAreFencedAndAnsweredBeforeTheStoreCloses) {
 // Checkpoints run on the store's checkpointer thread, not in the writer's
 // commits: once the WAL passes 1,000 pages, its pages reach the database file
 // while the store stays open.
+// The admissions of one commit read each job's definition once, but never
+// across an operation that may change it: an admission queued behind a
+// change of its job's queue, in the same commit, gets the new queue.
+TEST(SqliteStoreTest, AnAdmissionAfterADefinitionChangeInItsCommitReadsTheNewDefinition) {
+  TempDir dir;
+  FakeClock clock;
+  const std::string path = dir.File("defs.db");
+  ASSERT_OK_AND_ASSIGN(auto store, OpenWithJob(path, &clock));
+  // Another connection holds the write lock: the writer waits in BEGIN with
+  // the first admission, and what comes next queues up for one commit.
+  sqlite3* blocker = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &blocker), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(blocker, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  using Admitted = Result<std::vector<AdmitResult>>;
+  Answers<Admitted> first, before, after;
+  store->AdmitBatchAsync({Request(0)}, first.Callback());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  store->AdmitBatchAsync({Request(1)}, before.Callback());
+  std::thread change([&] {
+    JobDefinition j = Job();
+    j.queue = "other";
+    EXPECT_OK(store->UpsertJob(j));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  store->AdmitBatchAsync({Request(2)}, after.Callback());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(sqlite3_exec(blocker, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(blocker);
+  change.join();
+  const std::vector<Admitted> b = before.Await(1);
+  const std::vector<Admitted> a = after.Await(1);
+  ASSERT_EQ(first.Await(1).size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_OK(b[0].status());
+  ASSERT_OK(a[0].status());
+  ASSERT_OK_AND_ASSIGN(Execution e1, store->GetExecution(b[0]->front().id));
+  ASSERT_OK_AND_ASSIGN(Execution e2, store->GetExecution(a[0]->front().id));
+  EXPECT_EQ(e1.queue, "default");
+  EXPECT_EQ(e2.queue, "other") << "admitted on the definition read before it changed";
+}
+
 TEST(SqliteStoreTest, WalIsCheckpointedIntoTheDatabaseFileWhileOpen) {
   TempDir dir;
   SqliteStoreOptions o;
