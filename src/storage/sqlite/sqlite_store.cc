@@ -265,7 +265,9 @@ class SqliteStore final : public SqlStore {
                                              : "PRAGMA synchronous = NORMAL"));
     // The writer's commits write their WAL frames in one call each
     // (wal_batch_vfs.h), those that sync and those that do not.
-    TE_RETURN_IF_ERROR(WalBatching(true));
+    if (int rc = SetWalBatching(writer_conn_.raw(), true); rc != SQLITE_OK) {
+      return Unavailable(std::string("WAL batching not started: ") + sqlite3_errstr(rc));
+    }
     TE_RETURN_IF_ERROR(writer_conn_.Exec("PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16384"));
     if (options_.max_page_count > 0) {
       TE_RETURN_IF_ERROR(
@@ -705,14 +707,6 @@ class SqliteStore final : public SqlStore {
   static constexpr const char* kRollbackTo = "ROLLBACK TO op";
   static constexpr const char* kRelease = "RELEASE op";
   static constexpr const char* kCommit = "COMMIT";
-
-  // Turns the batching of the writer's WAL appends on or off.
-  Status WalBatching(bool on) {
-    const int rc = SetWalBatching(writer_conn_.raw(), on);
-    if (rc == SQLITE_OK) return Status::Ok();
-    return Unavailable(std::string("WAL batching not ") + (on ? "started: " : "stopped: ") +
-                       sqlite3_errstr(rc));
-  }
 
   static Status RunCached(Connection& c, const char* sql) {
     TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(sql));
@@ -1382,15 +1376,13 @@ class SqliteStore final : public SqlStore {
     admit_jobs_.clear();
     for (std::size_t i = 0; i < batch.size(); ++i) {
       Op* op = batch[i];
-      // The definitions read in this transaction hold while only
-      // admissions run: they never change one. Another operation may, and
-      // may read them for admissions of its own (the scheduler's).
-      if (op->kind != OpKind::kAdmission) admit_jobs_.clear();
       Status sp = RunCached(c, kSavepoint);
       op_counters_.Clear();
       op_wake_.reset();
       if (sp.ok()) {
         op->result = op->body(c);
+        // The definitions read in this transaction hold while only
+        // admissions run: they never change one. Another operation may.
         if (op->kind != OpKind::kAdmission) admit_jobs_.clear();
         if (op->result.ok()) KeepOpCounts();
         UnreserveClaims(&op_claims_);  // those of an operation that failed

@@ -239,9 +239,6 @@ TEST(SqliteStoreTest, AsyncFinishesAreFencedAndAnsweredBeforeTheStoreCloses) {
   }
 }
 
-// Checkpoints run on the store's checkpointer thread, not in the writer's
-// commits: once the WAL passes 1,000 pages, its pages reach the database file
-// while the store stays open.
 // The admissions of one commit read each job's definition once, but never
 // across an operation that may change it: an admission queued behind a
 // change of its job's queue, in the same commit, gets the new queue.
@@ -284,6 +281,9 @@ TEST(SqliteStoreTest, AnAdmissionAfterADefinitionChangeInItsCommitReadsTheNewDef
   EXPECT_EQ(e2.queue, "other") << "admitted on the definition read before it changed";
 }
 
+// Checkpoints run on the store's checkpointer thread, not in the writer's
+// commits: once the WAL passes 1,000 pages, its pages reach the database file
+// while the store stays open.
 TEST(SqliteStoreTest, WalIsCheckpointedIntoTheDatabaseFileWhileOpen) {
   TempDir dir;
   SqliteStoreOptions o;
