@@ -18,7 +18,8 @@
 //
 //     P3 is measured twice: with static tokens (held in memory), and with a
 //     token kept in the store, checked on every request as the server's
-//     authenticator does (StoreAuthenticator).
+//     authenticator does (StoreAuthenticator); --tokens static|store runs
+//     one of them only.
 //
 // Server and clients share the process and the machine's cores; each figure
 // says how many threads each side used.
@@ -500,9 +501,8 @@ Args Parse(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: taskengine-http-bench [p3|p4|p8|all] [--runs N] [--requests N] "
-                   "[--clients N] [--tokens static|store|both] [--jobs N] [--workers N] [--slots "
-                   "N] [--executions N] "
-                   "[--dir PATH]\n");
+                   "[--clients N] [--tokens static|store|both]\n"
+                   "       [--jobs N] [--workers N] [--slots N] [--executions N] [--dir PATH]\n");
       std::exit(2);
     }
   }

@@ -218,6 +218,7 @@ callgrind_http() {
   done
 }
 
+# shellcheck disable=SC2086  # http_flags is a list of flags
 wanted p3 && series p3 "P3 HTTP dispatch" "$bin/taskengine-http-bench" p3 $http_flags --dir "$work/db"
 wanted callgrindhttp && series callgrindhttp "instructions per HTTP dispatch (callgrind)" \
   callgrind_http
