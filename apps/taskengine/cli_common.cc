@@ -27,6 +27,7 @@ int ExitCodeFor(const Status& status) {
       return kExitConflict;
     case ErrorCode::kStale:
     case ErrorCode::kInternal:
+    case ErrorCode::kUnauthenticated:
       return kExitOther;
   }
   return kExitOther;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -156,6 +157,10 @@ struct DispatchRequest {
   std::string lane_key;  // O1: with the tenant, the lane; <= 200 bytes, no control
                          // characters (also when rendered from the lane template)
   ExecutionId parent;
+  // The API token that asked (0: none): the admission confirms in its commit
+  // that the token is neither revoked nor expired (kUnauthenticated and
+  // nothing admitted otherwise).
+  std::int64_t token_id = 0;
 };
 
 struct DispatchResult {

@@ -23,6 +23,9 @@ enum class ErrorCode {
   kInvalidArgument,  // bad input; nothing changed
   kUnavailable,      // storage or a dependency cannot serve now (disk full, I/O error, busy)
   kInternal,         // a bug or an unexpected state; nothing is guessed
+  // The credentials the request was accepted with no longer hold (an API
+  // token revoked or expired before the commit); nothing changed.
+  kUnauthenticated,
 };
 
 std::string_view ErrorCodeName(ErrorCode code);
@@ -53,6 +56,7 @@ inline Status Stale(std::string m) { return {ErrorCode::kStale, std::move(m)}; }
 inline Status InvalidArgument(std::string m) { return {ErrorCode::kInvalidArgument, std::move(m)}; }
 inline Status Unavailable(std::string m) { return {ErrorCode::kUnavailable, std::move(m)}; }
 inline Status Internal(std::string m) { return {ErrorCode::kInternal, std::move(m)}; }
+inline Status Unauthenticated(std::string m) { return {ErrorCode::kUnauthenticated, std::move(m)}; }
 
 // Holds either a T or a non-ok Status, shaped like std::expected.
 template <typename T>

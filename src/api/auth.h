@@ -62,6 +62,10 @@ struct Principal {
   std::string credential_id;
   // kSession only: the CSRF token bound to the session.
   std::string csrf_token;
+  // kToken from the store: the token's id, which the writes of a route that
+  // confirms its token at commit pass on (DispatchRequest::token_id). 0 for
+  // other principals.
+  std::int64_t token_id = 0;
 
   static Principal Make(std::string name, std::initializer_list<Scope> scopes, bool all_tenants,
                         std::set<std::string> tenants = {});
@@ -92,6 +96,13 @@ class Authenticator {
   // status when the credentials could not be checked (e.g. kUnavailable ->
   // 503); never an error for bad credentials.
   virtual Result<std::optional<Principal>> Authenticate(const HttpRequest& request) = 0;
+  // Authenticate for a route whose write confirms the principal's API token
+  // in its own commit (RouteAccess::ConfirmedAtCommit: Principal::token_id
+  // goes into DispatchRequest::token_id): an implementation may answer from a
+  // token it remembers instead of reading the store. Default: Authenticate.
+  virtual Result<std::optional<Principal>> AuthenticateForCommit(const HttpRequest& request) {
+    return Authenticate(request);
+  }
 
   // Checks a user name and password and opens a new session. nullopt for
   // wrong credentials, unknown or disabled users alike (no enumeration); an

@@ -14,6 +14,8 @@ HttpError HttpErrorFor(ErrorCode code) {
       return {409, "stale"};
     case ErrorCode::kUnavailable:
       return {503, "unavailable"};
+    case ErrorCode::kUnauthenticated:
+      return {401, "unauthenticated"};
     case ErrorCode::kInternal:
     case ErrorCode::kOk:
       break;
@@ -47,6 +49,9 @@ HttpResponse StatusResponse(const Status& status, const nlohmann::json& details)
   const HttpError mapped = HttpErrorFor(status.code());
   HttpResponse response = ErrorResponse(mapped.status, mapped.code, status.message(), details);
   if (mapped.status == 503) response.headers.emplace_back("Retry-After", "1");
+  if (mapped.status == 401) {
+    response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"taskengine\"");
+  }
   return response;
 }
 

@@ -248,17 +248,16 @@ void Router::Handle(HttpRequest request, Responder respond) const {
     RouteRequest route_request;
     if (best->access.kind != RouteAccess::Kind::kPublic &&
         best->access.kind != RouteAccess::Kind::kLogin) {
-      Result<std::optional<Principal>> auth = authenticator_->Authenticate(request);
+      Result<std::optional<Principal>> auth = best->access.confirmed_at_commit
+                                                  ? authenticator_->AuthenticateForCommit(request)
+                                                  : authenticator_->Authenticate(request);
       if (!auth.ok()) {
         refuse(StatusResponse(auth.status()));
         return;
       }
       if (!auth->has_value()) {
-        HttpResponse r = ErrorResponse(401, "unauthenticated",
-                                       "missing or invalid credentials: send "
-                                       "'Authorization: Bearer <token>' or log in");
-        r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"taskengine\"");
-        refuse(std::move(r));
+        refuse(StatusResponse(Unauthenticated(
+            "missing or invalid credentials: send 'Authorization: Bearer <token>' or log in")));
         return;
       }
       if (best->access.kind == RouteAccess::Kind::kScope &&

@@ -46,15 +46,25 @@ struct RouteAccess {
   enum class Kind { kPublic, kAuthenticated, kScope, kLogin };
   Kind kind = Kind::kScope;
   Scope scope = Scope::kRead;  // kScope only
+  // The route's writes confirm the principal's API token in their commit
+  // (Principal::token_id), so the router may authenticate it from memory
+  // (Authenticator::AuthenticateForCommit). Default: false.
+  bool confirmed_at_commit = false;
 
   // No credentials needed (healthz, readyz, open metrics).
-  static RouteAccess Public() { return {Kind::kPublic, Scope::kRead}; }
+  static RouteAccess Public() { return {Kind::kPublic, Scope::kRead, false}; }
   // Any valid credentials, whatever their scopes.
-  static RouteAccess Authenticated() { return {Kind::kAuthenticated, Scope::kRead}; }
-  static RouteAccess Requires(Scope scope) { return {Kind::kScope, scope}; }
+  static RouteAccess Authenticated() { return {Kind::kAuthenticated, Scope::kRead, false}; }
+  static RouteAccess Requires(Scope scope) { return {Kind::kScope, scope, false}; }
   // The login route: no prior credentials, the body carries them; the handler
   // answers 401 unless they are valid. The router authenticates nobody.
-  static RouteAccess Login() { return {Kind::kLogin, Scope::kRead}; }
+  static RouteAccess Login() { return {Kind::kLogin, Scope::kRead, false}; }
+  // The same access, with the token confirmed in the route's commit.
+  RouteAccess ConfirmedAtCommit() const {
+    RouteAccess a = *this;
+    a.confirmed_at_commit = true;
+    return a;
+  }
   // "public", "authenticated", "login", or the scope name.
   std::string Describe() const;
 };

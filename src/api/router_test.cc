@@ -148,6 +148,8 @@ TEST(ErrorsTest, OneMappingForEveryCode) {
   EXPECT_EQ(HttpErrorFor(ErrorCode::kStale).code, "stale");
   EXPECT_EQ(HttpErrorFor(ErrorCode::kUnavailable).status, 503);
   EXPECT_EQ(HttpErrorFor(ErrorCode::kInternal).status, 500);
+  EXPECT_EQ(HttpErrorFor(ErrorCode::kUnauthenticated).status, 401);
+  EXPECT_EQ(HttpErrorFor(ErrorCode::kUnauthenticated).code, "unauthenticated");
   EXPECT_EQ(HttpErrorFor(ErrorCode::kOk).status, 500);
 }
 

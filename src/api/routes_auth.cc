@@ -11,10 +11,8 @@
 namespace taskengine::api {
 namespace {
 
-HttpResponse Unauthenticated(std::string_view message) {
-  HttpResponse r = ErrorResponse(401, "unauthenticated", message);
-  r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"taskengine\"");
-  return r;
+HttpResponse UnauthenticatedAnswer(std::string_view message) {
+  return StatusResponse(Unauthenticated(std::string(message)));
 }
 
 std::string CookieAttributes(bool secure) {
@@ -60,7 +58,7 @@ void SubmitLogin(ApiContext& ctx, HttpRequest http, std::string user, std::strin
       return std::nullopt;
     }
     if (!login->has_value()) {
-      respond.Send(refused(Unauthenticated("invalid username or password")));
+      respond.Send(refused(UnauthenticatedAnswer("invalid username or password")));
       return false;
     }
     const LoginResult& s = **login;
@@ -110,7 +108,7 @@ void Login(ApiContext& ctx, RouteRequest r, Responder respond) {
     return;
   }
   if (!user || !password || user->empty() || password->empty()) {
-    respond.Send(Unauthenticated("send {\"username\": ..., \"password\": ...}"));
+    respond.Send(UnauthenticatedAnswer("send {\"username\": ..., \"password\": ...}"));
     return;
   }
   auto ok = [](const LoginResult& s, const std::string& set_cookie) {

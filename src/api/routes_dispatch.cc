@@ -64,6 +64,7 @@ Status ReadCommonFields(ApiContext& ctx, const Principal& principal, StrictObjec
   out->lane_key = lane.value_or("");
   out->requester = principal.name;
   out->trigger = Trigger::kApi;
+  out->token_id = principal.token_id;  // the routes confirm it at commit
 
   if (!principal.MayAccessTenant(out->tenant)) {
     *forbidden = ErrorResponse(
@@ -203,10 +204,12 @@ HttpResponse DispatchBulk(ApiContext& ctx, const RouteRequest& req) {
 }  // namespace
 
 void RegisterDispatchRoutes(ApiContext& ctx, Router& router) {
-  router.AddAsync(HttpMethod::kPost, "/api/v1/jobs/{name}/dispatch",
-                  RouteAccess::Requires(Scope::kDispatch),
+  // Their one write is the admission, which confirms the caller's API token
+  // (DispatchRequest::token_id, set by ReadCommonFields).
+  const RouteAccess access = RouteAccess::Requires(Scope::kDispatch).ConfirmedAtCommit();
+  router.AddAsync(HttpMethod::kPost, "/api/v1/jobs/{name}/dispatch", access,
                   [&ctx](RouteRequest r, Responder respond) { Dispatch(ctx, r, respond); });
-  router.Add(HttpMethod::kPost, "/api/v1/dispatch/bulk", RouteAccess::Requires(Scope::kDispatch),
+  router.Add(HttpMethod::kPost, "/api/v1/dispatch/bulk", access,
              [&ctx](const RouteRequest& r) { return DispatchBulk(ctx, r); });
 }
 

@@ -13,6 +13,11 @@ constexpr std::size_t kMaxPasswordBytes = 1024;
 constexpr std::size_t kMaxUserBytes = 100;
 // A session's last_seen_at is written at most this often.
 constexpr Millis kSessionTouchMs = 1000;
+// AuthenticateForCommit reads a remembered token again after this long, and
+// remembers at most this many tokens (all are forgotten when one more comes).
+constexpr Millis kRememberMs = 10'000;
+constexpr std::size_t kMaxRemembered = 4096;
+constexpr std::size_t kMaxSecret = 200;
 
 void InitSodium() { TE_CHECK(sodium_init() >= 0); }
 
@@ -109,6 +114,12 @@ StoreAuthenticator::StoreAuthenticator(Store* store, StoreAuthenticatorOptions o
   TE_CHECK(store_ != nullptr);
   TE_CHECK(options_.session_idle_ms > 0 && options_.session_absolute_ms > 0);
   InitSodium();
+  static_assert(sizeof(memory_secret_) == crypto_generichash_KEYBYTES);
+  randombytes_buf(memory_secret_, sizeof(memory_secret_));
+}
+
+StoreAuthenticator::~StoreAuthenticator() {
+  sodium_memzero(memory_secret_, sizeof(memory_secret_));
 }
 
 const std::string& StoreAuthenticator::DummyHash() {
@@ -124,33 +135,94 @@ Result<std::optional<Principal>> StoreAuthenticator::Authenticate(const HttpRequ
   if (request.Header("authorization") != nullptr) {
     std::optional<std::string_view> token = BearerToken(request);
     if (!token) return std::optional<Principal>();
-    return FromToken(*token);
+    return FromToken(*token, nullptr);
   }
   std::optional<std::string> session = CookieValue(request, kSessionCookie);
   if (!session) return std::optional<Principal>();
   return FromSession(*session);
 }
 
-Result<std::optional<Principal>> StoreAuthenticator::FromToken(std::string_view secret) {
-  constexpr std::size_t kMaxSecret = 200;
+Result<std::optional<Principal>> StoreAuthenticator::AuthenticateForCommit(
+    const HttpRequest& request) {
+  if (request.Header("authorization") == nullptr) return Authenticate(request);
+  std::optional<std::string_view> secret = BearerToken(request);
+  if (!secret || secret->size() > kMaxSecret || secret->rfind(kTokenPrefix, 0) != 0) {
+    return std::optional<Principal>();
+  }
+  MemoryKey key(crypto_generichash_BYTES, '\0');
+  crypto_generichash(reinterpret_cast<unsigned char*>(key.data()), key.size(),
+                     reinterpret_cast<const unsigned char*>(secret->data()), secret->size(),
+                     memory_secret_, sizeof(memory_secret_));
+  const Millis now = clock_->NowMillis();
+  std::shared_ptr<const Principal> principal;
+  std::int64_t touch = 0;
+  {
+    MutexLock lock(memory_mu_);
+    auto it = memory_.find(key);
+    if (it != memory_.end() && now - it->second.read_at < kRememberMs &&
+        now >= it->second.read_at) {
+      Remembered& r = it->second;
+      if (r.expires_at != 0 && now >= r.expires_at) {
+        memory_.erase(it);
+        return std::optional<Principal>();
+      }
+      principal = r.principal;
+      if (now - r.last_used_at >= options_.touch_interval_ms) {
+        r.last_used_at = now;
+        touch = principal->token_id;
+      }
+    }
+  }
+  if (principal == nullptr) return FromToken(*secret, &key);
+  if (touch != 0) {
+    Status touched = store_->TouchToken(touch);
+    if (!touched.ok())
+      spdlog::debug("auth: token {} last-used not recorded: {}", touch, touched.ToString());
+  }
+  return std::optional<Principal>(*principal);
+}
+
+Result<std::optional<Principal>> StoreAuthenticator::FromToken(std::string_view secret,
+                                                               const MemoryKey* remember) {
   if (secret.size() > kMaxSecret || secret.rfind(kTokenPrefix, 0) != 0) {
     return std::optional<Principal>();
   }
+  const auto forget = [&] {
+    if (remember == nullptr) return;
+    MutexLock lock(memory_mu_);
+    memory_.erase(*remember);
+  };
   Result<ApiToken> token = store_->FindToken(HashSecret(secret));
   if (!token.ok()) {
-    if (token.status().code() == ErrorCode::kNotFound) return std::optional<Principal>();
-    return token.status();
+    if (token.status().code() != ErrorCode::kNotFound) return token.status();
+    forget();
+    return std::optional<Principal>();
   }
   const Millis now = clock_->NowMillis();
-  if (token->revoked_at != 0) return std::optional<Principal>();
-  if (token->expires_at != 0 && now >= token->expires_at) return std::optional<Principal>();
+  if (token->revoked_at != 0 || (token->expires_at != 0 && now >= token->expires_at)) {
+    forget();
+    return std::optional<Principal>();
+  }
   Principal p = PrincipalFrom(token->principal, token->scopes, token->tenants);
   p.method = AuthMethod::kToken;
   p.credential_id = "token:" + std::to_string(token->id);
-  if (now - token->last_used_at >= options_.touch_interval_ms) {
+  p.token_id = token->id;
+  Millis last_used_at = token->last_used_at;
+  if (now - last_used_at >= options_.touch_interval_ms) {
+    last_used_at = now;
     Status touched = store_->TouchToken(token->id);
     if (!touched.ok())
       spdlog::debug("auth: token {} last-used not recorded: {}", token->id, touched.ToString());
+  }
+  if (remember != nullptr) {
+    Remembered r;
+    r.principal = std::make_shared<const Principal>(p);
+    r.expires_at = token->expires_at;
+    r.read_at = now;
+    r.last_used_at = last_used_at;
+    MutexLock lock(memory_mu_);
+    if (memory_.size() >= kMaxRemembered && memory_.count(*remember) == 0) memory_.clear();
+    memory_[*remember] = std::move(r);
   }
   return std::optional<Principal>(std::move(p));
 }

@@ -8,6 +8,16 @@
 // bound to tenants (or "*" for all), may expire and may be revoked; either
 // makes it answer 401 at once.
 //
+// Routes that confirm the token in their own commit (dispatch:
+// RouteAccess::ConfirmedAtCommit) authenticate through AuthenticateForCommit,
+// which answers from the tokens it read in the last 10 seconds instead of
+// reading the store for every request: the admission then checks, in its
+// transaction, that the token is neither revoked nor expired
+// (AdmitRequest::token_id). A revocation therefore holds from the next
+// request on for every route, from any process or node. The memory is keyed
+// by a keyed BLAKE2b digest of the secret (a key made at startup; the
+// secret itself is not kept), holds at most 4,096 tokens and only valid ones.
+//
 // Sessions: Login checks the password against the Argon2id hash
 // (crypto_pwhash_str_verify; unknown and disabled users are verified against
 // a dummy hash, so every failure costs the same and names nobody), then opens
@@ -18,14 +28,17 @@
 // disabled), read on every request.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "api/auth.h"
+#include "core/mutex.h"
 #include "storage/store.h"
 #include "taskengine/clock.h"
 
@@ -53,10 +66,16 @@ class StoreAuthenticator final : public Authenticator {
  public:
   // `store` is not owned and must outlive this object.
   StoreAuthenticator(Store* store, StoreAuthenticatorOptions options);
+  ~StoreAuthenticator() override;
+  StoreAuthenticator(const StoreAuthenticator&) = delete;
+  StoreAuthenticator& operator=(const StoreAuthenticator&) = delete;
 
   // A bearer token first (when the request has an Authorization header, only
   // it counts), else the te_session cookie.
   Result<std::optional<Principal>> Authenticate(const HttpRequest& request) override;
+  // A bearer token from memory when it was read less than 10 s ago (and has
+  // not expired since), else as Authenticate; sessions as Authenticate.
+  Result<std::optional<Principal>> AuthenticateForCommit(const HttpRequest& request) override;
   Result<std::optional<LoginResult>> Login(std::string_view user,
                                            std::string_view password) override;
   Status Logout(const HttpRequest& request) override;
@@ -65,7 +84,19 @@ class StoreAuthenticator final : public Authenticator {
   const StoreAuthenticatorOptions& options() const { return options_; }
 
  private:
-  Result<std::optional<Principal>> FromToken(std::string_view secret);
+  // A token's key in the memory: the 32 bytes of the keyed BLAKE2b-256 of
+  // its secret.
+  using MemoryKey = std::string;
+  struct Remembered {
+    std::shared_ptr<const Principal> principal;
+    Millis expires_at = 0;    // 0: never
+    Millis read_at = 0;       // when the store was last read for it
+    Millis last_used_at = 0;  // as the store has it (TouchToken)
+  };
+
+  // `remember`: the key under which to remember (or forget) what the store
+  // answers; nullptr: leave the memory alone.
+  Result<std::optional<Principal>> FromToken(std::string_view secret, const MemoryKey* remember);
   Result<std::optional<Principal>> FromSession(std::string_view session_id);
   // The hash unknown users are verified against (made once, lazily).
   const std::string& DummyHash();
@@ -73,6 +104,9 @@ class StoreAuthenticator final : public Authenticator {
   Store* const store_;
   const StoreAuthenticatorOptions options_;
   Clock* const clock_;
+  unsigned char memory_secret_[32];  // the BLAKE2b key of MemoryKey
+  Mutex memory_mu_;
+  std::unordered_map<MemoryKey, Remembered> memory_ GUARDED_BY(memory_mu_);
   std::once_flag dummy_once_;
   std::string dummy_hash_;
 };

@@ -18,6 +18,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "unavailable";
     case ErrorCode::kInternal:
       return "internal";
+    case ErrorCode::kUnauthenticated:
+      return "unauthenticated";
   }
   return "internal";
 }

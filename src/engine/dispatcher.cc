@@ -132,6 +132,7 @@ Result<AdmitRequest> PrepareOne(const DispatchRequest& r, const JobDefinition& j
   }
   a.parent = r.parent;
   a.prepared_with = TermsOf(job);
+  a.token_id = r.token_id;
   return a;
 }
 

@@ -188,6 +188,8 @@ inline constexpr char kListTokens[] = "SELECT " TE_SQL_TOKEN_COLUMNS " FROM api_
 inline constexpr char kRevokeToken[] =
     "UPDATE api_tokens SET revoked_at = CASE WHEN revoked_at = 0 THEN ?2 ELSE revoked_at END"
     " WHERE id = ?1";
+inline constexpr char kTokenStanding[] =
+    "SELECT revoked_at, expires_at FROM api_tokens WHERE id = ?1";
 inline constexpr char kTouchToken[] = "UPDATE api_tokens SET last_used_at = ?2 WHERE id = ?1";
 inline constexpr char kTouchSession[] = "UPDATE sessions SET last_seen_at = ?2 WHERE id_hash = ?1";
 inline constexpr char kDeleteSession[] = "DELETE FROM sessions WHERE id_hash = ?1";

@@ -88,6 +88,26 @@ Status RequireExecution(SqlSession& s, ExecutionId id) {
   return Status::Ok();
 }
 
+Status ConfirmAdmissionTokens(SqlSession& s, const std::vector<AdmitRequest>& requests, Millis now,
+                              std::unordered_set<std::int64_t>& confirmed) {
+  for (const AdmitRequest& r : requests) {
+    if (r.token_id == 0 || confirmed.count(r.token_id) > 0) continue;
+    struct Standing {
+      Millis revoked_at;
+      Millis expires_at;
+    };
+    TE_ASSIGN_OR_RETURN(std::optional<Standing> token,
+                        s.One(kTokenStanding, SqlArgs().Add(r.token_id), [](const Row& row) {
+                          return Standing{row.Int(0), row.Int(1)};
+                        }));
+    if (!token || token->revoked_at != 0 || (token->expires_at != 0 && now >= token->expires_at)) {
+      return Unauthenticated("the API token of this request was revoked or has expired");
+    }
+    confirmed.insert(r.token_id);
+  }
+  return Status::Ok();
+}
+
 Result<std::vector<EffectRecord>> SqlStore::GetEffects(ExecutionId id) {
   return ReadValue<std::vector<EffectRecord>>(
       [&](SqlSession& s) -> Result<std::vector<EffectRecord>> {

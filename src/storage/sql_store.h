@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -123,6 +124,12 @@ Status WriteJobRow(SqlSession& s, const SqlDialect& dialect, const JobDefinition
 Status InsertAuditRow(SqlSession& s, const AuditRecord& record);
 // kNotFound unless execution `id` exists.
 Status RequireExecution(SqlSession& s, ExecutionId id);
+// AdmitRequest::token_id: kUnauthenticated unless every token `requests`
+// were asked with exists, is not revoked and has not expired at `now`.
+// `confirmed` holds the tokens already confirmed in this transaction; each
+// other one is read once and added.
+Status ConfirmAdmissionTokens(SqlSession& s, const std::vector<AdmitRequest>& requests, Millis now,
+                              std::unordered_set<std::int64_t>& confirmed);
 // Retention (I7): what Purge would remove under `cutoffs` (its dry run).
 Result<PurgeReport> CountPurgeable(SqlSession& s, const RetentionCutoffs& cutoffs);
 // Retention (I7): removes the log lines and audit records older than the

@@ -58,6 +58,12 @@ struct AdmitRequest {
   // its transaction. A disabled job answers kInvalidArgument; another queue,
   // scope or lane template answers kConflict; either way nothing is admitted.
   std::optional<JobTerms> prepared_with;
+  // The API token the dispatch was asked with (ApiToken::id; 0: none). The
+  // admission checks in its transaction that the token exists, is not revoked
+  // and has not expired; kUnauthenticated otherwise, and nothing is admitted.
+  // So a revocation holds from the next request on even where the API
+  // remembers a token instead of reading it for each request.
+  std::int64_t token_id = 0;
 };
 
 enum class AdmitOutcome {

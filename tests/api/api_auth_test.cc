@@ -64,6 +64,39 @@ TEST_F(ApiAuthTest, TokenWorksUntilRevoked) {
   EXPECT_EQ(revoked.header("www-authenticate").rfind("Bearer", 0), 0u);
 }
 
+// Dispatches may be authenticated from the tokens the API remembers (for
+// 10 s); their admission confirms the token in its commit. So a revocation
+// made straight in the store, as another process or node makes it, holds
+// from the next request on, single and bulk, and admits nothing; a token
+// that expires meanwhile likewise.
+TEST_F(ApiAuthTest, DispatchIsRefusedFromTheRequestAfterItsTokensRevocation) {
+  std::int64_t id = 0;
+  const std::string secret = MakeToken("ci", {"dispatch"}, {"*"}, 0, &id);
+  const std::string single = "/api/v1/jobs/echo/dispatch";
+  const std::string bulk = "/api/v1/dispatch/bulk";
+  const std::string body = json{{"payload", json::object()}}.dump();
+  const std::string items = json{{"items", {{{"job", "echo"}}}}}.dump();
+  ASSERT_EQ(Call(HttpMethod::kPost, single, Bearer(secret), body).status, 202);
+  ASSERT_EQ(Call(HttpMethod::kPost, bulk, Bearer(secret), items).status, 202);
+  EXPECT_EQ(ExecutionCount(), 2u);
+
+  ASSERT_OK(store().RevokeToken(id));
+  for (const auto& [path, payload] : {std::pair{single, body}, std::pair{bulk, items}}) {
+    Reply r = Call(HttpMethod::kPost, path, Bearer(secret), payload);
+    EXPECT_EQ(r.status, 401) << path << ": " << r.body;
+    EXPECT_EQ(r.error_code(), "unauthenticated");
+    EXPECT_EQ(r.header("www-authenticate").rfind("Bearer", 0), 0u);
+  }
+  EXPECT_EQ(ExecutionCount(), 2u) << "a revoked token's dispatch was admitted";
+
+  const std::string dated = MakeToken("cd", {"dispatch"}, {"*"}, clock_.NowMillis() + 2'000);
+  ASSERT_EQ(Call(HttpMethod::kPost, single, Bearer(dated), body).status, 202);
+  clock_.Advance(seconds(2));
+  EXPECT_EQ(Call(HttpMethod::kPost, single, Bearer(dated), body).status, 401);
+  EXPECT_EQ(Call(HttpMethod::kPost, bulk, Bearer(dated), items).status, 401);
+  EXPECT_EQ(ExecutionCount(), 3u) << "an expired token's dispatch was admitted";
+}
+
 TEST_F(ApiAuthTest, TokenLastUsedIsRecorded) {
   std::int64_t id = 0;
   const std::string secret = MakeToken("ci", {"read"}, {"*"}, 0, &id);

@@ -926,6 +926,7 @@ std::vector<StatementCase> StatementCases() {
       {TE_SHARED(kListUsers), SqlArgs(), 1, "alice"},
       {TE_SHARED(kFindToken), SqlArgs().Add(token_hash), 1, "1"},
       {TE_SHARED(kListTokens), SqlArgs(), 1, "1"},
+      {TE_SHARED(kTokenStanding), SqlArgs().Add(1), 1, "0"},
       {TE_SHARED(kRevokeToken), SqlArgs().Add(1).Add(2000), 1, ""},
       {TE_SHARED(kTouchToken), SqlArgs().Add(1).Add(2000), 1, ""},
       {TE_SHARED(kTouchSession), SqlArgs().Add(session_hash).Add(2000), 1, ""},

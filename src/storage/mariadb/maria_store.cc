@@ -8,6 +8,7 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -762,6 +763,8 @@ class MariaStore final : public SqlStore {
   // the others one by one (AdmitOne), each after the ones before it.
   Result<std::vector<AdmitResult>> AdmitAll(Tx& tx, const std::vector<AdmitRequest>& requests,
                                             Millis now) {
+    std::unordered_set<std::int64_t> tokens;
+    TE_RETURN_IF_ERROR(ConfirmAdmissionTokens(tx.s, requests, now, tokens));
     std::vector<AdmitResult> out;
     out.reserve(requests.size());
     std::unordered_map<std::string, JobPolicy> jobs;

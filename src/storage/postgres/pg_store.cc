@@ -12,6 +12,7 @@
 #include <optional>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/mutex.h"
@@ -1046,6 +1047,9 @@ class PostgresStore final : public SqlStore {
   // "unknown job" answers need the per-row path).
   Result<std::vector<AdmitResult>> AdmitAll(Tx& tx, const std::vector<AdmitRequest>& requests,
                                             Millis now) {
+    std::unordered_set<std::int64_t> tokens;
+    PgSession session(tx.c);
+    TE_RETURN_IF_ERROR(ConfirmAdmissionTokens(session, requests, now, tokens));
     std::vector<AdmitResult> out;
     out.reserve(requests.size());
     std::unordered_map<std::string, JobPolicy> jobs;

@@ -12,6 +12,7 @@
 #include <optional>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/mutex.h"
 #include "core/pickup_trace.h"
@@ -682,7 +683,8 @@ class SqliteStore final : public SqlStore {
   // kSync: "accepted" and "done" must survive a power cut (S3).
   enum class Durability { kSync, kRelaxed };
   // kAdmission: AdmitBatch's and AdmitBatchAsync's operations, which only
-  // read job definitions (admit_jobs_); any other may change them.
+  // read job definitions and API tokens (admit_reads_); any other may change
+  // them.
   enum class OpKind { kOther, kAdmission };
 
   struct Op {
@@ -1013,10 +1015,12 @@ class SqliteStore final : public SqlStore {
   // The body of AdmitBatch: every request or none (the first error).
   Result<std::vector<AdmitResult>> AdmitAll(Connection& c,
                                             const std::vector<AdmitRequest>& requests, Millis now) {
+    SqliteSession session(c);
+    TE_RETURN_IF_ERROR(ConfirmAdmissionTokens(session, requests, now, admit_reads_.tokens));
     std::vector<AdmitResult> out;
     out.reserve(requests.size());
     for (const AdmitRequest& r : requests) {
-      TE_ASSIGN_OR_RETURN(AdmitResult res, AdmitOne(c, r, now, admit_jobs_));
+      TE_ASSIGN_OR_RETURN(AdmitResult res, AdmitOne(c, r, now, admit_reads_.jobs));
       out.push_back(res);
     }
     return out;
@@ -1373,7 +1377,7 @@ class SqliteStore final : public SqlStore {
       return;
     }
     op_counters_.record_events = ObservesLifecycle();
-    admit_jobs_.clear();
+    admit_reads_.Clear();
     for (std::size_t i = 0; i < batch.size(); ++i) {
       Op* op = batch[i];
       Status sp = RunCached(c, kSavepoint);
@@ -1381,9 +1385,9 @@ class SqliteStore final : public SqlStore {
       op_wake_.reset();
       if (sp.ok()) {
         op->result = op->body(c);
-        // The definitions read in this transaction hold while only
-        // admissions run: they never change one. Another operation may.
-        if (op->kind != OpKind::kAdmission) admit_jobs_.clear();
+        // What admissions read in this transaction holds while only
+        // admissions run: they never change it. Another operation may.
+        if (op->kind != OpKind::kAdmission) admit_reads_.Clear();
         if (op->result.ok()) KeepOpCounts();
         UnreserveClaims(&op_claims_);  // those of an operation that failed
         if (!op->result.ok() && !c.autocommit()) sp = RunCached(c, kRollbackTo);
@@ -1451,10 +1455,18 @@ class SqliteStore final : public SqlStore {
   // Leases claimed at admission by the running operation / the batch, for
   // admission_claimer_ after the COMMIT (writer thread only).
   std::vector<Lease> op_claims_, batch_claims_;
-  // The job definitions admissions read in the running transaction since
-  // its last operation that was not an admission (writer thread only): the
-  // admissions of one commit read each job's once.
-  std::unordered_map<std::string, JobPolicy> admit_jobs_;
+  // What admissions read in the running transaction since its last
+  // operation that was not an admission (writer thread only): the admissions
+  // of one commit read each job's definition and confirm each API token once.
+  struct AdmissionReads {
+    std::unordered_map<std::string, JobPolicy> jobs;
+    std::unordered_set<std::int64_t> tokens;
+    void Clear() {
+      jobs.clear();
+      tokens.clear();
+    }
+  };
+  AdmissionReads admit_reads_;
   // Set once before the store is shared (Store::SetAdmissionClaimer).
   AdmissionClaimer* admission_claimer_ = nullptr;
 

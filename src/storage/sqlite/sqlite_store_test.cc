@@ -239,6 +239,30 @@ TEST(SqliteStoreTest, AsyncFinishesAreFencedAndAnsweredBeforeTheStoreCloses) {
   }
 }
 
+// Another connection holding the database's write lock: the writer waits in
+// BEGIN with its next operation, and what is asked meanwhile queues up behind
+// it for one commit.
+class WriteLockHolder {
+ public:
+  explicit WriteLockHolder(const std::string& path) {
+    EXPECT_EQ(sqlite3_open(path.c_str(), &db_), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  }
+  WriteLockHolder(const WriteLockHolder&) = delete;
+  WriteLockHolder& operator=(const WriteLockHolder&) = delete;
+  ~WriteLockHolder() { Release(); }
+
+  void Release() {
+    if (db_ == nullptr) return;
+    EXPECT_EQ(sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db_);
+    db_ = nullptr;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
 // The admissions of one commit read each job's definition once, but never
 // across an operation that may change it: an admission queued behind a
 // change of its job's queue, in the same commit, gets the new queue.
@@ -247,11 +271,7 @@ TEST(SqliteStoreTest, AnAdmissionAfterADefinitionChangeInItsCommitReadsTheNewDef
   FakeClock clock;
   const std::string path = dir.File("defs.db");
   ASSERT_OK_AND_ASSIGN(auto store, OpenWithJob(path, &clock));
-  // Another connection holds the write lock: the writer waits in BEGIN with
-  // the first admission, and what comes next queues up for one commit.
-  sqlite3* blocker = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &blocker), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(blocker, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  WriteLockHolder blocker(path);
   using Admitted = Result<std::vector<AdmitResult>>;
   Answers<Admitted> first, before, after;
   store->AdmitBatchAsync({Request(0)}, first.Callback());
@@ -265,8 +285,7 @@ TEST(SqliteStoreTest, AnAdmissionAfterADefinitionChangeInItsCommitReadsTheNewDef
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   store->AdmitBatchAsync({Request(2)}, after.Callback());
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_EQ(sqlite3_exec(blocker, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(blocker);
+  blocker.Release();
   change.join();
   const std::vector<Admitted> b = before.Await(1);
   const std::vector<Admitted> a = after.Await(1);
@@ -279,6 +298,50 @@ TEST(SqliteStoreTest, AnAdmissionAfterADefinitionChangeInItsCommitReadsTheNewDef
   ASSERT_OK_AND_ASSIGN(Execution e2, store->GetExecution(a[0]->front().id));
   EXPECT_EQ(e1.queue, "default");
   EXPECT_EQ(e2.queue, "other") << "admitted on the definition read before it changed";
+}
+
+// Likewise for API tokens: the admissions of one commit confirm a token once,
+// but an admission queued behind the token's revocation, in the same commit,
+// is refused.
+TEST(SqliteStoreTest, AnAdmissionAfterItsTokensRevocationInItsCommitIsRefused) {
+  TempDir dir;
+  FakeClock clock;
+  const std::string path = dir.File("tokens.db");
+  ASSERT_OK_AND_ASSIGN(auto store, OpenWithJob(path, &clock));
+  ApiToken token;
+  token.name = "ci";
+  token.secret_hash = Sha256Hex("te_secret");
+  token.principal = "ci";
+  token.scopes = {"dispatch"};
+  token.tenants = {"*"};
+  ASSERT_OK_AND_ASSIGN(std::int64_t id, store->CreateToken(token));
+  const auto asked = [&](int i) {
+    AdmitRequest r = Request(i);
+    r.token_id = id;
+    return r;
+  };
+  WriteLockHolder blocker(path);
+  using Admitted = Result<std::vector<AdmitResult>>;
+  Answers<Admitted> first, before, after;
+  store->AdmitBatchAsync({asked(0)}, first.Callback());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  store->AdmitBatchAsync({asked(1)}, before.Callback());
+  std::thread revoke([&] { EXPECT_OK(store->RevokeToken(id)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  store->AdmitBatchAsync({asked(2)}, after.Callback());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  blocker.Release();
+  revoke.join();
+  const std::vector<Admitted> f = first.Await(1);
+  const std::vector<Admitted> b = before.Await(1);
+  const std::vector<Admitted> a = after.Await(1);
+  ASSERT_EQ(f.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_OK(f[0].status());
+  EXPECT_OK(b[0].status());
+  EXPECT_EQ(a[0].status().code(), ErrorCode::kUnauthenticated)
+      << "admitted on the token confirmed before its revocation";
 }
 
 // Checkpoints run on the store's checkpointer thread, not in the writer's

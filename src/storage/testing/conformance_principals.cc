@@ -1,5 +1,6 @@
 // Conformance cases for principals (X1): users, hashed API tokens and
 // dashboard sessions.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,46 @@ TEST_P(StoreConformance, X1_TokensAreFoundByHashAndRevocable) {
   EXPECT_EQ(store().CreateToken(bad).status().code(), ErrorCode::kInvalidArgument);
   bad = MakeToken("y", "");
   EXPECT_EQ(store().CreateToken(bad).status().code(), ErrorCode::kInvalidArgument);
+}
+
+// X1: an admission asked with an API token (AdmitRequest::token_id) confirms
+// the token in its transaction: revoked, expired or unknown, nothing is
+// admitted, not even the repeat of an existing key, alone or in a batch (row
+// by row, PostgreSQL's array insert, MariaDB's multi-row inserts).
+TEST_P(StoreConformance, X1_AnAdmissionConfirmsTheTokenItWasAskedWith) {
+  DefineJob("report");
+  ASSERT_OK_AND_ASSIGN(std::int64_t live, store().CreateToken(MakeToken("live", "billing")));
+  ApiToken expiring = MakeToken("expiring", "ops");
+  expiring.expires_at = Now() + 1000;
+  ASSERT_OK_AND_ASSIGN(std::int64_t dated, store().CreateToken(expiring));
+  ASSERT_OK_AND_ASSIGN(std::int64_t doomed, store().CreateToken(MakeToken("doomed", "ci")));
+  const auto asked = [&](int n, std::int64_t token, const std::string& key = "") {
+    AdmitRequest r = MakeRequest("report", n, "", key);
+    r.token_id = token;
+    return r;
+  };
+  ASSERT_OK(store().Admit(asked(1, live)).status());
+  ASSERT_OK(store().Admit(asked(2, dated, "k2")).status());
+  ASSERT_OK(store().Admit(asked(3, doomed, "k3")).status());
+  ASSERT_OK(store().AdmitBatch({asked(4, live), asked(5, doomed), asked(6, 0)}).status());
+  EXPECT_EQ(CountExecutions(), 6);
+
+  ASSERT_OK(store().RevokeToken(doomed));
+  Advance(1000);  // `expiring` expires now
+  const std::int64_t unknown = live + dated + doomed + 100;
+  for (std::int64_t refused : {doomed, dated, unknown}) {
+    SCOPED_TRACE(refused);
+    Result<AdmitResult> one = store().Admit(asked(7, refused));
+    EXPECT_EQ(one.status().code(), ErrorCode::kUnauthenticated) << one.status().ToString();
+    Result<AdmitResult> repeat = store().Admit(asked(3, refused, "k3"));
+    EXPECT_EQ(repeat.status().code(), ErrorCode::kUnauthenticated) << repeat.status().ToString();
+    Result<std::vector<AdmitResult>> batch =
+        store().AdmitBatch({asked(8, live), asked(9, 0), asked(10, refused)});
+    EXPECT_EQ(batch.status().code(), ErrorCode::kUnauthenticated) << batch.status().ToString();
+  }
+  EXPECT_EQ(CountExecutions(), 6) << "an admission of a token that no longer holds got in";
+  ASSERT_OK(store().AdmitBatch({asked(8, live), asked(9, 0)}).status());
+  EXPECT_EQ(CountExecutions(), 8);
 }
 
 TEST_P(StoreConformance, X1_SessionsLiveUntilDeleted) {
