@@ -144,7 +144,8 @@ class Server {
       dispatch_token_ = created->secret;
     }
     api_ = std::make_unique<te::api::Api>(engine_.get(), authenticator, te::api::ApiOptions{});
-    http_ = std::make_unique<te::api::HttpServer>(te::api::HttpServerOptions{}, api_->handler());
+    http_ = std::make_unique<te::api::HttpServer>(te::api::HttpServerOptions{}, api_->handler(),
+                                                  api_->inline_handler());
     Check(http_->Start(), "http start");
   }
   ~Server() {

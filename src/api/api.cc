@@ -55,6 +55,13 @@ RequestHandler Api::handler() const {
   };
 }
 
+InlineHandler Api::inline_handler() const {
+  return [api = router_.get()](HttpRequest& request, const Responder& respond) {
+    if (SeedApi::Handles(request.path) || IsDashboardPath(request.path)) return false;
+    return api->TryInline(request, respond);
+  };
+}
+
 void Api::StopLongPolls() {
   if (context_->lease_broker) context_->lease_broker->Stop();
 }

@@ -7,7 +7,7 @@
 //
 //   api::StaticTokenAuthenticator auth;  // or part 3's token store
 //   api::Api api(engine.get(), &auth, {});
-//   api::HttpServer http({.port = 8080}, api.handler());
+//   api::HttpServer http({.port = 8080}, api.handler(), api.inline_handler());
 //   TE_RETURN_IF_ERROR(http.Start());
 //
 // The API's route list and every request/response shape are documented in
@@ -108,6 +108,9 @@ class Api {
   // docs/seed-api.md) to its adapter over router(), everything else to
   // router(). Valid while the Api lives.
   RequestHandler handler() const;
+  // The server's InlineHandler: the API routes that may run on a network
+  // thread (Router::TryInline).
+  InlineHandler inline_handler() const;
   // True for the paths the dashboard router answers.
   static bool IsDashboardPath(std::string_view path);
   // Answers every parked long poll of the worker protocol with an empty list

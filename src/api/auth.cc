@@ -122,6 +122,11 @@ Result<std::optional<Principal>> StaticTokenAuthenticator::Authenticate(
   return std::optional<Principal>(std::move(p));
 }
 
+std::optional<Principal> StaticTokenAuthenticator::RememberedPrincipal(const HttpRequest& request) {
+  Result<std::optional<Principal>> p = Authenticate(request);
+  return p.ok() ? std::move(*p) : std::nullopt;
+}
+
 Result<std::optional<LoginResult>> Authenticator::Login(std::string_view, std::string_view) {
   return std::optional<LoginResult>();
 }
@@ -132,6 +137,11 @@ Result<std::optional<Principal>> AnonymousAuthenticator::Authenticate(const Http
   Principal p = Principal::Make("anonymous", {Scope::kAdmin, Scope::kWorker}, true);
   p.credential_id = "anonymous";
   return std::optional<Principal>(std::move(p));
+}
+
+std::optional<Principal> AnonymousAuthenticator::RememberedPrincipal(const HttpRequest& request) {
+  Result<std::optional<Principal>> p = Authenticate(request);
+  return p.ok() ? std::move(*p) : std::nullopt;
 }
 
 std::optional<std::string> CookieValue(const HttpRequest& request, std::string_view name) {

@@ -103,6 +103,15 @@ class Authenticator {
   virtual Result<std::optional<Principal>> AuthenticateForCommit(const HttpRequest& request) {
     return Authenticate(request);
   }
+  // For the same routes, on a network thread (Router::TryInline): the
+  // principal AuthenticateForCommit would answer, when it can be known
+  // without blocking (no read or write of the store); nullopt otherwise,
+  // bad credentials included (AuthenticateForCommit then decides). Default:
+  // nullopt.
+  virtual std::optional<Principal> RememberedPrincipal(const HttpRequest& request) {
+    (void)request;
+    return std::nullopt;
+  }
 
   // Checks a user name and password and opens a new session. nullopt for
   // wrong credentials, unknown or disabled users alike (no enumeration); an
@@ -123,6 +132,7 @@ class Authenticator {
 class AnonymousAuthenticator final : public Authenticator {
  public:
   Result<std::optional<Principal>> Authenticate(const HttpRequest& request) override;
+  std::optional<Principal> RememberedPrincipal(const HttpRequest& request) override;
 };
 
 // The value of cookie `name` in the request's Cookie headers; nullopt when absent.
@@ -144,6 +154,8 @@ class StaticTokenAuthenticator final : public Authenticator {
   void Add(std::string_view token, Principal principal);
 
   Result<std::optional<Principal>> Authenticate(const HttpRequest& request) override;
+  // Authenticate's principal: it never blocks.
+  std::optional<Principal> RememberedPrincipal(const HttpRequest& request) override;
 
  private:
   struct Entry {

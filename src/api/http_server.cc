@@ -3,10 +3,10 @@
 //
 //   WaitForRequest (idle timeout; the header timeout before the first request)
 //   -> ReadHeader (header timeout, header limit) -> CheckRequestHead ->
-//   [100 Continue] -> ReadBody (read timeout, body limit) -> Handle (post to
-//   the handler pool; no timer while the handler runs) -> OnResponse (from any
-//   thread via the Responder, posted back to the strand) -> Write ->
-//   WaitForRequest | Close
+//   [100 Continue] -> ReadBody (read timeout, body limit) -> Handle (the
+//   InlineHandler, or a post to the handler pool; no timer while the handler
+//   runs) -> OnResponse (from any thread via the Responder, posted back to
+//   the strand) -> Write -> WaitForRequest | Close
 //
 // Connection limits: OnAccept counts connections per client address and in
 // all (under mu_). Each Session publishes, in an atomic, since when it has
@@ -123,9 +123,10 @@ class Session;
 
 class ServerCore {
  public:
-  ServerCore(HttpServerOptions options, RequestHandler handler)
+  ServerCore(HttpServerOptions options, RequestHandler handler, InlineHandler try_inline)
       : options_(std::move(options)),
         handler_(std::move(handler)),
+        try_inline_(std::move(try_inline)),
         gate_(std::make_shared<Gate>()),
         hosts_(options_.host, options_.public_hosts) {}
 
@@ -145,6 +146,7 @@ class ServerCore {
   // --- used by sessions (any thread) ---
   const HttpServerOptions& options() const { return options_; }
   const RequestHandler& handler() const { return handler_; }
+  const InlineHandler& try_inline() const { return try_inline_; }
   const std::shared_ptr<Gate>& gate() const { return gate_; }
   const HostAllowlist& hosts() const { return hosts_; }
   int connections() const EXCLUDES(mu_) {
@@ -185,6 +187,7 @@ class ServerCore {
   // Constant after construction.
   const HttpServerOptions options_;
   const RequestHandler handler_;
+  const InlineHandler try_inline_;
   const std::shared_ptr<Gate> gate_;
   const HostAllowlist hosts_;
   std::atomic<int> max_connections_{0};  // set by Start
@@ -405,6 +408,17 @@ class Session : public std::enable_shared_from_this<Session> {
       net::post(self->stream_.get_executor(),
                 [self, r = std::move(response)]() mutable { self->OnResponse(std::move(r)); });
     });
+    if (const InlineHandler& try_inline = server_->try_inline(); try_inline) {
+      bool taken = false;
+      try {
+        taken = try_inline(request, responder);
+      } catch (...) {  // it must not throw; if it did, it took the request
+        taken = true;
+        responder.Send(
+            ErrorResponse(500, "internal", "unexpected error while handling the request"));
+      }
+      if (taken) return;
+    }
     const RequestHandler* handler = &server_->handler();
     server_->pool().Post([handler, request = std::move(request), responder]() mutable {
       try {
@@ -746,8 +760,9 @@ class HttpServer::Impl final : public ServerCore {
   using ServerCore::ServerCore;
 };
 
-HttpServer::HttpServer(HttpServerOptions options, RequestHandler handler)
-    : impl_(std::make_unique<Impl>(std::move(options), std::move(handler))) {}
+HttpServer::HttpServer(HttpServerOptions options, RequestHandler handler, InlineHandler try_inline)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(handler), std::move(try_inline))) {
+}
 
 HttpServer::~HttpServer() = default;
 

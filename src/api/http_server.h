@@ -1,7 +1,8 @@
 // HttpServer: an asynchronous HTTP/1.1 server (Boost.Beast on Asio) that hands
 // each request to a RequestHandler (normally the Router).
 //
-// Threads: `io_threads` run the network (accept, read, write; never user code);
+// Threads: `io_threads` run the network (accept, read, write), and the
+// InlineHandler when there is one (code that never blocks);
 // `handler_threads` run the RequestHandler, so handlers may block briefly on a
 // durable commit while many requests overlap (and the store group-commits
 // them). A handler answers through its Responder, possibly later and from any
@@ -79,7 +80,9 @@ struct HttpServerOptions {
 // Thread-safe. Start once, Stop once (Stop is idempotent; the destructor stops).
 class HttpServer {
  public:
-  HttpServer(HttpServerOptions options, RequestHandler handler);
+  // `try_inline` (may be empty) sees each request first, on the I/O thread
+  // that read it (see InlineHandler); what it leaves goes to `handler`.
+  HttpServer(HttpServerOptions options, RequestHandler handler, InlineHandler try_inline = nullptr);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -67,6 +67,7 @@ class ResponderState {
   ResponderState& operator=(const ResponderState&) = delete;
   // True for the first call only.
   bool Send(HttpResponse response);
+  void Abandon() { sent_.store(true); }
 
  private:
   std::function<void(HttpResponse)> deliver_;
@@ -89,6 +90,12 @@ class Responder {
   bool Send(HttpResponse response) const {
     return state_ != nullptr && state_->Send(std::move(response));
   }
+  // Gives up this responder without answering, for one that wraps another
+  // whose request went elsewhere (an InlineHandler that left it): later
+  // Sends of any copy are ignored, and dropping it answers nothing.
+  void Abandon() const {
+    if (state_ != nullptr) state_->Abandon();
+  }
 
  private:
   std::shared_ptr<internal::ResponderState> state_;
@@ -99,5 +106,14 @@ class Responder {
 // may block briefly (e.g. on a durable commit). It must not throw (the router
 // catches everything at the route boundary; the server catches again).
 using RequestHandler = std::function<void(HttpRequest request, Responder respond)>;
+
+// The part of the handling that may run on the I/O thread that read the
+// request, before it goes to a handler thread (HttpServer's third argument):
+// returns true when it took the request and will answer it through
+// `respond`, false to leave it, unchanged, to the RequestHandler. It takes a
+// request only when it can handle it without blocking: no read or write of
+// the store that waits, no long computation (the I/O thread serves other
+// connections meanwhile). It must not throw.
+using InlineHandler = std::function<bool(HttpRequest& request, const Responder& respond)>;
 
 }  // namespace taskengine::api

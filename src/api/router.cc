@@ -153,13 +153,16 @@ void Router::Add(HttpMethod method, std::string pattern, RouteAccess access, Rou
 }
 
 void Router::AddAsync(HttpMethod method, std::string pattern, RouteAccess access,
-                      AsyncRouteHandler handler) {
+                      AsyncRouteHandler handler, InlineIf inline_if) {
   TE_CHECK(handler != nullptr);
+  TE_CHECK(inline_if == nullptr || access.confirmed_at_commit);
   Route route;
   route.method = method;
   route.pattern = pattern;
   route.access = access;
   route.handler = std::move(handler);
+  if (inline_if != nullptr) inline_methods_ |= 1u << static_cast<unsigned>(method);
+  route.inline_if = std::move(inline_if);
   auto segments = SplitPath(pattern);
   TE_CHECK(segments.has_value());
   for (std::size_t i = 0; i < segments->size(); ++i) {
@@ -184,134 +187,180 @@ std::vector<Router::RouteInfo> Router::routes() const {
   return out;
 }
 
+std::optional<Router::Match> Router::Find(const HttpRequest& request) const {
+  auto segments = SplitPath(request.path);
+  if (!segments) return std::nullopt;
+  Match m;
+  for (const Route& r : routes_) {
+    const std::size_t fixed = r.rest ? r.segments.size() - 1 : r.segments.size();
+    if (r.rest ? segments->size() < fixed : segments->size() != fixed) continue;
+    bool match = true;
+    for (std::size_t i = 0; i < fixed && match; ++i) {
+      if (IsParamSegment(r.segments[i])) {
+        match = !(*segments)[i].empty();
+      } else {
+        match = r.segments[i] == (*segments)[i];
+      }
+    }
+    if (!match) continue;
+    m.allowed |= 1u << static_cast<unsigned>(r.method);
+    if (r.method == request.method &&
+        (m.route == nullptr || r.literal_count > m.route->literal_count)) {
+      m.route = &r;
+    }
+  }
+  m.segments = std::move(*segments);
+  return m;
+}
+
+void Router::Refuse(const HttpRequest& request, const Responder& respond,
+                    HttpResponse answer) const {
+  respond.Send(error_page_ ? error_page_(request, std::move(answer)) : std::move(answer));
+}
+
 void Router::Handle(HttpRequest request, Responder respond) const {
   try {
-    // The router's own answers, through the error page when there is one.
-    auto refuse = [this, &request, &respond](HttpResponse answer) {
-      respond.Send(error_page_ ? error_page_(request, std::move(answer)) : std::move(answer));
-    };
-    auto segments = SplitPath(request.path);
-    if (!segments) {
-      refuse(ErrorResponse(400, "bad_request", "malformed request path"));
+    std::optional<Match> m = Find(request);
+    if (!m) {
+      Refuse(request, respond, ErrorResponse(400, "bad_request", "malformed request path"));
       return;
     }
-    const Route* best = nullptr;
-    std::uint32_t allowed = 0;  // bit i: HttpMethod i has a route for this path
-    for (const Route& r : routes_) {
-      const std::size_t fixed = r.rest ? r.segments.size() - 1 : r.segments.size();
-      if (r.rest ? segments->size() < fixed : segments->size() != fixed) continue;
-      bool match = true;
-      for (std::size_t i = 0; i < fixed && match; ++i) {
-        if (IsParamSegment(r.segments[i])) {
-          match = !(*segments)[i].empty();
-        } else {
-          match = r.segments[i] == (*segments)[i];
-        }
-      }
-      if (!match) continue;
-      allowed |= 1u << static_cast<unsigned>(r.method);
-      if (r.method == request.method &&
-          (best == nullptr || r.literal_count > best->literal_count)) {
-        best = &r;
-      }
-    }
-    if (allowed == 0) {
-      refuse(ErrorResponse(404, "not_found", "no such resource: " + request.path));
+    if (m->allowed == 0) {
+      Refuse(request, respond,
+             ErrorResponse(404, "not_found", "no such resource: " + request.path));
       return;
     }
-    if (best == nullptr) {
+    if (m->route == nullptr) {
       std::set<std::string_view> names;  // in alphabetical order
-      for (unsigned m = 0; m <= static_cast<unsigned>(HttpMethod::kOther); ++m) {
-        if ((allowed & (1u << m)) != 0) names.insert(ToString(static_cast<HttpMethod>(m)));
+      for (unsigned i = 0; i <= static_cast<unsigned>(HttpMethod::kOther); ++i) {
+        if ((m->allowed & (1u << i)) != 0) names.insert(ToString(static_cast<HttpMethod>(i)));
       }
       std::string allow;
-      for (std::string_view m : names) allow += (allow.empty() ? "" : ", ") + std::string(m);
+      for (std::string_view name : names) allow += (allow.empty() ? "" : ", ") + std::string(name);
       HttpResponse r = ErrorResponse(405, "method_not_allowed",
                                      "method " + request.method_name + " is not allowed on " +
                                          request.path + "; allowed: " + allow);
       r.headers.emplace_back("Allow", allow);
-      refuse(std::move(r));
+      Refuse(request, respond, std::move(r));
       return;
     }
-
+    const Route& route = *m->route;
     const RateClass rate_class = rate_limiter_ != nullptr
-                                     ? RateLimiter::ClassOf(best->method, best->pattern)
+                                     ? RateLimiter::ClassOf(route.method, route.pattern)
                                      : RateClass::kNone;
     if (rate_class == RateClass::kLogin) {
       Millis wait = rate_limiter_->Acquire(rate_class, "ip:" + ClientIp(request.remote_address));
       if (wait > 0) {
-        refuse(RateLimiter::TooManyRequests(rate_class, wait));
+        Refuse(request, respond, RateLimiter::TooManyRequests(rate_class, wait));
         return;
       }
     }
-
-    RouteRequest route_request;
-    if (best->access.kind != RouteAccess::Kind::kPublic &&
-        best->access.kind != RouteAccess::Kind::kLogin) {
-      Result<std::optional<Principal>> auth = best->access.confirmed_at_commit
+    std::optional<Principal> principal;
+    if (route.access.kind != RouteAccess::Kind::kPublic &&
+        route.access.kind != RouteAccess::Kind::kLogin) {
+      Result<std::optional<Principal>> auth = route.access.confirmed_at_commit
                                                   ? authenticator_->AuthenticateForCommit(request)
                                                   : authenticator_->Authenticate(request);
       if (!auth.ok()) {
-        refuse(StatusResponse(auth.status()));
+        Refuse(request, respond, StatusResponse(auth.status()));
         return;
       }
       if (!auth->has_value()) {
-        refuse(StatusResponse(Unauthenticated(
-            "missing or invalid credentials: send 'Authorization: Bearer <token>' or log in")));
+        Refuse(request, respond,
+               StatusResponse(Unauthenticated("missing or invalid credentials: send "
+                                              "'Authorization: Bearer <token>' or log in")));
         return;
       }
-      if (best->access.kind == RouteAccess::Kind::kScope &&
-          !(*auth)->HasScope(best->access.scope)) {
-        refuse(ErrorResponse(
-            403, "forbidden",
-            "this operation requires the '" + std::string(ToString(best->access.scope)) + "' scope",
-            {{"required_scope", std::string(ToString(best->access.scope))}}));
+      principal = std::move(*auth);
+    }
+    Serve(route, std::move(m->segments), std::move(request), std::move(principal),
+          std::move(respond), rate_class);
+  } catch (const std::exception& e) {
+    AnswerFromException(respond, e.what());
+  } catch (...) {
+    AnswerFromException(respond, "unknown exception");
+  }
+}
+
+bool Router::TryInline(HttpRequest& request, const Responder& respond) const {
+  if ((inline_methods_ & (1u << static_cast<unsigned>(request.method))) == 0) return false;
+  try {
+    std::optional<Match> m = Find(request);
+    if (!m || m->route == nullptr || m->route->inline_if == nullptr ||
+        !m->route->inline_if(request)) {
+      return false;
+    }
+    std::optional<Principal> principal = authenticator_->RememberedPrincipal(request);
+    if (!principal) return false;
+    const Route& route = *m->route;
+    const RateClass rate_class = rate_limiter_ != nullptr
+                                     ? RateLimiter::ClassOf(route.method, route.pattern)
+                                     : RateClass::kNone;
+    if (rate_class == RateClass::kLogin) return false;
+    Serve(route, std::move(m->segments), std::move(request), std::move(principal), respond,
+          rate_class);
+  } catch (const std::exception& e) {
+    AnswerFromException(respond, e.what());
+  } catch (...) {
+    AnswerFromException(respond, "unknown exception");
+  }
+  return true;
+}
+
+void Router::Serve(const Route& route, std::vector<std::string> segments, HttpRequest request,
+                   std::optional<Principal> principal, Responder respond,
+                   RateClass rate_class) const {
+  RouteRequest route_request;
+  if (principal) {
+    if (route.access.kind == RouteAccess::Kind::kScope &&
+        !principal->HasScope(route.access.scope)) {
+      Refuse(request, respond,
+             ErrorResponse(403, "forbidden",
+                           "this operation requires the '" +
+                               std::string(ToString(route.access.scope)) + "' scope",
+                           {{"required_scope", std::string(ToString(route.access.scope))}}));
+      return;
+    }
+    const std::string csrf = CsrfProblem(request, *principal);
+    if (!csrf.empty()) {
+      Refuse(request, respond,
+             ErrorResponse(
+                 403, "forbidden",
+                 csrf == "csrf"
+                     ? "a mutation in a dashboard session needs the session's X-CSRF-Token header"
+                     : "a mutation must come from the same origin",
+                 {{"reason", csrf}}));
+      return;
+    }
+    if (rate_class != RateClass::kNone && rate_class != RateClass::kLogin) {
+      Millis wait = rate_limiter_->Acquire(rate_class, RateKey(*principal));
+      if (wait > 0) {
+        Refuse(request, respond, RateLimiter::TooManyRequests(rate_class, wait));
         return;
       }
-      const std::string csrf = CsrfProblem(request, **auth);
-      if (!csrf.empty()) {
-        refuse(ErrorResponse(
-            403, "forbidden",
-            csrf == "csrf"
-                ? "a mutation in a dashboard session needs the session's X-CSRF-Token header"
-                : "a mutation must come from the same origin",
-            {{"reason", csrf}}));
-        return;
-      }
-      if (rate_class != RateClass::kNone && rate_class != RateClass::kLogin) {
-        Millis wait = rate_limiter_->Acquire(rate_class, RateKey(**auth));
-        if (wait > 0) {
-          refuse(RateLimiter::TooManyRequests(rate_class, wait));
-          return;
-        }
-      }
-      // The access log names who asked (never their credentials).
-      respond = Responder([inner = respond, name = (*auth)->name](HttpResponse r) {
-        r.principal = name;
-        inner.Send(std::move(r));
-      });
-      route_request.principal = std::move(**auth);
     }
-    for (std::size_t i = 0; i < best->segments.size(); ++i) {
-      const std::string& s = best->segments[i];
-      if (IsRestSegment(s)) {
-        std::string rest;
-        for (std::size_t j = i; j < segments->size(); ++j) {
-          rest += (j == i ? "" : "/") + (*segments)[j];
-        }
-        route_request.params.emplace_back(ParamName(s), std::move(rest));
-      } else if (IsParamSegment(s)) {
-        route_request.params.emplace_back(ParamName(s), std::move((*segments)[i]));
+    // The access log names who asked (never their credentials).
+    respond = Responder([inner = respond, name = principal->name](HttpResponse r) {
+      r.principal = name;
+      inner.Send(std::move(r));
+    });
+    route_request.principal = std::move(principal);
+  }
+  for (std::size_t i = 0; i < route.segments.size(); ++i) {
+    const std::string& s = route.segments[i];
+    if (IsRestSegment(s)) {
+      std::string rest;
+      for (std::size_t j = i; j < segments.size(); ++j) {
+        rest += (j == i ? "" : "/") + segments[j];
       }
+      route_request.params.emplace_back(ParamName(s), std::move(rest));
+    } else if (IsParamSegment(s)) {
+      route_request.params.emplace_back(ParamName(s), std::move(segments[i]));
     }
-    route_request.http = std::move(request);
-    try {
-      best->handler(std::move(route_request), respond);
-    } catch (const std::exception& e) {
-      AnswerFromException(respond, e.what());
-    } catch (...) {
-      AnswerFromException(respond, "unknown exception");
-    }
+  }
+  route_request.http = std::move(request);
+  try {
+    route.handler(std::move(route_request), respond);
   } catch (const std::exception& e) {
     AnswerFromException(respond, e.what());
   } catch (...) {

@@ -27,6 +27,7 @@
 // All but the 500 pass through SetErrorPage's function when one is set.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -86,6 +87,11 @@ struct RouteRequest {
 using AsyncRouteHandler = std::function<void(RouteRequest request, Responder respond)>;
 // A synchronous route: returns its response. May throw; the router answers 500.
 using RouteHandler = std::function<HttpResponse(const RouteRequest& request)>;
+// Whether an asynchronous route may run this request on the network thread
+// that read it (Router::TryInline): true only when its handler will not block
+// on it (no read or write of the store that waits). Must be quick and must
+// not throw.
+using InlineIf = std::function<bool(const HttpRequest& request)>;
 
 // Add routes during setup, then Handle concurrently: Thread-safe for Handle
 // once no more routes are added. `authenticator` is not owned and must outlive
@@ -96,8 +102,10 @@ class Router {
 
   // REQUIRES: `pattern` is a valid pattern and (method, pattern) is new.
   void Add(HttpMethod method, std::string pattern, RouteAccess access, RouteHandler handler);
+  // With `inline_if`, requests it accepts may run on a network thread (see
+  // TryInline). REQUIRES: `access` is ConfirmedAtCommit then.
   void AddAsync(HttpMethod method, std::string pattern, RouteAccess access,
-                AsyncRouteHandler handler);
+                AsyncRouteHandler handler, InlineIf inline_if = nullptr);
 
   // Applies `limiter` (not owned; must outlive the router) to the routes
   // RateLimiter::ClassOf names. REQUIRES: before the first Handle.
@@ -112,6 +120,12 @@ class Router {
 
   // The RequestHandler of the server.
   void Handle(HttpRequest request, Responder respond) const;
+  // The InlineHandler of the server: handles the request here, exactly as
+  // Handle would, when its route has an InlineIf that accepts it and the
+  // authenticator knows its principal without blocking
+  // (Authenticator::RememberedPrincipal); else returns false and leaves the
+  // request unchanged.
+  bool TryInline(HttpRequest& request, const Responder& respond) const;
   RequestHandler AsRequestHandler() const {
     return [this](HttpRequest request, Responder respond) {
       Handle(std::move(request), std::move(respond));
@@ -135,12 +149,29 @@ class Router {
     bool rest = false;  // the last segment is "{name...}"
     RouteAccess access;
     AsyncRouteHandler handler;
+    InlineIf inline_if;
   };
+
+  // What a request's path matched.
+  struct Match {
+    std::vector<std::string> segments;  // decoded
+    const Route* route = nullptr;       // the best for the request's method; nullptr: none
+    std::uint32_t allowed = 0;          // bit i: HttpMethod i has a route for this path
+  };
+  // nullopt for a malformed path.
+  std::optional<Match> Find(const HttpRequest& request) const;
+  // Handle's steps after authentication: scope, CSRF and rate checks, then
+  // the route's handler. `principal` is set for every non-public route.
+  void Serve(const Route& route, std::vector<std::string> segments, HttpRequest request,
+             std::optional<Principal> principal, Responder respond, RateClass rate_class) const;
+  // The router's own answers, through the error page when there is one.
+  void Refuse(const HttpRequest& request, const Responder& respond, HttpResponse answer) const;
 
   Authenticator* const authenticator_;
   RateLimiter* rate_limiter_ = nullptr;
   ErrorPage error_page_;
   std::vector<Route> routes_;
+  std::uint32_t inline_methods_ = 0;  // bit i: HttpMethod i has a route with an InlineIf
 };
 
 // True when the request's Origin header (or, without one, its Referer) names

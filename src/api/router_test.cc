@@ -138,6 +138,62 @@ TEST_F(RouterTest, BadPercentEncodingIs400) {
   EXPECT_EQ(r.status, 400);
 }
 
+// TryInline takes only a request of a route with an InlineIf that accepts
+// it and whose principal the authenticator knows without blocking; it then
+// answers exactly as Handle (scope, parameters, the principal); otherwise it
+// leaves the request as it was.
+TEST(RouterInlineTest, TakesOnlyWhatItsRouteAcceptsWithARememberedPrincipal) {
+  StaticTokenAuthenticator auth;
+  auth.Add("dispatcher", Principal::Make("dispatcher", {Scope::kDispatch}, true));
+  auth.Add("reader", Principal::Make("reader", {Scope::kRead}, true));
+  Router router(&auth);
+  const RouteAccess access = RouteAccess::Requires(Scope::kDispatch).ConfirmedAtCommit();
+  const auto echo = [](RouteRequest r, Responder respond) {
+    respond.Send(
+        JsonResponse(200, nlohmann::json{{"name", r.Param("name")}, {"who", r.principal->name}}));
+  };
+  router.AddAsync(HttpMethod::kPost, "/jobs/{name}/go", access, echo,
+                  [](const HttpRequest& r) { return r.body != "slow"; });
+  router.AddAsync(HttpMethod::kPost, "/jobs/{name}/other", access, echo);
+
+  const auto try_inline = [&](std::string target, std::string token, std::string body,
+                              HttpResponse* out) {
+    HttpRequest r = Request(HttpMethod::kPost, std::move(target), std::move(token));
+    r.body = std::move(body);
+    const HttpRequest before = r;
+    out->status = -1;
+    Responder respond([out](HttpResponse answer) { *out = std::move(answer); });
+    const bool taken = router.TryInline(r, respond);
+    if (!taken) {
+      EXPECT_EQ(out->status, -1) << "a request it left was answered";
+      respond.Abandon();
+      EXPECT_EQ(r.path, before.path);
+      EXPECT_EQ(r.body, before.body);
+      EXPECT_EQ(r.headers, before.headers);
+    }
+    return taken;
+  };
+  HttpResponse out;
+  ASSERT_TRUE(try_inline("/jobs/a%20b/go", "dispatcher", "{}", &out));
+  ASSERT_EQ(out.status, 200) << out.body;
+  EXPECT_EQ(nlohmann::json::parse(out.body)["name"], "a b");
+  EXPECT_EQ(nlohmann::json::parse(out.body)["who"], "dispatcher");
+  EXPECT_EQ(out.principal, "dispatcher");
+  ASSERT_TRUE(try_inline("/jobs/a/go", "reader", "{}", &out));
+  EXPECT_EQ(out.status, 403) << "answered inline, as Handle would";
+
+  EXPECT_FALSE(try_inline("/jobs/a/go", "dispatcher", "slow", &out)) << "its InlineIf said no";
+  EXPECT_FALSE(try_inline("/jobs/a/other", "dispatcher", "{}", &out)) << "no InlineIf";
+  EXPECT_FALSE(try_inline("/jobs/a/go", "nobody", "{}", &out)) << "no remembered principal";
+  EXPECT_FALSE(try_inline("/jobs/a/go", "", "{}", &out)) << "no credentials";
+  EXPECT_FALSE(try_inline("/nothing", "dispatcher", "{}", &out));
+  EXPECT_FALSE(try_inline("/jobs/%zz/go", "dispatcher", "{}", &out));
+  HttpRequest get = Request(HttpMethod::kGet, "/jobs/a/go", "dispatcher");
+  Responder ignored([](HttpResponse) {});
+  EXPECT_FALSE(router.TryInline(get, ignored));
+  ignored.Abandon();
+}
+
 TEST(ErrorsTest, OneMappingForEveryCode) {
   EXPECT_EQ(HttpErrorFor(ErrorCode::kInvalidArgument).status, 400);
   EXPECT_EQ(HttpErrorFor(ErrorCode::kInvalidArgument).code, "invalid_argument");

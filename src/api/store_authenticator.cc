@@ -142,6 +142,35 @@ Result<std::optional<Principal>> StoreAuthenticator::Authenticate(const HttpRequ
   return FromSession(*session);
 }
 
+StoreAuthenticator::MemoryKey StoreAuthenticator::KeyOf(std::string_view secret) const {
+  MemoryKey key(crypto_generichash_BYTES, '\0');
+  crypto_generichash(reinterpret_cast<unsigned char*>(key.data()), key.size(),
+                     reinterpret_cast<const unsigned char*>(secret.data()), secret.size(),
+                     memory_secret_, sizeof(memory_secret_));
+  return key;
+}
+
+std::shared_ptr<const Principal> StoreAuthenticator::Recall(const MemoryKey& key, Millis now,
+                                                            std::int64_t* touch, bool* expired) {
+  MutexLock lock(memory_mu_);
+  auto it = memory_.find(key);
+  if (it == memory_.end() || now - it->second.read_at >= kRememberMs || now < it->second.read_at) {
+    return nullptr;
+  }
+  Remembered& r = it->second;
+  if (r.expires_at != 0 && now >= r.expires_at) {
+    memory_.erase(it);
+    *expired = true;
+    return nullptr;
+  }
+  if (now - r.last_used_at >= options_.touch_interval_ms) {
+    if (touch == nullptr) return nullptr;
+    r.last_used_at = now;
+    *touch = r.principal->token_id;
+  }
+  return r.principal;
+}
+
 Result<std::optional<Principal>> StoreAuthenticator::AuthenticateForCommit(
     const HttpRequest& request) {
   if (request.Header("authorization") == nullptr) return Authenticate(request);
@@ -149,30 +178,11 @@ Result<std::optional<Principal>> StoreAuthenticator::AuthenticateForCommit(
   if (!secret || secret->size() > kMaxSecret || secret->rfind(kTokenPrefix, 0) != 0) {
     return std::optional<Principal>();
   }
-  MemoryKey key(crypto_generichash_BYTES, '\0');
-  crypto_generichash(reinterpret_cast<unsigned char*>(key.data()), key.size(),
-                     reinterpret_cast<const unsigned char*>(secret->data()), secret->size(),
-                     memory_secret_, sizeof(memory_secret_));
-  const Millis now = clock_->NowMillis();
-  std::shared_ptr<const Principal> principal;
+  const MemoryKey key = KeyOf(*secret);
   std::int64_t touch = 0;
-  {
-    MutexLock lock(memory_mu_);
-    auto it = memory_.find(key);
-    if (it != memory_.end() && now - it->second.read_at < kRememberMs &&
-        now >= it->second.read_at) {
-      Remembered& r = it->second;
-      if (r.expires_at != 0 && now >= r.expires_at) {
-        memory_.erase(it);
-        return std::optional<Principal>();
-      }
-      principal = r.principal;
-      if (now - r.last_used_at >= options_.touch_interval_ms) {
-        r.last_used_at = now;
-        touch = principal->token_id;
-      }
-    }
-  }
+  bool expired = false;
+  std::shared_ptr<const Principal> principal = Recall(key, clock_->NowMillis(), &touch, &expired);
+  if (expired) return std::optional<Principal>();
   if (principal == nullptr) return FromToken(*secret, &key);
   if (touch != 0) {
     Status touched = store_->TouchToken(touch);
@@ -180,6 +190,18 @@ Result<std::optional<Principal>> StoreAuthenticator::AuthenticateForCommit(
       spdlog::debug("auth: token {} last-used not recorded: {}", touch, touched.ToString());
   }
   return std::optional<Principal>(*principal);
+}
+
+std::optional<Principal> StoreAuthenticator::RememberedPrincipal(const HttpRequest& request) {
+  std::optional<std::string_view> secret = BearerToken(request);
+  if (!secret || secret->size() > kMaxSecret || secret->rfind(kTokenPrefix, 0) != 0) {
+    return std::nullopt;
+  }
+  bool expired = false;
+  std::shared_ptr<const Principal> principal =
+      Recall(KeyOf(*secret), clock_->NowMillis(), nullptr, &expired);
+  if (principal == nullptr) return std::nullopt;
+  return *principal;
 }
 
 Result<std::optional<Principal>> StoreAuthenticator::FromToken(std::string_view secret,

@@ -76,6 +76,9 @@ class StoreAuthenticator final : public Authenticator {
   // A bearer token from memory when it was read less than 10 s ago (and has
   // not expired since), else as Authenticate; sessions as Authenticate.
   Result<std::optional<Principal>> AuthenticateForCommit(const HttpRequest& request) override;
+  // The bearer token's principal when AuthenticateForCommit would answer it
+  // from memory and has no last use to record (TouchToken); else nullopt.
+  std::optional<Principal> RememberedPrincipal(const HttpRequest& request) override;
   Result<std::optional<LoginResult>> Login(std::string_view user,
                                            std::string_view password) override;
   Status Logout(const HttpRequest& request) override;
@@ -93,6 +96,15 @@ class StoreAuthenticator final : public Authenticator {
     Millis read_at = 0;       // when the store was last read for it
     Millis last_used_at = 0;  // as the store has it (TouchToken)
   };
+
+  // What the memory answers for `secret` at `now` (kept: a principal;
+  // nullptr: not there, or to be read again). With `touch`, an answer whose
+  // last use is due to be recorded sets *touch to its token id and counts
+  // it recorded; without, such an answer is not given. An expired entry is
+  // forgotten and answers expired = true.
+  std::shared_ptr<const Principal> Recall(const MemoryKey& key, Millis now, std::int64_t* touch,
+                                          bool* expired);
+  MemoryKey KeyOf(std::string_view secret) const;
 
   // `remember`: the key under which to remember (or forget) what the store
   // answers; nullptr: leave the memory alone.

@@ -95,37 +95,59 @@ void HintFirstAdmin(Store& store) {
       "token:create --name=admin --scopes=admin` (prints the secret once)");
 }
 
-// Wraps `inner` with the access log: one record per request after its
-// response was handed to the server, with method, path (without the query
-// string, which may carry secrets), status, duration and peer. Info level in
-// JSON log format, debug in text format. The bearer token and cookies are
-// never logged; the principal's name is (HttpResponse::principal).
+spdlog::level::level_enum AccessLogLevel() {
+  return CurrentLogFormat() == LogFormat::kJson ? spdlog::level::info : spdlog::level::debug;
+}
+
+// `respond` with the access log: one record per request after its response
+// was handed to the server, with method, path (without the query string,
+// which may carry secrets), status, duration and peer. Info level in JSON
+// log format, debug in text format. The bearer token and cookies are never
+// logged; the principal's name is (HttpResponse::principal).
+api::Responder Logged(const api::HttpRequest& request, api::Responder respond,
+                      spdlog::level::level_enum level) {
+  const auto start = std::chrono::steady_clock::now();
+  return api::Responder([respond = std::move(respond), start, level, method = request.method_name,
+                         path = request.path,
+                         peer = request.remote_address](api::HttpResponse response) {
+    const int status = response.status;
+    std::string principal = response.principal;
+    respond.Send(std::move(response));
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    LogEvent(level, "http request",
+             {{"method", method},
+              {"path", path.substr(0, 512)},
+              {"status", status},
+              {"duration_ms", static_cast<double>(static_cast<std::int64_t>(ms * 10)) / 10},
+              {"remote", peer},
+              {"principal", principal}});
+  });
+}
+
+// `inner` with the access log (Logged).
 api::RequestHandler WithAccessLog(api::RequestHandler inner) {
-  const auto level =
-      CurrentLogFormat() == LogFormat::kJson ? spdlog::level::info : spdlog::level::debug;
-  return [inner = std::move(inner), level](api::HttpRequest request, api::Responder respond) {
+  return [inner = std::move(inner), level = AccessLogLevel()](api::HttpRequest request,
+                                                              api::Responder respond) {
     if (!spdlog::should_log(level)) {
       inner(std::move(request), std::move(respond));
       return;
     }
-    const auto start = std::chrono::steady_clock::now();
-    api::Responder logged([respond, start, level, method = request.method_name, path = request.path,
-                           peer = request.remote_address](api::HttpResponse response) {
-      const int status = response.status;
-      std::string principal = response.principal;
-      respond.Send(std::move(response));
-      const double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count();
-      LogEvent(level, "http request",
-               {{"method", method},
-                {"path", path.substr(0, 512)},
-                {"status", status},
-                {"duration_ms", static_cast<double>(static_cast<std::int64_t>(ms * 10)) / 10},
-                {"remote", peer},
-                {"principal", principal}});
-    });
+    api::Responder logged = Logged(request, std::move(respond), level);
     inner(std::move(request), std::move(logged));
+  };
+}
+
+// The same for the handling that may run on a network thread: a request it
+// leaves is logged by the RequestHandler that takes it.
+api::InlineHandler WithAccessLog(api::InlineHandler inner) {
+  return [inner = std::move(inner), level = AccessLogLevel()](api::HttpRequest& request,
+                                                              const api::Responder& respond) {
+    if (!spdlog::should_log(level)) return inner(request, respond);
+    api::Responder logged = Logged(request, respond, level);
+    if (inner(request, logged)) return true;
+    logged.Abandon();  // the RequestHandler logs it
+    return false;
   };
 }
 
@@ -294,7 +316,7 @@ Status Serve(const ServerConfig& config) {
         "their Host header; others get 421 (list the names clients use)",
         config.http.host);
   }
-  api::HttpServer http(ho, WithAccessLog(rest.handler()));
+  api::HttpServer http(ho, WithAccessLog(rest.handler()), WithAccessLog(rest.inline_handler()));
   Status listening = http.Start();
   if (!listening.ok()) {
     if (retention) retention->Stop();

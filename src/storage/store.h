@@ -456,6 +456,11 @@ class Store {
   // Default: AdmitBatch on the calling thread, then `done`.
   using AdmitDone = std::function<void(Result<std::vector<AdmitResult>>)>;
   virtual void AdmitBatchAsync(std::vector<AdmitRequest> requests, AdmitDone done);
+  // True when AdmitBatchAsync returns before the commit (never waits for the
+  // store's writes on the calling thread): callers that must not block, such
+  // as the network threads (api::Router::TryInline), admit only then.
+  // Default: false.
+  virtual bool AdmitsWithoutWaiting() const { return false; }
 
   // --- leasing (L1-L4) ---
   // Atomically moves up to the slots' maxima of due queued executions to

@@ -117,7 +117,7 @@ Status ApiHarness::Start() {
   HttpServerOptions ho = options_.http;
   ho.host = "127.0.0.1";
   ho.port = 0;
-  server_ = std::make_unique<HttpServer>(ho, api_->handler());
+  server_ = std::make_unique<HttpServer>(ho, api_->handler(), api_->inline_handler());
   return server_->Start();
 }
 

@@ -1,8 +1,9 @@
 // The fixture of the authentication tests (api_auth_test, rd6_drill_test):
 // a real Engine on a throwaway SQLite file driven by a FakeClock, the REST API
 // behind a StoreAuthenticator over the engine's store (same clock), and a
-// RateLimiter on the router. Requests go straight to Router::Handle, so time
-// is fully controlled (no sleeping for timeouts).
+// RateLimiter on the router. Requests go straight to Router::TryInline, then
+// Router::Handle, as the server hands them on, so time is fully controlled
+// (no sleeping for timeouts).
 //
 // Jobs: "echo" (global) and "tenant-echo" (per tenant) succeed with
 // {"echo": payload}; one worker thread runs them.
@@ -119,6 +120,8 @@ class AuthApiFixture : public ::testing::Test {
              const std::string& body = "", const std::string& peer = "10.0.0.7:40000") {
     HttpResponse resp = Await(
         [this](HttpRequest r, Responder respond) {
+          // As the server does: the network thread's part first.
+          if (api_->router().TryInline(r, respond)) return;
           api_->router().Handle(std::move(r), std::move(respond));
         },
         MakeRequest(method, target, headers, body, "application/json", peer));

@@ -355,6 +355,8 @@ class SqliteStore final : public SqlStore {
         OpKind::kAdmission);
   }
 
+  bool AdmitsWithoutWaiting() const override { return true; }
+
   void AdmitBatchAsync(std::vector<AdmitRequest> requests, AdmitDone done) override {
     const Millis now = clock_->NowMillis();
     WriteAsync<std::vector<AdmitResult>>([this, requests = std::move(requests), now](
