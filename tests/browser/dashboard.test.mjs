@@ -333,21 +333,30 @@ async function navPages(page) {
   return page.locator('#nav a').evaluateAll((as) => as.map((a) => a.dataset.page));
 }
 
-// Records the states the page's action status goes through.
+// Records the states the page's action status shows from now on. The page
+// may render its status element again (a refresh) while an action runs, so
+// every .action-status element is watched, not the one there now.
 async function watchActionStates(page) {
   await page.evaluate(() => {
-    const el = document.querySelector('.action-status');
     window.actionStates = [];
-    new MutationObserver(() => {
+    if (window.actionObserver) window.actionObserver.disconnect();
+    window.actionObserver = new MutationObserver((records) => {
       const states = window.actionStates;
-      if (states[states.length - 1] !== el.dataset.state) states.push(el.dataset.state);
-    }).observe(el, {attributes: true, attributeFilter: ['data-state']});
+      for (const r of records) {
+        if (!r.target.classList || !r.target.classList.contains('action-status')) continue;
+        const state = r.target.dataset.state;
+        if (state && states[states.length - 1] !== state) states.push(state);
+      }
+    });
+    window.actionObserver.observe(document.body,
+                                  {subtree: true, attributes: true, attributeFilter: ['data-state']});
   });
 }
 
+// The states recorded once the action was confirmed (not merely once the
+// status shows "confirmed", which it may still show from the last action).
 async function confirmedStates(page) {
-  await page.waitForFunction(() => document.querySelector('.action-status').dataset.state === 'confirmed',
-                             null, {timeout: 30000});
+  await page.waitForFunction(() => window.actionStates.includes('confirmed'), null, {timeout: 30000});
   return page.evaluate(() => window.actionStates);
 }
 
