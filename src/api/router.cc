@@ -155,12 +155,17 @@ void Router::Add(HttpMethod method, std::string pattern, RouteAccess access, Rou
 void Router::AddAsync(HttpMethod method, std::string pattern, RouteAccess access,
                       AsyncRouteHandler handler, InlineIf inline_if) {
   TE_CHECK(handler != nullptr);
-  TE_CHECK(inline_if == nullptr || access.confirmed_at_commit);
   Route route;
   route.method = method;
   route.pattern = pattern;
   route.access = access;
+  route.rate_class = RateLimiter::ClassOf(method, route.pattern);
   route.handler = std::move(handler);
+  // An inline route authenticates from memory only, never a login.
+  TE_CHECK(inline_if == nullptr || (access.confirmed_at_commit &&
+                                    (access.kind == RouteAccess::Kind::kScope ||
+                                     access.kind == RouteAccess::Kind::kAuthenticated) &&
+                                    route.rate_class != RateClass::kLogin));
   if (inline_if != nullptr) inline_methods_ |= 1u << static_cast<unsigned>(method);
   route.inline_if = std::move(inline_if);
   auto segments = SplitPath(pattern);
@@ -245,9 +250,7 @@ void Router::Handle(HttpRequest request, Responder respond) const {
       return;
     }
     const Route& route = *m->route;
-    const RateClass rate_class = rate_limiter_ != nullptr
-                                     ? RateLimiter::ClassOf(route.method, route.pattern)
-                                     : RateClass::kNone;
+    const RateClass rate_class = RateClassOf(route);
     if (rate_class == RateClass::kLogin) {
       Millis wait = rate_limiter_->Acquire(rate_class, "ip:" + ClientIp(request.remote_address));
       if (wait > 0) {
@@ -274,7 +277,7 @@ void Router::Handle(HttpRequest request, Responder respond) const {
       principal = std::move(*auth);
     }
     Serve(route, std::move(m->segments), std::move(request), std::move(principal),
-          std::move(respond), rate_class);
+          std::move(respond));
   } catch (const std::exception& e) {
     AnswerFromException(respond, e.what());
   } catch (...) {
@@ -292,13 +295,7 @@ bool Router::TryInline(HttpRequest& request, const Responder& respond) const {
     }
     std::optional<Principal> principal = authenticator_->RememberedPrincipal(request);
     if (!principal) return false;
-    const Route& route = *m->route;
-    const RateClass rate_class = rate_limiter_ != nullptr
-                                     ? RateLimiter::ClassOf(route.method, route.pattern)
-                                     : RateClass::kNone;
-    if (rate_class == RateClass::kLogin) return false;
-    Serve(route, std::move(m->segments), std::move(request), std::move(principal), respond,
-          rate_class);
+    Serve(*m->route, std::move(m->segments), std::move(request), std::move(principal), respond);
   } catch (const std::exception& e) {
     AnswerFromException(respond, e.what());
   } catch (...) {
@@ -308,8 +305,7 @@ bool Router::TryInline(HttpRequest& request, const Responder& respond) const {
 }
 
 void Router::Serve(const Route& route, std::vector<std::string> segments, HttpRequest request,
-                   std::optional<Principal> principal, Responder respond,
-                   RateClass rate_class) const {
+                   std::optional<Principal> principal, Responder respond) const {
   RouteRequest route_request;
   if (principal) {
     if (route.access.kind == RouteAccess::Kind::kScope &&
@@ -332,7 +328,8 @@ void Router::Serve(const Route& route, std::vector<std::string> segments, HttpRe
                  {{"reason", csrf}}));
       return;
     }
-    if (rate_class != RateClass::kNone && rate_class != RateClass::kLogin) {
+    if (const RateClass rate_class = RateClassOf(route);
+        rate_class != RateClass::kNone && rate_class != RateClass::kLogin) {
       Millis wait = rate_limiter_->Acquire(rate_class, RateKey(*principal));
       if (wait > 0) {
         Refuse(request, respond, RateLimiter::TooManyRequests(rate_class, wait));

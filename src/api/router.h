@@ -103,7 +103,8 @@ class Router {
   // REQUIRES: `pattern` is a valid pattern and (method, pattern) is new.
   void Add(HttpMethod method, std::string pattern, RouteAccess access, RouteHandler handler);
   // With `inline_if`, requests it accepts may run on a network thread (see
-  // TryInline). REQUIRES: `access` is ConfirmedAtCommit then.
+  // TryInline). REQUIRES then: `access` is Requires(scope) or Authenticated(),
+  // ConfirmedAtCommit, and the route is not a login.
   void AddAsync(HttpMethod method, std::string pattern, RouteAccess access,
                 AsyncRouteHandler handler, InlineIf inline_if = nullptr);
 
@@ -148,6 +149,7 @@ class Router {
     int literal_count = 0;
     bool rest = false;  // the last segment is "{name...}"
     RouteAccess access;
+    RateClass rate_class = RateClass::kNone;  // RateLimiter::ClassOf
     AsyncRouteHandler handler;
     InlineIf inline_if;
   };
@@ -163,7 +165,11 @@ class Router {
   // Handle's steps after authentication: scope, CSRF and rate checks, then
   // the route's handler. `principal` is set for every non-public route.
   void Serve(const Route& route, std::vector<std::string> segments, HttpRequest request,
-             std::optional<Principal> principal, Responder respond, RateClass rate_class) const;
+             std::optional<Principal> principal, Responder respond) const;
+  // The route's rate class when a limiter is set, else kNone.
+  RateClass RateClassOf(const Route& route) const {
+    return rate_limiter_ != nullptr ? route.rate_class : RateClass::kNone;
+  }
   // The router's own answers, through the error page when there is one.
   void Refuse(const HttpRequest& request, const Responder& respond, HttpResponse answer) const;
 

@@ -11,10 +11,6 @@
 namespace taskengine::api {
 namespace {
 
-HttpResponse UnauthenticatedAnswer(std::string_view message) {
-  return StatusResponse(Unauthenticated(std::string(message)));
-}
-
 std::string CookieAttributes(bool secure) {
   return std::string("; Path=/; HttpOnly; SameSite=Strict") + (secure ? "; Secure" : "");
 }
@@ -58,7 +54,7 @@ void SubmitLogin(ApiContext& ctx, HttpRequest http, std::string user, std::strin
       return std::nullopt;
     }
     if (!login->has_value()) {
-      respond.Send(refused(UnauthenticatedAnswer("invalid username or password")));
+      respond.Send(refused(StatusResponse(Unauthenticated("invalid username or password"))));
       return false;
     }
     const LoginResult& s = **login;
@@ -108,7 +104,7 @@ void Login(ApiContext& ctx, RouteRequest r, Responder respond) {
     return;
   }
   if (!user || !password || user->empty() || password->empty()) {
-    respond.Send(UnauthenticatedAnswer("send {\"username\": ..., \"password\": ...}"));
+    respond.Send(StatusResponse(Unauthenticated("send {\"username\": ..., \"password\": ...}")));
     return;
   }
   auto ok = [](const LoginResult& s, const std::string& set_cookie) {

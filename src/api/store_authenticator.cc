@@ -21,6 +21,12 @@ constexpr std::size_t kMaxSecret = 200;
 
 void InitSodium() { TE_CHECK(sodium_init() >= 0); }
 
+// Whether `secret` can be a bearer token at all (the store is not asked
+// about anything else).
+bool WellFormedSecret(std::string_view secret) {
+  return secret.size() <= kMaxSecret && secret.rfind(kTokenPrefix, 0) == 0;
+}
+
 bool Contains(const std::vector<std::string>& v, std::string_view s) {
   for (const std::string& x : v) {
     if (x == s) return true;
@@ -151,7 +157,7 @@ StoreAuthenticator::MemoryKey StoreAuthenticator::KeyOf(std::string_view secret)
 }
 
 std::shared_ptr<const Principal> StoreAuthenticator::Recall(const MemoryKey& key, Millis now,
-                                                            std::int64_t* touch, bool* expired) {
+                                                            std::int64_t* touch) {
   MutexLock lock(memory_mu_);
   auto it = memory_.find(key);
   if (it == memory_.end() || now - it->second.read_at >= kRememberMs || now < it->second.read_at) {
@@ -160,7 +166,6 @@ std::shared_ptr<const Principal> StoreAuthenticator::Recall(const MemoryKey& key
   Remembered& r = it->second;
   if (r.expires_at != 0 && now >= r.expires_at) {
     memory_.erase(it);
-    *expired = true;
     return nullptr;
   }
   if (now - r.last_used_at >= options_.touch_interval_ms) {
@@ -175,14 +180,10 @@ Result<std::optional<Principal>> StoreAuthenticator::AuthenticateForCommit(
     const HttpRequest& request) {
   if (request.Header("authorization") == nullptr) return Authenticate(request);
   std::optional<std::string_view> secret = BearerToken(request);
-  if (!secret || secret->size() > kMaxSecret || secret->rfind(kTokenPrefix, 0) != 0) {
-    return std::optional<Principal>();
-  }
+  if (!secret || !WellFormedSecret(*secret)) return std::optional<Principal>();
   const MemoryKey key = KeyOf(*secret);
   std::int64_t touch = 0;
-  bool expired = false;
-  std::shared_ptr<const Principal> principal = Recall(key, clock_->NowMillis(), &touch, &expired);
-  if (expired) return std::optional<Principal>();
+  std::shared_ptr<const Principal> principal = Recall(key, clock_->NowMillis(), &touch);
   if (principal == nullptr) return FromToken(*secret, &key);
   if (touch != 0) {
     Status touched = store_->TouchToken(touch);
@@ -194,21 +195,15 @@ Result<std::optional<Principal>> StoreAuthenticator::AuthenticateForCommit(
 
 std::optional<Principal> StoreAuthenticator::RememberedPrincipal(const HttpRequest& request) {
   std::optional<std::string_view> secret = BearerToken(request);
-  if (!secret || secret->size() > kMaxSecret || secret->rfind(kTokenPrefix, 0) != 0) {
-    return std::nullopt;
-  }
-  bool expired = false;
-  std::shared_ptr<const Principal> principal =
-      Recall(KeyOf(*secret), clock_->NowMillis(), nullptr, &expired);
+  if (!secret || !WellFormedSecret(*secret)) return std::nullopt;
+  std::shared_ptr<const Principal> principal = Recall(KeyOf(*secret), clock_->NowMillis(), nullptr);
   if (principal == nullptr) return std::nullopt;
   return *principal;
 }
 
 Result<std::optional<Principal>> StoreAuthenticator::FromToken(std::string_view secret,
                                                                const MemoryKey* remember) {
-  if (secret.size() > kMaxSecret || secret.rfind(kTokenPrefix, 0) != 0) {
-    return std::optional<Principal>();
-  }
+  if (!WellFormedSecret(secret)) return std::optional<Principal>();
   const auto forget = [&] {
     if (remember == nullptr) return;
     MutexLock lock(memory_mu_);

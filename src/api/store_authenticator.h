@@ -97,13 +97,12 @@ class StoreAuthenticator final : public Authenticator {
     Millis last_used_at = 0;  // as the store has it (TouchToken)
   };
 
-  // What the memory answers for `secret` at `now` (kept: a principal;
-  // nullptr: not there, or to be read again). With `touch`, an answer whose
-  // last use is due to be recorded sets *touch to its token id and counts
-  // it recorded; without, such an answer is not given. An expired entry is
-  // forgotten and answers expired = true.
-  std::shared_ptr<const Principal> Recall(const MemoryKey& key, Millis now, std::int64_t* touch,
-                                          bool* expired);
+  // What the memory answers for `key` at `now`: a principal, or nullptr when
+  // the token is not there, is to be read again, or has expired (then it is
+  // forgotten, and the store's read refuses it). With `touch`, an answer
+  // whose last use is due to be recorded sets *touch to its token id and
+  // counts it recorded; without, such an answer is not given.
+  std::shared_ptr<const Principal> Recall(const MemoryKey& key, Millis now, std::int64_t* touch);
   MemoryKey KeyOf(std::string_view secret) const;
 
   // `remember`: the key under which to remember (or forget) what the store

@@ -239,29 +239,42 @@ TEST(SqliteStoreTest, AsyncFinishesAreFencedAndAnsweredBeforeTheStoreCloses) {
   }
 }
 
-// Another connection holding the database's write lock: the writer waits in
-// BEGIN with its next operation, and what is asked meanwhile queues up behind
-// it for one commit.
-class WriteLockHolder {
- public:
-  explicit WriteLockHolder(const std::string& path) {
-    EXPECT_EQ(sqlite3_open(path.c_str(), &db_), SQLITE_OK);
-    EXPECT_EQ(sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
-  }
-  WriteLockHolder(const WriteLockHolder&) = delete;
-  WriteLockHolder& operator=(const WriteLockHolder&) = delete;
-  ~WriteLockHolder() { Release(); }
-
-  void Release() {
-    if (db_ == nullptr) return;
-    EXPECT_EQ(sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
-    sqlite3_close(db_);
-    db_ = nullptr;
-  }
-
- private:
-  sqlite3* db_ = nullptr;
+// Three admissions queued for one commit around `change`, an operation of
+// the store that returns after its own commit: another connection holds the
+// write lock, so the writer waits in BEGIN with `first`, and `before`,
+// `change` (on its own thread) and `after` queue up behind it in that order.
+// Returns the answers of the three admissions.
+struct AroundAChange {
+  Result<std::vector<AdmitResult>> first, before, after;
 };
+AroundAChange AdmitAroundAChange(Store& store, const std::string& path, const AdmitRequest& first,
+                                 const AdmitRequest& before, const std::function<void()>& change,
+                                 const AdmitRequest& after) {
+  using Admitted = Result<std::vector<AdmitResult>>;
+  sqlite3* blocker = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &blocker), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(blocker, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  Answers<Admitted> f, b, a;
+  store.AdmitBatchAsync({first}, f.Callback());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  store.AdmitBatchAsync({before}, b.Callback());
+  std::thread changing(change);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  store.AdmitBatchAsync({after}, a.Callback());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(sqlite3_exec(blocker, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(blocker);
+  changing.join();
+  const auto only = [](Answers<Admitted>& answers) -> Admitted {
+    std::vector<Admitted> all = answers.Await(1);
+    EXPECT_EQ(all.size(), 1u);
+    if (all.empty()) return Internal("not answered");
+    return std::move(all.front());
+  };
+  Admitted answered_first = only(f);
+  Admitted answered_before = only(b);
+  return {std::move(answered_first), std::move(answered_before), only(a)};
+}
 
 // The admissions of one commit read each job's definition once, but never
 // across an operation that may change it: an admission queued behind a
@@ -271,31 +284,15 @@ TEST(SqliteStoreTest, AnAdmissionAfterADefinitionChangeInItsCommitReadsTheNewDef
   FakeClock clock;
   const std::string path = dir.File("defs.db");
   ASSERT_OK_AND_ASSIGN(auto store, OpenWithJob(path, &clock));
-  WriteLockHolder blocker(path);
-  using Admitted = Result<std::vector<AdmitResult>>;
-  Answers<Admitted> first, before, after;
-  store->AdmitBatchAsync({Request(0)}, first.Callback());
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  store->AdmitBatchAsync({Request(1)}, before.Callback());
-  std::thread change([&] {
-    JobDefinition j = Job();
-    j.queue = "other";
-    EXPECT_OK(store->UpsertJob(j));
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  store->AdmitBatchAsync({Request(2)}, after.Callback());
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  blocker.Release();
-  change.join();
-  const std::vector<Admitted> b = before.Await(1);
-  const std::vector<Admitted> a = after.Await(1);
-  ASSERT_EQ(first.Await(1).size(), 1u);
-  ASSERT_EQ(b.size(), 1u);
-  ASSERT_EQ(a.size(), 1u);
-  ASSERT_OK(b[0].status());
-  ASSERT_OK(a[0].status());
-  ASSERT_OK_AND_ASSIGN(Execution e1, store->GetExecution(b[0]->front().id));
-  ASSERT_OK_AND_ASSIGN(Execution e2, store->GetExecution(a[0]->front().id));
+  JobDefinition changed = Job();
+  changed.queue = "other";
+  const AroundAChange r = AdmitAroundAChange(
+      *store, path, Request(0), Request(1), [&] { EXPECT_OK(store->UpsertJob(changed)); },
+      Request(2));
+  ASSERT_OK(r.before.status());
+  ASSERT_OK(r.after.status());
+  ASSERT_OK_AND_ASSIGN(Execution e1, store->GetExecution(r.before->front().id));
+  ASSERT_OK_AND_ASSIGN(Execution e2, store->GetExecution(r.after->front().id));
   EXPECT_EQ(e1.queue, "default");
   EXPECT_EQ(e2.queue, "other") << "admitted on the definition read before it changed";
 }
@@ -320,27 +317,11 @@ TEST(SqliteStoreTest, AnAdmissionAfterItsTokensRevocationInItsCommitIsRefused) {
     r.token_id = id;
     return r;
   };
-  WriteLockHolder blocker(path);
-  using Admitted = Result<std::vector<AdmitResult>>;
-  Answers<Admitted> first, before, after;
-  store->AdmitBatchAsync({asked(0)}, first.Callback());
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  store->AdmitBatchAsync({asked(1)}, before.Callback());
-  std::thread revoke([&] { EXPECT_OK(store->RevokeToken(id)); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  store->AdmitBatchAsync({asked(2)}, after.Callback());
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  blocker.Release();
-  revoke.join();
-  const std::vector<Admitted> f = first.Await(1);
-  const std::vector<Admitted> b = before.Await(1);
-  const std::vector<Admitted> a = after.Await(1);
-  ASSERT_EQ(f.size(), 1u);
-  ASSERT_EQ(b.size(), 1u);
-  ASSERT_EQ(a.size(), 1u);
-  EXPECT_OK(f[0].status());
-  EXPECT_OK(b[0].status());
-  EXPECT_EQ(a[0].status().code(), ErrorCode::kUnauthenticated)
+  const AroundAChange r = AdmitAroundAChange(
+      *store, path, asked(0), asked(1), [&] { EXPECT_OK(store->RevokeToken(id)); }, asked(2));
+  EXPECT_OK(r.first.status());
+  EXPECT_OK(r.before.status());
+  EXPECT_EQ(r.after.status().code(), ErrorCode::kUnauthenticated)
       << "admitted on the token confirmed before its revocation";
 }
 
