@@ -97,6 +97,31 @@ TEST_F(ApiAuthTest, DispatchIsRefusedFromTheRequestAfterItsTokensRevocation) {
   EXPECT_EQ(ExecutionCount(), 3u) << "an expired token's dispatch was admitted";
 }
 
+// A single dispatch whose token is remembered runs on the network thread
+// that read it (Router::TryInline takes it); one whose token was not read
+// yet, one naming a parent, one over 16 KiB and a bulk dispatch are left to
+// the handler threads.
+TEST_F(ApiAuthTest, ASingleDispatchWithARememberedTokenIsTakenInline) {
+  const std::string secret = MakeToken("ci", {"dispatch"});
+  const auto taken_inline = [&](const std::string& target, const std::string& body) {
+    HttpRequest r = MakeRequest(HttpMethod::kPost, target, Bearer(secret), body, "application/json",
+                                "10.0.0.7:40000");
+    Responder respond([](HttpResponse) {});
+    const bool taken = api_->router().TryInline(r, respond);
+    if (!taken) respond.Abandon();
+    return taken;
+  };
+  const std::string single = "/api/v1/jobs/echo/dispatch";
+  const std::string body = json{{"payload", json::object()}}.dump();
+  EXPECT_FALSE(taken_inline(single, body)) << "taken before its token was read";
+  ASSERT_EQ(Call(HttpMethod::kPost, single, Bearer(secret), body).status, 202);
+  EXPECT_TRUE(taken_inline(single, body));
+  EXPECT_FALSE(taken_inline(single, json{{"payload", json::object()}, {"parent", 1}}.dump()));
+  EXPECT_FALSE(
+      taken_inline(single, json{{"payload", {{"pad", std::string(17 * 1024, 'x')}}}}.dump()));
+  EXPECT_FALSE(taken_inline("/api/v1/dispatch/bulk", json{{"items", {{{"job", "echo"}}}}}.dump()));
+}
+
 TEST_F(ApiAuthTest, TokenLastUsedIsRecorded) {
   std::int64_t id = 0;
   const std::string secret = MakeToken("ci", {"read"}, {"*"}, 0, &id);
