@@ -71,6 +71,14 @@ const Principal& PrincipalOf(const RouteRequest& request) {
   return *request.principal;
 }
 
+InlineIf InlineWhileWritesQueue(const Store& store, InlineIf also) {
+  if (!store.WritesWithoutWaiting()) return nullptr;
+  return [also = std::move(also)](const HttpRequest& r) {
+    constexpr std::size_t kMaxInlineBody = 16 * 1024;
+    return r.body.size() <= kMaxInlineBody && (also == nullptr || also(r));
+  };
+}
+
 HttpResponse NeedsAllTenants(std::string_view what) {
   return ErrorResponse(403, "forbidden",
                        std::string(what) + " needs a principal with access to every tenant");

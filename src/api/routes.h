@@ -65,6 +65,13 @@ void SubmitLogin(ApiContext& ctx, HttpRequest http, std::string user, std::strin
 // The principal of an authenticated route. REQUIRES: a non-public route.
 const Principal& PrincipalOf(const RouteRequest& request);
 
+// The InlineIf of a route whose only store call is an asynchronous write
+// (AdmitBatchAsync, FinishBatchAsync): when the store writes without waiting
+// (Store::WritesWithoutWaiting), it takes a request whose body is at most
+// 16 KiB and that `also` (when set) accepts; otherwise nullptr, and the route
+// always runs on a handler thread.
+InlineIf InlineWhileWritesQueue(const Store& store, InlineIf also = nullptr);
+
 // 403 for a principal without global tenant access, naming `what` needs it.
 HttpResponse NeedsAllTenants(std::string_view what);
 

@@ -207,18 +207,12 @@ void RegisterDispatchRoutes(ApiContext& ctx, Router& router) {
   // Their one write is the admission, which confirms the caller's API token
   // (DispatchRequest::token_id, set by ReadCommonFields).
   const RouteAccess access = RouteAccess::Requires(Scope::kDispatch).ConfirmedAtCommit();
-  // A single dispatch may run on the network thread that read it when the
-  // store admits without waiting, the body is small and names no parent
-  // (whose visibility is read from the store): without the text "parent" nor
-  // an escape (which could spell it), it names none.
-  InlineIf inline_if;
-  if (ctx.store->AdmitsWithoutWaiting()) {
-    inline_if = [](const HttpRequest& r) {
-      constexpr std::size_t kMaxInlineBody = 16 * 1024;
-      return r.body.size() <= kMaxInlineBody && r.body.find("parent") == std::string::npos &&
-             r.body.find('\\') == std::string::npos;
-    };
-  }
+  // A single dispatch may run on the network thread that read it when it
+  // names no parent (whose visibility is read from the store): without the
+  // text "parent" nor an escape (which could spell it), it names none.
+  InlineIf inline_if = InlineWhileWritesQueue(*ctx.store, [](const HttpRequest& r) {
+    return r.body.find("parent") == std::string::npos && r.body.find('\\') == std::string::npos;
+  });
   router.AddAsync(
       HttpMethod::kPost, "/api/v1/jobs/{name}/dispatch", access,
       [&ctx](RouteRequest r, Responder respond) { Dispatch(ctx, r, respond); }, inline_if);

@@ -9,10 +9,13 @@
 // a worker waits). Single heartbeats of concurrent requests are
 // group-committed into the store's batch call; single finishes are handed to
 // the store's writer without a waiting thread and answered from its commit,
-// which they share with the concurrent ones; the batch routes are one store
-// call each. Outcomes are published through the engine (PublishOutcomes,
-// PublishOutcomesAsync, engine/engine_internal.h) so that work they make due
-// wakes workers.
+// which they share with the concurrent ones (where the store writes without
+// waiting, on the network thread that read them); the batch routes are one
+// store call each. Every finish confirms the caller's API token in its own
+// transaction (FinishRequest::token_id), so the router may authenticate a
+// remembered token for the finish routes (RouteAccess::ConfirmedAtCommit). Outcomes are published
+// through the engine (PublishOutcomes, PublishOutcomesAsync, engine/engine_internal.h) so that work
+// they make due wakes workers.
 //
 // Worker registration: lease and batch heartbeat requests register the worker
 // (Store::ReportWorker, when the WorkerRegistry says a report is due). The
@@ -628,6 +631,7 @@ void FinishRoute(const ProtocolPtr& wp, const RouteRequest& req, FinishRequest::
   ReadFinishFields(in, kind, &finish);
   if (Status s = in.Finish(); !s.ok()) return (void)respond.Send(StatusResponse(s));
   finish.lease = LeaseRef{*id, *version};
+  finish.token_id = PrincipalOf(req).token_id;  // the routes confirm it at commit
   // What the answer and the metrics need of the request (not its result or error text).
   FinishRequest counted;
   counted.lease = finish.lease;
@@ -688,6 +692,7 @@ HttpResponse FinishBatchRoute(WorkerProtocol& wp, const RouteRequest& req) {
         }
         if (Status s = item.Finish(); !s.ok()) return StatusResponse(s);
         finish.lease = LeaseRef{*id, *version};
+        finish.token_id = PrincipalOf(req).token_id;  // the route confirms it at commit
         requests.push_back(std::move(finish));
       }
     }
@@ -695,6 +700,13 @@ HttpResponse FinishBatchRoute(WorkerProtocol& wp, const RouteRequest& req) {
   if (Status s = in.Finish(); !s.ok()) return StatusResponse(s);
 
   std::vector<Result<FinishReply>> replies = PublishOutcomes(*wp.ctx.engine, requests);
+  // Every item carries the request's token: when it no longer stands, none
+  // was finished, and the request as a whole is refused.
+  if (std::all_of(replies.begin(), replies.end(), [](const Result<FinishReply>& r) {
+        return r.status().code() == ErrorCode::kUnauthenticated;
+      })) {
+    return StatusResponse(replies.front().status());
+  }
   std::vector<ExecutionId> finished;
   Json out = Json::array();
   for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -802,15 +814,23 @@ void RegisterWorkerRoutes(ApiContext& ctx, Router& router) {
       [wp](const RouteRequest& r) { return CommitEffectRoute(*wp, r); });
   add("/api/v1/worker/executions/{id}/effects/{name}/release",
       [wp](const RouteRequest& r) { return ReleaseEffectRoute(*wp, r); });
+  // A finish confirms the caller's API token in its own transaction
+  // (FinishRequest::token_id); a single one may run on the network thread
+  // that read it, its only store call being FinishBatchAsync.
+  const RouteAccess finishing = worker.ConfirmedAtCommit();
+  const InlineIf inline_finish = InlineWhileWritesQueue(*ctx.store);
   const auto add_finish = [&](std::string pattern, FinishRequest::Kind kind) {
     router.AddAsync(
-        HttpMethod::kPost, std::move(pattern), worker,
-        [wp, kind](RouteRequest r, Responder respond) { FinishRoute(wp, r, kind, respond); });
+        HttpMethod::kPost, std::move(pattern), finishing,
+        [wp, kind](RouteRequest r, Responder respond) { FinishRoute(wp, r, kind, respond); },
+        inline_finish);
   };
   add_finish("/api/v1/worker/executions/{id}/complete", FinishRequest::Kind::kComplete);
   add_finish("/api/v1/worker/executions/{id}/fail", FinishRequest::Kind::kFail);
   add_finish("/api/v1/worker/executions/{id}/release", FinishRequest::Kind::kRelease);
-  add("/api/v1/worker/finish", [wp](const RouteRequest& r) { return FinishBatchRoute(*wp, r); });
+  router.Add(
+      HttpMethod::kPost, "/api/v1/worker/finish", finishing,
+      CountingStale(metrics, [wp](const RouteRequest& r) { return FinishBatchRoute(*wp, r); }));
   router.Add(HttpMethod::kGet, "/api/v1/workers", RouteAccess::Requires(Scope::kRead),
              [wp](const RouteRequest& r) { return ListWorkersRoute(*wp, r); });
 }

@@ -88,22 +88,28 @@ Status RequireExecution(SqlSession& s, ExecutionId id) {
   return Status::Ok();
 }
 
+Status ConfirmToken(SqlSession& s, std::int64_t token_id, Millis now,
+                    std::unordered_set<std::int64_t>& confirmed) {
+  if (confirmed.count(token_id) > 0) return Status::Ok();
+  struct Standing {
+    Millis revoked_at;
+    Millis expires_at;
+  };
+  TE_ASSIGN_OR_RETURN(std::optional<Standing> token,
+                      s.One(kTokenStanding, SqlArgs().Add(token_id), [](const Row& row) {
+                        return Standing{row.Int(0), row.Int(1)};
+                      }));
+  if (!token || token->revoked_at != 0 || (token->expires_at != 0 && now >= token->expires_at)) {
+    return Unauthenticated("the API token of this request was revoked or has expired");
+  }
+  confirmed.insert(token_id);
+  return Status::Ok();
+}
+
 Status ConfirmAdmissionTokens(SqlSession& s, const std::vector<AdmitRequest>& requests, Millis now,
                               std::unordered_set<std::int64_t>& confirmed) {
   for (const AdmitRequest& r : requests) {
-    if (r.token_id == 0 || confirmed.count(r.token_id) > 0) continue;
-    struct Standing {
-      Millis revoked_at;
-      Millis expires_at;
-    };
-    TE_ASSIGN_OR_RETURN(std::optional<Standing> token,
-                        s.One(kTokenStanding, SqlArgs().Add(r.token_id), [](const Row& row) {
-                          return Standing{row.Int(0), row.Int(1)};
-                        }));
-    if (!token || token->revoked_at != 0 || (token->expires_at != 0 && now >= token->expires_at)) {
-      return Unauthenticated("the API token of this request was revoked or has expired");
-    }
-    confirmed.insert(r.token_id);
+    if (r.token_id != 0) TE_RETURN_IF_ERROR(ConfirmToken(s, r.token_id, now, confirmed));
   }
   return Status::Ok();
 }
@@ -595,6 +601,10 @@ Status SqlActionTx::DeleteReservedEffect(const LeaseRef& lease, std::string_view
   SqlArgs a;
   a.Add(lease.id.value).Add(name).Add(lease.version.value);
   return s_.Exec(kReleaseEffect, a).status();
+}
+
+Status SqlActionTx::ConfirmToken(std::int64_t token_id, Millis now) {
+  return storage_internal::ConfirmToken(s_, token_id, now, tokens_);
 }
 
 }  // namespace taskengine::storage_internal

@@ -124,10 +124,13 @@ Status WriteJobRow(SqlSession& s, const SqlDialect& dialect, const JobDefinition
 Status InsertAuditRow(SqlSession& s, const AuditRecord& record);
 // kNotFound unless execution `id` exists.
 Status RequireExecution(SqlSession& s, ExecutionId id);
-// AdmitRequest::token_id: kUnauthenticated unless every token `requests`
-// were asked with exists, is not revoked and has not expired at `now`.
-// `confirmed` holds the tokens already confirmed in this transaction; each
-// other one is read once and added.
+// AdmitRequest::token_id, FinishRequest::token_id: kUnauthenticated unless
+// API token `token_id` exists, is not revoked and has not expired at `now`.
+// `confirmed` holds the tokens already confirmed in this transaction: one of
+// them is not read again; another is read once and added.
+Status ConfirmToken(SqlSession& s, std::int64_t token_id, Millis now,
+                    std::unordered_set<std::int64_t>& confirmed);
+// ConfirmToken for the token of each of `requests` (none: 0).
 Status ConfirmAdmissionTokens(SqlSession& s, const std::vector<AdmitRequest>& requests, Millis now,
                               std::unordered_set<std::int64_t>& confirmed);
 // Retention (I7): what Purge would remove under `cutoffs` (its dry run).
@@ -142,7 +145,12 @@ Status PurgeOldLogsAndAudit(SqlSession& s, const RetentionCutoffs& cutoffs, int 
 // backend; a backend adds LoadState, Apply and InsertAudit as it writes them.
 class SqlActionTx : public ActionTx {
  public:
-  explicit SqlActionTx(SqlSession& session) : s_(session) {}
+  // `confirmed_tokens`: the tokens confirmed in this transaction so far
+  // (ConfirmToken), when the backend keeps them beyond this object; nullptr:
+  // its own set.
+  explicit SqlActionTx(SqlSession& session,
+                       std::unordered_set<std::int64_t>* confirmed_tokens = nullptr)
+      : s_(session), tokens_(confirmed_tokens != nullptr ? *confirmed_tokens : own_tokens_) {}
 
   Result<bool> MayHaveEscapedEffects(ExecutionId id) override;
   Status InsertAudit(const AuditRecord& record) override;
@@ -157,10 +165,15 @@ class SqlActionTx : public ActionTx {
   Status UpdateCommittedEffect(const LeaseRef& lease, std::string_view name,
                                std::string_view detail, int attempt, Millis now) override;
   Status DeleteReservedEffect(const LeaseRef& lease, std::string_view name) override;
+  Status ConfirmToken(std::int64_t token_id, Millis now) override;
 
  protected:
   ~SqlActionTx() = default;
   SqlSession& s_;
+
+ private:
+  std::unordered_set<std::int64_t> own_tokens_;
+  std::unordered_set<std::int64_t>& tokens_;
 };
 
 }  // namespace taskengine::storage_internal

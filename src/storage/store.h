@@ -154,6 +154,11 @@ struct FinishRequest {
   // kFail with kPermanent: the payload's schema version is not accepted (Q1);
   // bounded by the job's max_unsupported_schema_attempts.
   bool unsupported_schema = false;
+  // The API token the finish was asked with (ApiToken::id; 0: none), checked
+  // in the finish's transaction as AdmitRequest::token_id is: this reply is
+  // kUnauthenticated and changes nothing unless the token exists, is not
+  // revoked and has not expired.
+  std::int64_t token_id = 0;
 };
 
 // What a finish call (complete, fail, release) did.
@@ -456,11 +461,6 @@ class Store {
   // Default: AdmitBatch on the calling thread, then `done`.
   using AdmitDone = std::function<void(Result<std::vector<AdmitResult>>)>;
   virtual void AdmitBatchAsync(std::vector<AdmitRequest> requests, AdmitDone done);
-  // True when AdmitBatchAsync returns before the commit (never waits for the
-  // store's writes on the calling thread): callers that must not block, such
-  // as the network threads (api::Router::TryInline), admit only then.
-  // Default: false.
-  virtual bool AdmitsWithoutWaiting() const { return false; }
 
   // --- leasing (L1-L4) ---
   // Atomically moves up to the slots' maxima of due queued executions to
@@ -514,6 +514,11 @@ class Store {
   // Default: FinishBatch on the calling thread, then `done`.
   using FinishDone = std::function<void(std::vector<Result<FinishReply>>)>;
   virtual void FinishBatchAsync(std::vector<FinishRequest> requests, FinishDone done);
+  // True when AdmitBatchAsync and FinishBatchAsync return before the commit
+  // (never wait for the store's writes on the calling thread): callers that
+  // must not block, such as the network threads (api::Router::TryInline),
+  // admit and finish only then. Default: false.
+  virtual bool WritesWithoutWaiting() const { return false; }
 
   // Recovers up to `max_batch` executions whose lease expired strictly before
   // now (the staleness gate: never an in-flight one), deciding each with the

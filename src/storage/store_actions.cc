@@ -71,6 +71,12 @@ Status ReleaseEffectIn(ActionTx& tx, const LeaseRef& lease, std::string_view nam
 Result<FinishDecision> DecideFinish(ActionTx& tx, const std::optional<StateRow>& row,
                                     const FinishRequest& f, Millis now, RandomSource& random) {
   FinishDecision d;
+  if (f.token_id != 0) {
+    Status token = tx.ConfirmToken(f.token_id, now);
+    if (token.code() != ErrorCode::kUnauthenticated) TE_RETURN_IF_ERROR(token);
+    d.status = token;
+    if (!d.status.ok()) return d;
+  }
   d.status = CheckLease(row, f.lease);
   if (!d.status.ok()) return d;
   d.plan = PlanFinish(f, now, random.Uniform01());

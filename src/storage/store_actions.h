@@ -49,6 +49,10 @@ class ActionTx {
   virtual Status UpdateCommittedEffect(const LeaseRef& lease, std::string_view name,
                                        std::string_view detail, int attempt, Millis now) = 0;
   virtual Status DeleteReservedEffect(const LeaseRef& lease, std::string_view name) = 0;
+  // FinishRequest::token_id: kUnauthenticated unless API token `token_id`
+  // exists, is not revoked and has not expired at `now`; any other error is
+  // the transaction's.
+  virtual Status ConfirmToken(std::int64_t token_id, Millis now) = 0;
 
  protected:
   ~ActionTx() = default;
@@ -64,7 +68,8 @@ Status ReleaseEffectIn(ActionTx& tx, const LeaseRef& lease, std::string_view nam
 
 // One request of Store::FinishBatch on its execution's state `row` (nullopt:
 // no such execution). A failed Result fails the whole transaction; a failed
-// `status` answers only this request (a stale lease, an illegal transition).
+// `status` answers only this request (its token no longer stands, a stale
+// lease, an illegal transition).
 // Otherwise the caller writes `transition` with the plan's result, error and
 // progress.
 struct FinishDecision {

@@ -33,6 +33,17 @@ std::string ReadAll(const std::string& path) {
 
 class ApiAuthTest : public AuthApiFixture {
  protected:
+  // Whether the router takes POST `target` on the network thread
+  // (Router::TryInline); what it answers is dropped.
+  bool TakenInline(const std::string& target, const std::string& secret, const std::string& body) {
+    HttpRequest r = MakeRequest(HttpMethod::kPost, target, Bearer(secret), body, "application/json",
+                                "10.0.0.7:40000");
+    Responder respond([](HttpResponse) {});
+    const bool taken = api_->router().TryInline(r, respond);
+    if (!taken) respond.Abandon();
+    return taken;
+  }
+
   std::size_t ExecutionCount() {
     ExecutionFilter f;
     f.limit = 1000;
@@ -104,12 +115,7 @@ TEST_F(ApiAuthTest, DispatchIsRefusedFromTheRequestAfterItsTokensRevocation) {
 TEST_F(ApiAuthTest, ASingleDispatchWithARememberedTokenIsTakenInline) {
   const std::string secret = MakeToken("ci", {"dispatch"});
   const auto taken_inline = [&](const std::string& target, const std::string& body) {
-    HttpRequest r = MakeRequest(HttpMethod::kPost, target, Bearer(secret), body, "application/json",
-                                "10.0.0.7:40000");
-    Responder respond([](HttpResponse) {});
-    const bool taken = api_->router().TryInline(r, respond);
-    if (!taken) respond.Abandon();
-    return taken;
+    return TakenInline(target, secret, body);
   };
   const std::string single = "/api/v1/jobs/echo/dispatch";
   const std::string body = json{{"payload", json::object()}}.dump();
@@ -120,6 +126,92 @@ TEST_F(ApiAuthTest, ASingleDispatchWithARememberedTokenIsTakenInline) {
   EXPECT_FALSE(
       taken_inline(single, json{{"payload", {{"pad", std::string(17 * 1024, 'x')}}}}.dump()));
   EXPECT_FALSE(taken_inline("/api/v1/dispatch/bulk", json{{"items", {{{"job", "echo"}}}}}.dump()));
+}
+
+// A remote worker's finishes may be authenticated from the tokens the API
+// remembers too; each finish confirms the token in its commit. After a
+// revocation straight in the store (or the token's expiry), complete, fail,
+// release and the batch finish get 401, and the executions stay running.
+TEST_F(ApiAuthTest, AFinishIsRefusedFromTheRequestAfterItsTokensRevocation) {
+  JobDefinition job;
+  job.name = JobName("remote");
+  job.handler = "echo";
+  job.queue = "remote";  // no worker of the engine serves it
+  ASSERT_OK(engine_->DefineJob(job));
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_OK(engine_->Dispatch({.job = JobName("remote"), .payload_json = "{}"}).status());
+  }
+  std::int64_t id = 0;
+  const std::string secret = MakeToken("w", {"worker"}, {"*"}, 0, &id);
+  Reply leased = Call(HttpMethod::kPost, "/api/v1/worker/lease", Bearer(secret),
+                      json{{"worker_id", "w-1"}, {"queues", {"remote"}}, {"max", 4}}.dump());
+  ASSERT_EQ(leased.status, 200) << leased.body;
+  const json leases = leased.json()["leases"];
+  ASSERT_EQ(leases.size(), 4u);
+  const auto finish = [&](const json& lease, const std::string& kind, const std::string& token) {
+    return Call(HttpMethod::kPost,
+                "/api/v1/worker/executions/" + lease["id"].get<std::string>() + "/" + kind,
+                Bearer(token), json{{"claim_version", lease["claim_version"]}}.dump());
+  };
+  const auto batch = [&](const json& lease, const std::string& token) {
+    json item = {
+        {"id", lease["id"]}, {"claim_version", lease["claim_version"]}, {"kind", "complete"}};
+    return Call(HttpMethod::kPost, "/api/v1/worker/finish", Bearer(token),
+                json{{"items", {item}}}.dump());
+  };
+  const auto status_of = [&](const json& lease) {
+    Result<Execution> e =
+        store().GetExecution(ExecutionId(std::stoll(lease["id"].get<std::string>())));
+    EXPECT_OK(e.status());
+    return e.ok() ? e->status : ExecutionStatus::kQueued;
+  };
+  ASSERT_EQ(finish(leases[0], "complete", secret).status, 200);
+
+  ASSERT_OK(store().RevokeToken(id));
+  for (const std::string kind : {"complete", "fail", "release"}) {
+    Reply r = finish(leases[1], kind, secret);
+    EXPECT_EQ(r.status, 401) << kind << ": " << r.body;
+    EXPECT_EQ(r.error_code(), "unauthenticated");
+    EXPECT_EQ(r.header("www-authenticate").rfind("Bearer", 0), 0u);
+  }
+  Reply refused = batch(leases[1], secret);
+  EXPECT_EQ(refused.status, 401) << refused.body;
+  EXPECT_EQ(refused.error_code(), "unauthenticated");
+  EXPECT_EQ(status_of(leases[1]), ExecutionStatus::kRunning) << "a revoked token's finish landed";
+
+  const std::string dated = MakeToken("wd", {"worker"}, {"*"}, clock_.NowMillis() + 2'000);
+  ASSERT_EQ(finish(leases[1], "complete", dated).status, 200);
+  clock_.Advance(seconds(2));
+  EXPECT_EQ(finish(leases[2], "complete", dated).status, 401);
+  EXPECT_EQ(batch(leases[3], dated).status, 401);
+  EXPECT_EQ(status_of(leases[2]), ExecutionStatus::kRunning) << "an expired token's finish landed";
+  EXPECT_EQ(status_of(leases[3]), ExecutionStatus::kRunning) << "an expired token's finish landed";
+  const std::string fresh = MakeToken("wf", {"worker"});
+  EXPECT_EQ(finish(leases[2], "complete", fresh).status, 200);
+  EXPECT_EQ(batch(leases[3], fresh).status, 200);
+}
+
+// A single finish whose token is remembered runs on the network thread that
+// read it, like a single dispatch; one whose token was not read yet, one
+// over 16 KiB and a batch finish are left to the handler threads.
+TEST_F(ApiAuthTest, ASingleFinishWithARememberedTokenIsTakenInline) {
+  const std::string secret = MakeToken("w", {"worker"});
+  const auto taken_inline = [&](const std::string& target, const std::string& body) {
+    return TakenInline(target, secret, body);
+  };
+  // No such execution: each answers 404 wherever it runs.
+  const std::string body = json{{"claim_version", 1}}.dump();
+  const std::string complete = "/api/v1/worker/executions/999/complete";
+  EXPECT_FALSE(taken_inline(complete, body)) << "taken before its token was read";
+  ASSERT_EQ(Call(HttpMethod::kPost, complete, Bearer(secret), body).status, 404);
+  for (const std::string kind : {"complete", "fail", "release"}) {
+    EXPECT_TRUE(taken_inline("/api/v1/worker/executions/999/" + kind, body)) << kind;
+  }
+  EXPECT_FALSE(taken_inline(
+      complete, json{{"claim_version", 1}, {"result", std::string(17 * 1024, 'x')}}.dump()));
+  EXPECT_FALSE(taken_inline(
+      "/api/v1/worker/finish",
+      json{{"items", {{{"id", "999"}, {"claim_version", 1}, {"kind", "complete"}}}}}.dump()));
 }
 
 TEST_F(ApiAuthTest, TokenLastUsedIsRecorded) {

@@ -352,16 +352,14 @@ class SqliteStore final : public SqlStore {
     const Millis now = clock_->NowMillis();
     return Write<std::vector<AdmitResult>>(
         [&](Connection& c) { return AdmitAll(c, requests, now); }, Durability::kSync,
-        OpKind::kAdmission);
+        OpKind::kExecutionsOnly);
   }
-
-  bool AdmitsWithoutWaiting() const override { return true; }
 
   void AdmitBatchAsync(std::vector<AdmitRequest> requests, AdmitDone done) override {
     const Millis now = clock_->NowMillis();
     WriteAsync<std::vector<AdmitResult>>([this, requests = std::move(requests), now](
                                              Connection& c) { return AdmitAll(c, requests, now); },
-                                         std::move(done), OpKind::kAdmission);
+                                         std::move(done), OpKind::kExecutionsOnly);
   }
 
   // --- leasing ---
@@ -399,7 +397,7 @@ class SqliteStore final : public SqlStore {
           }
           return out;
         },
-        Durability::kRelaxed);
+        Durability::kRelaxed, OpKind::kExecutionsOnly);
   }
 
   std::vector<Status> MarkStarted(const std::vector<LeaseRef>& leases) override {
@@ -424,7 +422,7 @@ class SqliteStore final : public SqlStore {
           }
           return out;
         },
-        Durability::kRelaxed);
+        Durability::kRelaxed, OpKind::kExecutionsOnly);
     if (!r.ok()) return Replies(leases.size(), r.status());
     return std::move(r).value();
   }
@@ -457,7 +455,7 @@ class SqliteStore final : public SqlStore {
           }
           return out;
         },
-        Durability::kRelaxed);
+        Durability::kRelaxed, OpKind::kExecutionsOnly);
     if (!r.ok()) return Replies(requests.size(), r.status());
     return std::move(r).value();
   }
@@ -480,10 +478,13 @@ class SqliteStore final : public SqlStore {
   std::vector<Result<FinishReply>> FinishBatch(
       const std::vector<FinishRequest>& requests) override {
     using Replies = std::vector<Result<FinishReply>>;
-    auto r = Write<Replies>([&](Connection& c) { return FinishAll(c, requests); });
+    auto r = Write<Replies>([&](Connection& c) { return FinishAll(c, requests); },
+                            Durability::kSync, OpKind::kExecutionsOnly);
     if (!r.ok()) return Replies(requests.size(), r.status());
     return std::move(r).value();
   }
+
+  bool WritesWithoutWaiting() const override { return true; }
 
   void FinishBatchAsync(std::vector<FinishRequest> requests, FinishDone done) override {
     using Replies = std::vector<Result<FinishReply>>;
@@ -493,7 +494,8 @@ class SqliteStore final : public SqlStore {
         [n, done = std::move(done)](Result<Replies> r) {
           if (!r.ok()) return done(Replies(n, r.status()));
           done(std::move(r).value());
-        });
+        },
+        OpKind::kExecutionsOnly);
   }
 
   Result<SweepReport> SweepExpired(int max_batch) override {
@@ -684,10 +686,11 @@ class SqliteStore final : public SqlStore {
   // flushes them too, in order (WAL). Admissions, outcomes and definitions are
   // kSync: "accepted" and "done" must survive a power cut (S3).
   enum class Durability { kSync, kRelaxed };
-  // kAdmission: AdmitBatch's and AdmitBatchAsync's operations, which only
-  // read job definitions and API tokens (admit_reads_); any other may change
-  // them.
-  enum class OpKind { kOther, kAdmission };
+  // kExecutionsOnly: an operation that writes executions and what belongs
+  // to them (admissions, claims, heartbeats, finishes), never job definitions
+  // or API tokens, so what the transaction read of those (definition_reads_)
+  // still holds after it; any other operation may change them.
+  enum class OpKind { kOther, kExecutionsOnly };
 
   struct Op {
     Durability durability = Durability::kSync;
@@ -953,7 +956,7 @@ class SqliteStore final : public SqlStore {
   class SqliteActionTx final : public SqlActionTx {
    public:
     SqliteActionTx(SqliteStore& store, Connection& c, SqlSession& session)
-        : SqlActionTx(session), store_(store), c_(c) {}
+        : SqlActionTx(session, &store.definition_reads_.tokens), store_(store), c_(c) {}
 
     Result<std::optional<StateRow>> LoadState(ExecutionId id) override {
       return SqliteStore::LoadState(c_, id);
@@ -1018,11 +1021,11 @@ class SqliteStore final : public SqlStore {
   Result<std::vector<AdmitResult>> AdmitAll(Connection& c,
                                             const std::vector<AdmitRequest>& requests, Millis now) {
     SqliteSession session(c);
-    TE_RETURN_IF_ERROR(ConfirmAdmissionTokens(session, requests, now, admit_reads_.tokens));
+    TE_RETURN_IF_ERROR(ConfirmAdmissionTokens(session, requests, now, definition_reads_.tokens));
     std::vector<AdmitResult> out;
     out.reserve(requests.size());
     for (const AdmitRequest& r : requests) {
-      TE_ASSIGN_OR_RETURN(AdmitResult res, AdmitOne(c, r, now, admit_reads_.jobs));
+      TE_ASSIGN_OR_RETURN(AdmitResult res, AdmitOne(c, r, now, definition_reads_.jobs));
       out.push_back(res);
     }
     return out;
@@ -1379,7 +1382,7 @@ class SqliteStore final : public SqlStore {
       return;
     }
     op_counters_.record_events = ObservesLifecycle();
-    admit_reads_.Clear();
+    definition_reads_.Clear();
     for (std::size_t i = 0; i < batch.size(); ++i) {
       Op* op = batch[i];
       Status sp = RunCached(c, kSavepoint);
@@ -1387,9 +1390,10 @@ class SqliteStore final : public SqlStore {
       op_wake_.reset();
       if (sp.ok()) {
         op->result = op->body(c);
-        // What admissions read in this transaction holds while only
-        // admissions run: they never change it. Another operation may.
-        if (op->kind != OpKind::kAdmission) admit_reads_.Clear();
+        // What was read of job definitions and API tokens in this
+        // transaction holds while only operations that never change them
+        // run. Another operation may.
+        if (op->kind != OpKind::kExecutionsOnly) definition_reads_.Clear();
         if (op->result.ok()) KeepOpCounts();
         UnreserveClaims(&op_claims_);  // those of an operation that failed
         if (!op->result.ok() && !c.autocommit()) sp = RunCached(c, kRollbackTo);
@@ -1457,10 +1461,11 @@ class SqliteStore final : public SqlStore {
   // Leases claimed at admission by the running operation / the batch, for
   // admission_claimer_ after the COMMIT (writer thread only).
   std::vector<Lease> op_claims_, batch_claims_;
-  // What admissions read in the running transaction since its last
-  // operation that was not an admission (writer thread only): the admissions
-  // of one commit read each job's definition and confirm each API token once.
-  struct AdmissionReads {
+  // What was read of job definitions and API tokens in the running
+  // transaction since its last operation that was not kExecutionsOnly (writer
+  // thread only): the admissions and finishes of one commit read each job's
+  // definition and confirm each API token once.
+  struct DefinitionReads {
     std::unordered_map<std::string, JobPolicy> jobs;
     std::unordered_set<std::int64_t> tokens;
     void Clear() {
@@ -1468,7 +1473,7 @@ class SqliteStore final : public SqlStore {
       tokens.clear();
     }
   };
-  AdmissionReads admit_reads_;
+  DefinitionReads definition_reads_;
   // Set once before the store is shared (Store::SetAdmissionClaimer).
   AdmissionClaimer* admission_claimer_ = nullptr;
 

@@ -239,11 +239,40 @@ TEST(SqliteStoreTest, AsyncFinishesAreFencedAndAnsweredBeforeTheStoreCloses) {
   }
 }
 
-// Three admissions queued for one commit around `change`, an operation of
-// the store that returns after its own commit: another connection holds the
-// write lock, so the writer waits in BEGIN with `first`, and `before`,
-// `change` (on its own thread) and `after` queue up behind it in that order.
-// Returns the answers of the three admissions.
+// Three calls queued for one commit around `change`, an operation of the
+// store that returns after its own commit: another connection holds the
+// write lock, so the writer waits in BEGIN with the call `first` queues, and
+// those `before` and `after` queue and `change` (on its own thread) queue up
+// behind it in the order before, change, after.
+void QueueAroundAChange(const std::string& path, const std::function<void()>& first,
+                        const std::function<void()>& before, const std::function<void()>& change,
+                        const std::function<void()>& after) {
+  sqlite3* blocker = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &blocker), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(blocker, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  first();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  before();
+  std::thread changing(change);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  after();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(sqlite3_exec(blocker, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(blocker);
+  changing.join();
+}
+
+// The one answer `answers` gets (`none` when it gets none).
+template <typename T>
+T OnlyAnswer(Answers<T>& answers, T none) {
+  std::vector<T> all = answers.Await(1);
+  EXPECT_EQ(all.size(), 1u);
+  if (all.empty()) return none;
+  return std::move(all.front());
+}
+const Status kNotAnswered = Internal("not answered");
+
+// The answers of three admissions queued around `change` (QueueAroundAChange).
 struct AroundAChange {
   Result<std::vector<AdmitResult>> first, before, after;
 };
@@ -251,29 +280,15 @@ AroundAChange AdmitAroundAChange(Store& store, const std::string& path, const Ad
                                  const AdmitRequest& before, const std::function<void()>& change,
                                  const AdmitRequest& after) {
   using Admitted = Result<std::vector<AdmitResult>>;
-  sqlite3* blocker = nullptr;
-  EXPECT_EQ(sqlite3_open(path.c_str(), &blocker), SQLITE_OK);
-  EXPECT_EQ(sqlite3_exec(blocker, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
   Answers<Admitted> f, b, a;
-  store.AdmitBatchAsync({first}, f.Callback());
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  store.AdmitBatchAsync({before}, b.Callback());
-  std::thread changing(change);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  store.AdmitBatchAsync({after}, a.Callback());
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_EQ(sqlite3_exec(blocker, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(blocker);
-  changing.join();
-  const auto only = [](Answers<Admitted>& answers) -> Admitted {
-    std::vector<Admitted> all = answers.Await(1);
-    EXPECT_EQ(all.size(), 1u);
-    if (all.empty()) return Internal("not answered");
-    return std::move(all.front());
-  };
-  Admitted answered_first = only(f);
-  Admitted answered_before = only(b);
-  return {std::move(answered_first), std::move(answered_before), only(a)};
+  QueueAroundAChange(
+      path, [&] { store.AdmitBatchAsync({first}, f.Callback()); },
+      [&] { store.AdmitBatchAsync({before}, b.Callback()); }, change,
+      [&] { store.AdmitBatchAsync({after}, a.Callback()); });
+  Admitted answered_first = OnlyAnswer<Admitted>(f, kNotAnswered);
+  Admitted answered_before = OnlyAnswer<Admitted>(b, kNotAnswered);
+  return {std::move(answered_first), std::move(answered_before),
+          OnlyAnswer<Admitted>(a, kNotAnswered)};
 }
 
 // The admissions of one commit read each job's definition once, but never
@@ -297,6 +312,17 @@ TEST(SqliteStoreTest, AnAdmissionAfterADefinitionChangeInItsCommitReadsTheNewDef
   EXPECT_EQ(e2.queue, "other") << "admitted on the definition read before it changed";
 }
 
+// A token "ci" with `scope`, for every tenant.
+ApiToken Token(const std::string& scope) {
+  ApiToken token;
+  token.name = "ci";
+  token.secret_hash = Sha256Hex("te_secret");
+  token.principal = "ci";
+  token.scopes = {scope};
+  token.tenants = {"*"};
+  return token;
+}
+
 // Likewise for API tokens: the admissions of one commit confirm a token once,
 // but an admission queued behind the token's revocation, in the same commit,
 // is refused.
@@ -305,13 +331,7 @@ TEST(SqliteStoreTest, AnAdmissionAfterItsTokensRevocationInItsCommitIsRefused) {
   FakeClock clock;
   const std::string path = dir.File("tokens.db");
   ASSERT_OK_AND_ASSIGN(auto store, OpenWithJob(path, &clock));
-  ApiToken token;
-  token.name = "ci";
-  token.secret_hash = Sha256Hex("te_secret");
-  token.principal = "ci";
-  token.scopes = {"dispatch"};
-  token.tenants = {"*"};
-  ASSERT_OK_AND_ASSIGN(std::int64_t id, store->CreateToken(token));
+  ASSERT_OK_AND_ASSIGN(std::int64_t id, store->CreateToken(Token("dispatch")));
   const auto asked = [&](int i) {
     AdmitRequest r = Request(i);
     r.token_id = id;
@@ -323,6 +343,50 @@ TEST(SqliteStoreTest, AnAdmissionAfterItsTokensRevocationInItsCommitIsRefused) {
   EXPECT_OK(r.before.status());
   EXPECT_EQ(r.after.status().code(), ErrorCode::kUnauthenticated)
       << "admitted on the token confirmed before its revocation";
+}
+
+// The finishes of one commit confirm a token once too, and so do an
+// admission and the finishes after it: a finish queued behind the token's
+// revocation, in the same commit, is refused and changes nothing.
+TEST(SqliteStoreTest, AFinishAfterItsTokensRevocationInItsCommitIsRefused) {
+  TempDir dir;
+  FakeClock clock;
+  const std::string path = dir.File("tokens.db");
+  ASSERT_OK_AND_ASSIGN(auto store, OpenWithJob(path, &clock));
+  ASSERT_OK_AND_ASSIGN(std::int64_t id, store->CreateToken(Token("worker")));
+  ASSERT_OK(store->AdmitBatch({Request(0), Request(1)}));
+  ClaimRequest c;
+  c.worker = WorkerId("w");
+  c.slots = {QueueSlot{"default", 2}};
+  ASSERT_OK_AND_ASSIGN(std::vector<Lease> leases, store->Claim(c));
+  ASSERT_EQ(leases.size(), 2u);
+  const auto asked = [&](const Lease& lease) {
+    FinishRequest f;
+    f.lease = LeaseRef{lease.id, lease.version};
+    f.token_id = id;
+    return f;
+  };
+  AdmitRequest admission = Request(2);
+  admission.token_id = id;
+  using Admitted = Result<std::vector<AdmitResult>>;
+  using Replies = std::vector<Result<FinishReply>>;
+  Answers<Admitted> first;
+  Answers<Replies> before, after;
+  QueueAroundAChange(
+      path, [&] { store->AdmitBatchAsync({admission}, first.Callback()); },
+      [&] { store->FinishBatchAsync({asked(leases[0])}, before.Callback()); },
+      [&] { EXPECT_OK(store->RevokeToken(id)); },
+      [&] { store->FinishBatchAsync({asked(leases[1])}, after.Callback()); });
+  EXPECT_OK(OnlyAnswer<Admitted>(first, kNotAnswered).status());
+  const Replies answered_before = OnlyAnswer<Replies>(before, Replies{kNotAnswered});
+  const Replies answered_after = OnlyAnswer<Replies>(after, Replies{kNotAnswered});
+  ASSERT_EQ(answered_before.size(), 1u);
+  ASSERT_EQ(answered_after.size(), 1u);
+  EXPECT_OK(answered_before[0].status());
+  EXPECT_EQ(answered_after[0].status().code(), ErrorCode::kUnauthenticated)
+      << "finished on the token confirmed before its revocation";
+  ASSERT_OK_AND_ASSIGN(Execution e, store->GetExecution(leases[1].id));
+  EXPECT_EQ(e.status, ExecutionStatus::kRunning);
 }
 
 // Checkpoints run on the store's checkpointer thread, not in the writer's

@@ -29,6 +29,23 @@ ApiToken MakeToken(const std::string& secret, const std::string& principal) {
   return t;
 }
 
+// The tokens of the X1 confirmation tests: one that stays live, one that
+// expires 1 s after `now` and one to be revoked.
+struct TokensToConfirm {
+  std::int64_t live = 0, dated = 0, doomed = 0;
+};
+TokensToConfirm CreateTokensToConfirm(Store& store, Millis now) {
+  const auto create = [&](const ApiToken& token) {
+    Result<std::int64_t> id = store.CreateToken(token);
+    EXPECT_OK(id.status());
+    return id.ok() ? *id : 0;
+  };
+  ApiToken expiring = MakeToken("expiring", "ops");
+  expiring.expires_at = now + 1000;
+  return {create(MakeToken("live", "billing")), create(expiring),
+          create(MakeToken("doomed", "ci"))};
+}
+
 }  // namespace
 
 TEST_P(StoreConformance, X1_UsersRoundTripAndAreValidated) {
@@ -93,11 +110,7 @@ TEST_P(StoreConformance, X1_TokensAreFoundByHashAndRevocable) {
 // by row, PostgreSQL's array insert, MariaDB's multi-row inserts).
 TEST_P(StoreConformance, X1_AnAdmissionConfirmsTheTokenItWasAskedWith) {
   DefineJob("report");
-  ASSERT_OK_AND_ASSIGN(std::int64_t live, store().CreateToken(MakeToken("live", "billing")));
-  ApiToken expiring = MakeToken("expiring", "ops");
-  expiring.expires_at = Now() + 1000;
-  ASSERT_OK_AND_ASSIGN(std::int64_t dated, store().CreateToken(expiring));
-  ASSERT_OK_AND_ASSIGN(std::int64_t doomed, store().CreateToken(MakeToken("doomed", "ci")));
+  const auto [live, dated, doomed] = CreateTokensToConfirm(store(), Now());
   const auto asked = [&](int n, std::int64_t token, const std::string& key = "") {
     AdmitRequest r = MakeRequest("report", n, "", key);
     r.token_id = token;
@@ -125,6 +138,62 @@ TEST_P(StoreConformance, X1_AnAdmissionConfirmsTheTokenItWasAskedWith) {
   EXPECT_EQ(CountExecutions(), 6) << "an admission of a token that no longer holds got in";
   ASSERT_OK(store().AdmitBatch({asked(8, live), asked(9, 0)}).status());
   EXPECT_EQ(CountExecutions(), 8);
+}
+
+// X1: a finish asked with an API token (FinishRequest::token_id) confirms
+// the token in its transaction: revoked, expired or unknown, that finish is
+// refused and changes nothing, of any kind, alone or in a batch, while the
+// batch's other finishes are decided as usual.
+TEST_P(StoreConformance, X1_AFinishConfirmsTheTokenItWasAskedWith) {
+  DefineJob("report");
+  const auto [live, dated, doomed] = CreateTokensToConfirm(store(), Now());
+  for (int n = 1; n <= 8; ++n) AdmitOne(MakeRequest("report", n));
+  std::vector<Lease> leases = ClaimN("default", 8);
+  ASSERT_EQ(leases.size(), 8u);
+  const auto asked = [&](const Lease& lease, std::int64_t token,
+                         FinishRequest::Kind kind = FinishRequest::Kind::kComplete) {
+    FinishRequest f;
+    f.lease = Ref(lease);
+    f.kind = kind;
+    f.token_id = token;
+    if (kind == FinishRequest::Kind::kFail) f.error = "boom";
+    return f;
+  };
+  std::vector<Result<FinishReply>> first =
+      store().FinishBatch({asked(leases[0], live), asked(leases[1], dated), asked(leases[2], 0)});
+  for (const Result<FinishReply>& r : first) ASSERT_OK(r.status());
+
+  ASSERT_OK(store().RevokeToken(doomed));
+  Advance(1000);  // `expiring` expires now
+  const std::int64_t unknown = live + dated + doomed + 100;
+  const std::string before = Snapshot();
+  for (std::int64_t refused : {doomed, dated, unknown}) {
+    SCOPED_TRACE(refused);
+    for (FinishRequest::Kind kind : {FinishRequest::Kind::kComplete, FinishRequest::Kind::kFail,
+                                     FinishRequest::Kind::kRelease}) {
+      std::vector<Result<FinishReply>> one = store().FinishBatch({asked(leases[3], refused, kind)});
+      ASSERT_EQ(one.size(), 1u);
+      EXPECT_EQ(one[0].status().code(), ErrorCode::kUnauthenticated) << one[0].status().ToString();
+    }
+    // A refused token answers before the lease is looked at.
+    FinishRequest stale = asked(leases[0], refused);
+    EXPECT_EQ(store().FinishBatch({stale})[0].status().code(), ErrorCode::kUnauthenticated);
+  }
+  EXPECT_EQ(Snapshot(), before) << "a finish of a token that no longer holds changed something";
+
+  std::vector<Result<FinishReply>> mixed = store().FinishBatch(
+      {asked(leases[3], live), asked(leases[4], doomed), asked(leases[5], 0),
+       asked(leases[6], unknown, FinishRequest::Kind::kFail), asked(leases[7], live)});
+  ASSERT_EQ(mixed.size(), 5u);
+  EXPECT_OK(mixed[0].status());
+  EXPECT_EQ(mixed[1].status().code(), ErrorCode::kUnauthenticated);
+  EXPECT_OK(mixed[2].status());
+  EXPECT_EQ(mixed[3].status().code(), ErrorCode::kUnauthenticated);
+  EXPECT_OK(mixed[4].status());
+  for (int i : {0, 1, 2, 3, 5, 7}) {
+    EXPECT_EQ(Get(leases[i].id).status, ExecutionStatus::kSucceeded) << i;
+  }
+  for (int i : {4, 6}) EXPECT_EQ(Get(leases[i].id).status, ExecutionStatus::kRunning) << i;
 }
 
 TEST_P(StoreConformance, X1_SessionsLiveUntilDeleted) {
