@@ -176,12 +176,13 @@ std::optional<std::int64_t> StrictObject::Int(std::string_view field, std::int64
                                               std::int64_t max) {
   const nlohmann::json* v = Lookup(field);
   if (v == nullptr || v->is_null()) return std::nullopt;
-  const std::string range = "[" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  // Built only for an answer that needs it.
+  const auto range = [&] { return "[" + std::to_string(min) + ", " + std::to_string(max) + "]"; };
   std::int64_t out = 0;
   if (v->is_number_unsigned()) {
     auto u = v->get<std::uint64_t>();
     if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-      Fail(field, "must be an integer in " + range);
+      Fail(field, "must be an integer in " + range());
       return std::nullopt;
     }
     out = static_cast<std::int64_t>(u);
@@ -190,7 +191,7 @@ std::optional<std::int64_t> StrictObject::Int(std::string_view field, std::int64
   } else if (v->is_number_float()) {
     double d = v->get<double>();
     if (!std::isfinite(d) || std::trunc(d) != d || d < -9.2e18 || d > 9.2e18) {
-      Fail(field, "must be an integer in " + range);
+      Fail(field, "must be an integer in " + range());
       return std::nullopt;
     }
     out = static_cast<std::int64_t>(d);
@@ -199,7 +200,7 @@ std::optional<std::int64_t> StrictObject::Int(std::string_view field, std::int64
     return std::nullopt;
   }
   if (out < min || out > max) {
-    Fail(field, "must be an integer in " + range);
+    Fail(field, "must be an integer in " + range());
     return std::nullopt;
   }
   return out;
@@ -264,8 +265,11 @@ const std::string* QueryParams::Get(std::string_view name) const {
 
 Result<std::int64_t> ParseInteger(std::string_view text, std::int64_t min, std::int64_t max,
                                   std::string_view what) {
-  const std::string err = std::string(what) + " must be an integer in [" + std::to_string(min) +
-                          ", " + std::to_string(max) + "], not " + Quote(text);
+  // Built only for an answer that needs it.
+  const auto err = [&] {
+    return InvalidArgument(std::string(what) + " must be an integer in [" + std::to_string(min) +
+                           ", " + std::to_string(max) + "], not " + Quote(text));
+  };
   std::string_view digits = text;
   bool negative = false;
   if (!digits.empty() && digits.front() == '-') {
@@ -273,18 +277,18 @@ Result<std::int64_t> ParseInteger(std::string_view text, std::int64_t min, std::
     digits.remove_prefix(1);
   }
   if (digits.empty() || digits.size() > 19 || (digits.size() > 1 && digits.front() == '0')) {
-    return InvalidArgument(err);
+    return err();
   }
   std::uint64_t v = 0;
   for (char c : digits) {
-    if (c < '0' || c > '9') return InvalidArgument(err);
+    if (c < '0' || c > '9') return err();
     v = v * 10 + static_cast<std::uint64_t>(c - '0');
   }
   if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-    return InvalidArgument(err);
+    return err();
   }
   std::int64_t out = negative ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
-  if (out < min || out > max) return InvalidArgument(err);
+  if (out < min || out > max) return err();
   return out;
 }
 
