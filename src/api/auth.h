@@ -63,8 +63,8 @@ struct Principal {
   // kSession only: the CSRF token bound to the session.
   std::string csrf_token;
   // kToken from the store: the token's id, which the writes of a route that
-  // confirms its token at commit pass on (DispatchRequest::token_id). 0 for
-  // other principals.
+  // confirms its token at commit pass on (DispatchRequest::token_id,
+  // FinishRequest::token_id). 0 for other principals.
   std::int64_t token_id = 0;
 
   static Principal Make(std::string name, std::initializer_list<Scope> scopes, bool all_tenants,
@@ -98,8 +98,9 @@ class Authenticator {
   virtual Result<std::optional<Principal>> Authenticate(const HttpRequest& request) = 0;
   // Authenticate for a route whose write confirms the principal's API token
   // in its own commit (RouteAccess::ConfirmedAtCommit: Principal::token_id
-  // goes into DispatchRequest::token_id): an implementation may answer from a
-  // token it remembers instead of reading the store. Default: Authenticate.
+  // goes into DispatchRequest::token_id or FinishRequest::token_id): an
+  // implementation may answer from a token it remembers instead of reading
+  // the store. Default: Authenticate.
   virtual Result<std::optional<Principal>> AuthenticateForCommit(const HttpRequest& request) {
     return Authenticate(request);
   }

@@ -13,9 +13,10 @@
 // waiting, on the network thread that read them); the batch routes are one
 // store call each. Every finish confirms the caller's API token in its own
 // transaction (FinishRequest::token_id), so the router may authenticate a
-// remembered token for the finish routes (RouteAccess::ConfirmedAtCommit). Outcomes are published
-// through the engine (PublishOutcomes, PublishOutcomesAsync, engine/engine_internal.h) so that work
-// they make due wakes workers.
+// remembered token for the finish routes (RouteAccess::ConfirmedAtCommit).
+// Outcomes are published through the engine (PublishOutcomes,
+// PublishOutcomesAsync, engine/engine_internal.h) so that work they make due
+// wakes workers.
 //
 // Worker registration: lease and batch heartbeat requests register the worker
 // (Store::ReportWorker, when the WorkerRegistry says a report is due). The
@@ -672,6 +673,7 @@ HttpResponse FinishBatchRoute(WorkerProtocol& wp, const RouteRequest& req) {
   in.Require("items");
   const nlohmann::json* items = in.Value("items");
   std::vector<FinishRequest> requests;
+  const std::int64_t token_id = PrincipalOf(req).token_id;  // the route confirms it at commit
   if (in.ok()) {
     if (!items->is_array() || items->empty() || items->size() > kMaxBatchItems) {
       in.Fail("items", "must be an array of 1..1000 items");
@@ -692,7 +694,7 @@ HttpResponse FinishBatchRoute(WorkerProtocol& wp, const RouteRequest& req) {
         }
         if (Status s = item.Finish(); !s.ok()) return StatusResponse(s);
         finish.lease = LeaseRef{*id, *version};
-        finish.token_id = PrincipalOf(req).token_id;  // the route confirms it at commit
+        finish.token_id = token_id;
         requests.push_back(std::move(finish));
       }
     }

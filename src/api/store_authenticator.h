@@ -8,12 +8,13 @@
 // bound to tenants (or "*" for all), may expire and may be revoked; either
 // makes it answer 401 at once.
 //
-// Routes that confirm the token in their own commit (dispatch:
-// RouteAccess::ConfirmedAtCommit) authenticate through AuthenticateForCommit,
-// which answers from the tokens it read in the last 10 seconds instead of
-// reading the store for every request: the admission then checks, in its
-// transaction, that the token is neither revoked nor expired
-// (AdmitRequest::token_id). A revocation therefore holds from the next
+// Routes that confirm the token in their own commit (dispatch and a worker's
+// finishes: RouteAccess::ConfirmedAtCommit) authenticate through
+// AuthenticateForCommit, which answers from the tokens it read in the last
+// 10 seconds instead of reading the store for every request: the admission
+// or finish then checks, in its transaction, that the token is neither
+// revoked nor expired (AdmitRequest::token_id, FinishRequest::token_id). A
+// revocation therefore holds from the next
 // request on for every route, from any process or node. The memory is keyed
 // by a keyed BLAKE2b digest of the secret (a key made at startup; the
 // secret itself is not kept), holds at most 4,096 tokens and only valid ones.

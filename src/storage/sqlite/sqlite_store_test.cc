@@ -239,11 +239,11 @@ TEST(SqliteStoreTest, AsyncFinishesAreFencedAndAnsweredBeforeTheStoreCloses) {
   }
 }
 
-// Three calls queued for one commit around `change`, an operation of the
-// store that returns after its own commit: another connection holds the
-// write lock, so the writer waits in BEGIN with the call `first` queues, and
-// those `before` and `after` queue and `change` (on its own thread) queue up
-// behind it in the order before, change, after.
+// Three store calls queued for one commit around `change`, an operation of
+// the store that returns after its own commit. Another connection holds the
+// write lock, so the writer waits in BEGIN with the call `first` makes; the
+// calls `before` makes, `change` (on its own thread) and the calls `after`
+// makes queue up behind it in that order.
 void QueueAroundAChange(const std::string& path, const std::function<void()>& first,
                         const std::function<void()>& before, const std::function<void()>& change,
                         const std::function<void()>& after) {
