@@ -53,6 +53,7 @@ struct Args {
   std::string dir;
   std::string db;          // fill: the database file to create
   long payload_bytes = 0;  // p1: each payload carries a string of this many bytes
+  long lanes = 0;          // p1: job i goes to lane "lane-<i mod lanes>" (0: no lanes)
   // p2: the bench thread spins until the handler starts instead of sleeping
   // (the waiting of P2 before issue 19: it keeps one of the cores busy).
   bool p2_spin = false;
@@ -218,6 +219,7 @@ class Bench {
           r.payload_json += ",\"pad\":\"" + std::string(args_.payload_bytes, 'x') + "\"}";
         }
         r.delay_ms = delay_ms;
+        if (args_.lanes > 0) r.lane_key = "lane-" + std::to_string(i % args_.lanes);
         batch.push_back(std::move(r));
       }
       auto res = e.DispatchBatch(batch);
@@ -276,16 +278,20 @@ class Bench {
     if (args_.payload_bytes > 0) {
       setup += ", payloads of " + std::to_string(args_.payload_bytes) + " bytes";
     }
-    // The target is for quality.md's no-op jobs with small payloads.
-    if (args_.payload_bytes > 0) {
+    const std::string laned =
+        args_.lanes > 0 ? ", in " + std::to_string(args_.lanes) + " lanes" : "";
+    setup += laned;
+    // The target is for quality.md's no-op jobs with small payloads, no lanes.
+    if (args_.payload_bytes > 0 || args_.lanes > 0) {
       te::bench::PrintFigure("P1", "SQLite dispatch + drain, " + setup, e2e, "jobs/s");
     } else {
       te::bench::PrintFigure("P1", "SQLite dispatch + drain, " + setup, e2e, "jobs/s",
                              ">=", 100'000);
     }
     const std::string sized =
-        args_.payload_bytes > 0 ? ", payloads of " + std::to_string(args_.payload_bytes) + " bytes"
-                                : "";
+        (args_.payload_bytes > 0 ? ", payloads of " + std::to_string(args_.payload_bytes) + " bytes"
+                                 : "") +
+        laned;
     te::bench::PrintFigure("P1", "SQLite bulk dispatch alone" + sized, disp, "jobs/s");
     te::bench::PrintFigure("P1", "SQLite drain alone" + sized, drain, "jobs/s");
   }
@@ -678,6 +684,8 @@ int main(int argc, char** argv) {
       a.db = next();
     else if (s == "--payload-bytes")
       a.payload_bytes = std::stol(next());
+    else if (s == "--lanes")
+      a.lanes = std::stol(next());
     else if (s == "--p2-spin")
       a.p2_spin = true;
     else if (s == "--purge-budget-ms")
@@ -687,6 +695,8 @@ int main(int argc, char** argv) {
           "usage: taskengine-bench [p1|p2|p6|p9|purge|all] [--jobs N] [--workers N] "
           "[--prefetch N] [--runs N] [--dir PATH] [--purge-budget-ms N] [--p2-spin]\n"
           "       [--payload-bytes N]  (p1: a string of N bytes in each payload)\n"
+          "       [--lanes N]  (p1: job i in lane lane-<i mod N>; a lane runs its jobs one\n"
+          "                    at a time, so N at least --jobs measures lanes' cost alone)\n"
           "       taskengine-bench fill --jobs N --db PATH\n");
       return 0;
     } else

@@ -10,9 +10,9 @@
 #                 and the report is written, in a few minutes; its figures are
 #                 not comparable with the targets (the report says so)
 #   --only LIST   comma-separated series to run (default all):
-#                 p1 p1big p2 p6 p9 i7 callgrind callgrindbig p3 callgrindhttp
-#                 p4 p8 p7 p5 p11 pickup p10 (p1big, callgrindbig: with 4 KiB
-#                 payloads)
+#                 p1 p1big p2 p6 p9 i7 callgrind callgrindbig callgrindlanes p3
+#                 callgrindhttp p4 p8 p7 p5 p11 pickup p10 (p1big, callgrindbig:
+#                 with 4 KiB payloads; callgrindlanes: each job in a lane)
 #   --build DIR   the Release tree, built first (default build/release, then
 #                 configured with the `release` preset when missing; another
 #                 DIR must be configured already)
@@ -117,15 +117,16 @@ series() {
 # The writer thread's instructions per job under callgrind: a P1 run of
 # $cg_jobs jobs with one output file per thread; the writer's file is the one
 # whose calls include SqliteStore::WriterLoop. Prints @figure lines.
-# callgrind_writer [PAYLOAD_BYTES]: with a string of that many bytes in each
-# payload (figures without a target).
+# callgrind_writer [PAYLOAD_BYTES [LANES]]: with a string of that many bytes
+# in each payload, or with the jobs in that many lanes (figures without a
+# target).
 callgrind_writer() {
-  local bytes=${1:-0}
-  local dir=$work/callgrind-$bytes
+  local bytes=${1:-0} lanes=${2:-0}
+  local dir=$work/callgrind-$bytes-$lanes
   mkdir -p "$dir"
   valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$dir/cg.out" \
     "$bin/taskengine-bench" p1 --jobs "$cg_jobs" --runs 1 --dir "$dir/db" \
-    --payload-bytes "$bytes" > "$dir/run.log" 2>&1
+    --payload-bytes "$bytes" --lanes "$lanes" > "$dir/run.log" 2>&1
   local writer=""
   for f in "$dir"/cg.out-*; do
     callgrind_annotate --inclusive=yes --threshold=100 "$f" > "$dir/writer.txt" 2>/dev/null
@@ -147,11 +148,13 @@ callgrind_writer() {
   started=$(step 'SqliteStore::MarkStarted(')
   finish=$(step 'SqliteStore::FinishBatch(')
   awk -v n="$cg_jobs" -v total="$total" -v admit="${admit:-0}" -v claim="${claim:-0}" \
-      -v started="${started:-0}" -v finish="${finish:-0}" -v bytes="$bytes" 'BEGIN {
-    id = bytes > 0 ? "callgrindbig" : "callgrind"
+      -v started="${started:-0}" -v finish="${finish:-0}" -v bytes="$bytes" \
+      -v lanes="$lanes" 'BEGIN {
+    id = bytes > 0 ? "callgrindbig" : lanes > 0 ? "callgrindlanes" : "callgrind"
     what = "writer instructions per job (callgrind, P1 with " n " jobs"
-    what = what (bytes > 0 ? ", payloads of " bytes " bytes" : "") "): "
-    cmp = bytes > 0 ? "-|0" : "<=|15000"
+    what = what (bytes > 0 ? ", payloads of " bytes " bytes" : "")
+    what = what (lanes > 0 ? ", in " lanes " lanes" : "") "): "
+    cmp = bytes > 0 || lanes > 0 ? "-|0" : "<=|15000"
     printf "@figure|%s|%sclaim + finish|%.0f|%.0f|%.0f|1|instructions|%s\n", id, what, (claim + finish) / n, (claim + finish) / n, (claim + finish) / n, cmp
     printf "@figure|%s|%sall of the writer thread|%.0f|%.0f|%.0f|1|instructions|-|0\n", id, what, total / n, total / n, total / n
     printf "@figure|%s|%sadmission|%.0f|%.0f|%.0f|1|instructions|-|0\n", id, what, admit / n, admit / n, admit / n
@@ -177,6 +180,9 @@ wanted i7 && series i7 "I7 dispatch latency during a retention purge" \
 wanted callgrind && series callgrind "writer instructions per job (callgrind)" callgrind_writer
 wanted callgrindbig && series callgrindbig \
   "writer instructions per job with 4 KiB payloads (callgrind)" callgrind_writer 4096
+wanted callgrindlanes && series callgrindlanes \
+  "writer instructions per job, each job in a lane of its own (callgrind)" \
+  callgrind_writer 0 "$cg_jobs"
 # --- HTTP ----------------------------------------------------------------------
 # The instructions per HTTP dispatch under callgrind, with each kind of
 # token: of every thread of the process but the store's writer (the server,

@@ -4,7 +4,7 @@
 Instructions per job inside SQLite (sqlite3_step, sqlite3_reset and the
 binds) for the claim, the mark of a started handler and the finish as the
 store writes them (the texts of sql_statements.h and sqlite_store.cc at
-schema version 16), and for variants of each: an index of the executions
+schema version 17), and for variants of each: an index of the executions
 left out, the claim state in a narrow table of its own, the executions row
 written once (claims and endings move its id between narrow tables), one
 statement for a batch. It tells how far a change of the statements or of

@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "storage/sql_statements.h"  // TE_SQLITE_HOLDS_LANE
 #include "storage/store_rules.h"
 
 namespace taskengine::sqlite {
@@ -382,6 +383,14 @@ ALTER TABLE executions DROP COLUMN payload;
     R"sql(
 DROP INDEX executions_by_status;
 CREATE INDEX executions_by_status ON executions(status, id) WHERE status <> 1;
+)sql",
+    // Version 17: the index of open lanes names the statuses that hold a lane
+    // as TE_SQLITE_HOLDS_LANE does (sql_statements.h), not as an IN list:
+    // SQLite built a temporary b-tree for the list at each row it wrote.
+    R"sql(
+DROP INDEX executions_lane_open;
+CREATE INDEX executions_lane_open ON executions(tenant, lane_key, id)
+  WHERE lane_key <> '' AND )sql" TE_SQLITE_HOLDS_LANE R"sql(;
 )sql",
 };
 

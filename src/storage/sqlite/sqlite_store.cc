@@ -111,8 +111,7 @@ constexpr const char* kExpired = "SELECT " TE_SQL_STATE_COLUMNS
 // Lanes (O1). A lane is (tenant, lane key): ?1 is the tenant, ?2 the key.
 constexpr const char* kLaneUnparkNext =
     "UPDATE executions SET lane_parked = 0, run_at = MAX(run_at, ?3) WHERE id = ("
-    "SELECT id FROM executions WHERE tenant = ?1 AND lane_key = ?2 AND lane_key <> ''"
-    " AND status IN (0, 1, 3, 4) AND lane_parked = 1 ORDER BY id LIMIT 1)";
+    "SELECT id" TE_SQL_LANE_WHERE(TE_SQLITE_HOLDS_LANE) " AND lane_parked = 1 ORDER BY id LIMIT 1)";
 constexpr const char* kPurgeCandidates =
     "SELECT id, tenant, queue, status, finished_at FROM executions"
     " INDEXED BY executions_by_finished_at WHERE" TE_SQL_PURGEABLE " ORDER BY finished_at LIMIT ?2";
@@ -934,7 +933,7 @@ class SqliteStore final : public SqlStore {
   static Result<bool> UnparkLane(Connection& c, const std::string& tenant, const std::string& lane,
                                  Millis now) {
     {
-      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kLaneHasUnparkedOpen));
+      TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kSqliteLaneHasUnparkedOpen));
       s.Bind(1, tenant).Bind(2, lane);
       TE_ASSIGN_OR_RETURN(bool busy, s.Step());
       if (busy) return false;
@@ -1080,7 +1079,7 @@ class SqliteStore final : public SqlStore {
     const JobPolicy& p = it->second;
     bool parked = false;
     if (!r.lane_key.empty()) {
-      TE_ASSIGN_OR_RETURN(Stmt l, c.Prepare(kLaneOpen));
+      TE_ASSIGN_OR_RETURN(Stmt l, c.Prepare(kSqliteLaneOpen));
       l.Bind(1, r.tenant.value).Bind(2, r.lane_key);
       TE_ASSIGN_OR_RETURN(parked, l.Step());
     }
