@@ -381,7 +381,25 @@ class ObjectText {
   std::string& out_;
   bool first_ = true;
 };
-void AppendString(std::string& out, const std::string& s) { out += Dump(Json(s)); }
+
+// A string as a JSON value. Printable ASCII other than the quote and the
+// backslash (names, queues, keys, times) goes between quotes as it is, which
+// is how Dump prints it; anything else goes through Dump (escapes, invalid
+// UTF-8 replaced).
+void AppendString(std::string& out, const std::string& s) {
+  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u >= 0x20 && u < 0x7f && c != '"' && c != '\\';
+  });
+  if (!plain) {
+    out += Dump(Json(s));
+    return;
+  }
+  out += '"';
+  out += s;
+  out += '"';
+}
+
 void AppendStringOrNull(std::string& out, const std::string& s) {
   if (s.empty()) {
     out += "null";

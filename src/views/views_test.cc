@@ -37,6 +37,32 @@ TEST(ViewsTest, QueuesConfiguredByPriorityThenOthersByName) {
   EXPECT_EQ(QueueToJson(views[1])["oldest_queued_age_ms"], 1'000);
 }
 
+// The strings of a lease are written exactly as nlohmann::json prints them in
+// every other response: plain ones as they are, the others escaped, invalid
+// UTF-8 replaced.
+TEST(ViewsTest, LeaseTextWritesStringsAsEveryResponseDoes) {
+  const std::vector<std::string> strings = {
+      "default",   "a b/c:d~e", "quo\"te",     "back\\slash",  std::string("nul\0in", 6),
+      "tab\there", "del\x7f",   "caf\xc3\xa9", "\xe2\x82\xac", "bad\xff",
+      "cut\xc3",   "\x1f"};
+  for (const std::string& s : strings) {
+    Lease lease;
+    lease.id = ExecutionId(1);
+    lease.job = JobName(s);
+    lease.tenant = TenantId(s);
+    lease.queue = s;
+    lease.idempotency_key = s;
+    std::string text;
+    AppendLeaseJson(text, lease, nullptr, "null");
+    const std::string want = Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
+    for (const char* key : {"job", "tenant", "queue", "idempotency_key"}) {
+      EXPECT_NE(text.find("\"" + std::string(key) + "\":" + want + ","), std::string::npos)
+          << key << " of " << want << " in " << text;
+    }
+    EXPECT_NO_THROW((void)Json::parse(text)) << text;
+  }
+}
+
 // A lease written as text is the document the worker protocol documents:
 // every member, in order; the stored payload and config as JSON values; null
 // for what is unset or gone; invalid UTF-8 replaced as in every response; a
