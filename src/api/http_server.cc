@@ -336,8 +336,13 @@ class Session : public std::enable_shared_from_this<Session> {
           std::string_view(field.name_string().data(), field.name_string().size()),
           std::string_view(field.value().data(), field.value().size()));
     }
+    head.allowed_host = allowed_host_;
     if (std::optional<HeadProblem> problem = CheckRequestHead(head, server_->hosts())) {
       return SendProtocolError(ErrorResponse(problem->status, problem->code, problem->message));
+    }
+    if (auto host = msg.find(http::field::host); host != msg.end()) {
+      const std::string_view value(host->value().data(), host->value().size());
+      if (value != allowed_host_) allowed_host_ = value;
     }
     auto expect = msg.find(http::field::expect);
     if (expect != msg.end()) {
@@ -528,6 +533,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::atomic<Millis> waiting_since_{SteadyMillis()};
   std::chrono::steady_clock::time_point read_started_;
   bool served_any_ = false;
+  std::string allowed_host_;  // RequestHead::allowed_host
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::string_body>> res_;

@@ -239,10 +239,12 @@ std::optional<HeadProblem> CheckRequestHead(const RequestHead& head, const HostA
   }
   if (host_values.empty()) return Problem(400, "bad_request", "missing Host header");
   if (host_values.size() > 1) return Problem(400, "bad_request", "more than one Host header");
-  if (!ParseHostAndPort(host_values.front())) {
+  const bool allowed_before =
+      !head.allowed_host.empty() && host_values.front() == head.allowed_host;
+  if (!allowed_before && !ParseHostAndPort(host_values.front())) {
     return Problem(400, "bad_request", "malformed Host header");
   }
-  if (!hosts.AllowsHostHeader(host_values.front())) {
+  if (!allowed_before && !hosts.AllowsHostHeader(host_values.front())) {
     return Problem(421, "misdirected_request",
                    "this server does not answer for that Host; add the name to "
                    "[http] public_hosts to serve it");

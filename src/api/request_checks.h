@@ -68,6 +68,10 @@ struct RequestHead {
   std::string_view target;
   // Every field in order; names as received (compared case-insensitively).
   std::vector<std::pair<std::string_view, std::string_view>> fields;
+  // The Host value an earlier request of the same connection was served
+  // with (empty: none): the same bytes need not be parsed and looked up in
+  // the allowlist again. Any other value is checked in full.
+  std::string_view allowed_host;
 };
 
 // Why a head is refused: the status (400, 403, 421 or 501), the error code and

@@ -127,5 +127,22 @@ TEST(CheckRequestHead, HostTargetAndOrigin) {
   EXPECT_EQ(StatusOf(absolute), 400);
 }
 
+// A connection's earlier Host value spares the lookup of the same bytes only:
+// another Host is checked in full, and the head's other checks still apply.
+TEST(CheckRequestHead, AHostAllowedBeforeIsTheOnlyOneNotLookedUpAgain) {
+  const auto status = [](std::vector<std::pair<std::string_view, std::string_view>> fields,
+                         std::string_view allowed_host) {
+    RequestHead head = Head(std::move(fields));
+    head.allowed_host = allowed_host;
+    return StatusOf(head);
+  };
+  EXPECT_EQ(status({{"Host", "localhost:8080"}}, "localhost:8080"), 0);
+  EXPECT_EQ(status({{"Host", "evil.example"}}, "localhost:8080"), 421);
+  EXPECT_EQ(status({{"Host", "bad host"}}, "localhost"), 400);
+  EXPECT_EQ(status({{"Host", "localhost.evil.example"}}, "localhost"), 421);
+  EXPECT_EQ(status({{"Host", "localhost"}, {"Host", "localhost"}}, "localhost"), 400);
+  EXPECT_EQ(status({{"Host", "localhost"}, {"Origin", "http://evil.example"}}, "localhost"), 403);
+}
+
 }  // namespace
 }  // namespace taskengine::api

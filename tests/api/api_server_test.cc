@@ -252,6 +252,25 @@ TEST_F(PlainServerTest, HostMustBePresentOnceAndAnswerable) {
   }
 }
 
+// A connection remembers the Host its last request was served with, and only
+// those bytes skip the allowlist: a later request of the same connection that
+// names another host is still refused.
+TEST_F(PlainServerTest, ALaterRequestOfAConnectionIsCheckedForItsOwnHost) {
+  Start({});
+  const std::string get = "GET /echo HTTP/1.1\r\n";
+  const std::string raw = RawExchange(server_->port(),
+                                      get + "Host: 127.0.0.1\r\n\r\n" +      // allowed
+                                          get + "Host: 127.0.0.1\r\n\r\n" +  // the same bytes
+                                          get + "Host: attacker.example\r\n\r\n",
+                                      3000);
+  std::vector<int> statuses;
+  for (std::size_t at = raw.find("HTTP/1.1 "); at != std::string::npos;
+       at = raw.find("HTTP/1.1 ", at + 1)) {
+    statuses.push_back(std::stoi(raw.substr(at + 9, 3)));
+  }
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200, 421})) << raw;
+}
+
 // Issue 13, finding 1: a mutation sent by a browser page of another site is
 // refused whatever its Host (the rebinding page's Origin names the attacker).
 TEST_F(PlainServerTest, MutationsFromForeignOriginsAre403) {
