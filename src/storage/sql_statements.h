@@ -326,7 +326,8 @@ inline constexpr char kCreateToken[] =
 // The statements of the shared store logic (SqlStore, sql_store.h) whose text
 // depends on the dialect: upserts, and row locks where the backend has them.
 // The reads of lanes (Q1): the shared texts, unless a backend's indexes
-// want its own (MariaDB: maria_statements.h).
+// want its own (MariaDB: maria_statements.h; SQLite: kSqliteLaneHead and the
+// others below, TE_SQLITE_HOLDS_LANE).
 struct SqlLaneReads {
   const char* head = sql::kLaneHead;
   const char* counts = sql::kLaneCounts;
