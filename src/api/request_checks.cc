@@ -176,14 +176,16 @@ std::optional<HeadProblem> CheckRequestHead(const RequestHead& head, const HostA
   if (head.target.empty() || head.target.front() != '/') {
     return Problem(400, "bad_request", "the request target must be a path (\"/...\")");
   }
-  std::vector<std::string_view> host_values;
+  std::string_view host;
+  int hosts_seen = 0;
   std::vector<std::string_view> transfer_encodings;
   int content_lengths = 0;
   bool content_length_list = false;
   std::optional<std::string_view> origin;
   int singleton_seen[std::size(kSingletonFields)] = {};
   for (const auto& [name, value] : head.fields) {
-    if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos) {
+    if (std::any_of(value.begin(), value.end(),
+                    [](char c) { return c == '\r' || c == '\n' || c == '\0'; })) {
       return Problem(400, "bad_request", "a header field value contains CR, LF or NUL");
     }
     for (std::size_t i = 0; i < std::size(kSingletonFields); ++i) {
@@ -193,7 +195,7 @@ std::optional<HeadProblem> CheckRequestHead(const RequestHead& head, const HostA
       }
     }
     if (IEquals(name, "host")) {
-      host_values.push_back(value);
+      if (hosts_seen++ == 0) host = value;
     } else if (IEquals(name, "transfer-encoding")) {
       transfer_encodings.push_back(value);
     } else if (IEquals(name, "content-length")) {
@@ -237,14 +239,13 @@ std::optional<HeadProblem> CheckRequestHead(const RequestHead& head, const HostA
       return Problem(501, "not_implemented", "transfer coding '" + coding + "' is not supported");
     }
   }
-  if (host_values.empty()) return Problem(400, "bad_request", "missing Host header");
-  if (host_values.size() > 1) return Problem(400, "bad_request", "more than one Host header");
-  const bool allowed_before =
-      !head.allowed_host.empty() && host_values.front() == head.allowed_host;
-  if (!allowed_before && !ParseHostAndPort(host_values.front())) {
+  if (hosts_seen == 0) return Problem(400, "bad_request", "missing Host header");
+  if (hosts_seen > 1) return Problem(400, "bad_request", "more than one Host header");
+  const bool allowed_before = !head.allowed_host.empty() && host == head.allowed_host;
+  if (!allowed_before && !ParseHostAndPort(host)) {
     return Problem(400, "bad_request", "malformed Host header");
   }
-  if (!allowed_before && !hosts.AllowsHostHeader(host_values.front())) {
+  if (!allowed_before && !hosts.AllowsHostHeader(host)) {
     return Problem(421, "misdirected_request",
                    "this server does not answer for that Host; add the name to "
                    "[http] public_hosts to serve it");
