@@ -85,10 +85,12 @@ const std::string& HttpDate() {
   return value;
 }
 
+// ASCII only: header names are tokens (the parser refuses other bytes).
 std::string Lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
   return out;
 }
 
@@ -384,7 +386,9 @@ class Session : public std::enable_shared_from_this<Session> {
     req.SetTarget(std::string(msg.target()));
     req.headers.reserve(8);
     for (const auto& field : msg) {
-      req.headers.emplace_back(Lower(std::string(field.name_string())), std::string(field.value()));
+      req.headers.emplace_back(
+          Lower(std::string_view(field.name_string().data(), field.name_string().size())),
+          std::string(field.value()));
     }
     req.body = std::move(msg.body());
     req.remote_address = peer_;
