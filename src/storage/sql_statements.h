@@ -363,20 +363,19 @@ inline constexpr char kSqliteLaneCounts[] = TE_SQL_LANE_COUNTS(TE_SQLITE_HOLDS_L
 inline constexpr char kSqliteOpenLanes[] = TE_SQL_OPEN_LANES(TE_SQLITE_HOLDS_LANE);
 inline constexpr char kSqliteOpenLanesOfTenant[] =
     TE_SQL_OPEN_LANES_OF_TENANT(TE_SQLITE_HOLDS_LANE);
+// The oldest parked member of the lane becomes due no earlier than ?3.
+inline constexpr char kSqliteLaneUnparkNext[] =
+    "UPDATE executions SET lane_parked = 0, run_at = MAX(run_at, ?3) WHERE id = ("
+    "SELECT id" TE_SQL_LANE_WHERE(TE_SQLITE_HOLDS_LANE) " AND lane_parked = 1 ORDER BY id LIMIT 1)";
+inline constexpr SqlLaneReads kSqliteLaneReads{kSqliteLaneHead, kSqliteLaneCounts, kSqliteOpenLanes,
+                                               kSqliteOpenLanesOfTenant};
 
 // SQLite: one writer at a time, so no row locks; payloads in their own table.
 inline constexpr SqlDialect kSqliteDialect{
-    sql::kJobVersion,
-    sql::kUpsertJob,
-    sql::kGrant,
-    sql::kUpsertTenant,
-    sql::kAcquireLock,
-    sql::kUpsertUser,
-    sql::kReportWorker,
-    sql::kUpsertNotifyState,
-    sql::kCreateToken,
-    {kSqliteLaneHead, kSqliteLaneCounts, kSqliteOpenLanes, kSqliteOpenLanesOfTenant},
-    kSelectExecutionSqlite,
+    sql::kJobVersion,   sql::kUpsertJob,         sql::kGrant,
+    sql::kUpsertTenant, sql::kAcquireLock,       sql::kUpsertUser,
+    sql::kReportWorker, sql::kUpsertNotifyState, sql::kCreateToken,
+    kSqliteLaneReads,   kSelectExecutionSqlite,
 };
 inline constexpr SqlDialect kPostgresDialect{
     sql::kJobVersionForUpdate, sql::kUpsertJob,         sql::kGrant,

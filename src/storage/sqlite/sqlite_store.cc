@@ -108,10 +108,6 @@ constexpr const char* kExpired = "SELECT " TE_SQL_STATE_COLUMNS
                                  " FROM executions WHERE status = 1 AND lease_expires_at < ?1"
                                  " ORDER BY lease_expires_at LIMIT ?2";
 
-// Lanes (O1). A lane is (tenant, lane key): ?1 is the tenant, ?2 the key.
-constexpr const char* kLaneUnparkNext =
-    "UPDATE executions SET lane_parked = 0, run_at = MAX(run_at, ?3) WHERE id = ("
-    "SELECT id" TE_SQL_LANE_WHERE(TE_SQLITE_HOLDS_LANE) " AND lane_parked = 1 ORDER BY id LIMIT 1)";
 constexpr const char* kPurgeCandidates =
     "SELECT id, tenant, queue, status, finished_at FROM executions"
     " INDEXED BY executions_by_finished_at WHERE" TE_SQL_PURGEABLE " ORDER BY finished_at LIMIT ?2";
@@ -938,7 +934,7 @@ class SqliteStore final : public SqlStore {
       TE_ASSIGN_OR_RETURN(bool busy, s.Step());
       if (busy) return false;
     }
-    TE_ASSIGN_OR_RETURN(Stmt u, c.Prepare(kLaneUnparkNext));
+    TE_ASSIGN_OR_RETURN(Stmt u, c.Prepare(kSqliteLaneUnparkNext));
     u.Bind(1, tenant).Bind(2, lane).Bind(3, now);
     TE_RETURN_IF_ERROR(u.Run());
     return c.changes() > 0;

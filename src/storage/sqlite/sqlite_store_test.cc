@@ -930,14 +930,16 @@ TEST(SqliteStoreTest, O1_NoPartialIndexTestsAnInList) {
   }
 }
 
-// O1: SQLite's statements of lanes name the statuses that hold a lane as its
-// index of open lanes does (TE_SQLITE_HOLDS_LANE), so that they seek it.
+// O1: SQLite's statements of lanes, the unparking of the next member too,
+// name the statuses that hold a lane as its index of open lanes does
+// (TE_SQLITE_HOLDS_LANE), so that they seek it.
 TEST(SqliteStoreTest, O1_LaneStatementsSeekTheOpenLanesIndex) {
   MigratedSchema schema;
   const storage_internal::SqlLaneReads& reads = storage_internal::kSqliteDialect.lanes;
   for (const char* text :
        {storage_internal::kSqliteLaneOpen, storage_internal::kSqliteLaneHasUnparkedOpen, reads.head,
-        reads.counts, reads.open_lanes, reads.open_lanes_of_tenant}) {
+        reads.counts, reads.open_lanes, reads.open_lanes_of_tenant,
+        storage_internal::kSqliteLaneUnparkNext}) {
     std::string plan;
     for (const std::string& step : Explain(schema.db(), text, /*query_plan=*/true)) {
       plan += step + "\n";
