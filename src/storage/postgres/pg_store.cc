@@ -135,9 +135,12 @@ constexpr const char* kInsertExecution =
 // drawn first, in request order (kNextIds), so each row's id is known before
 // the insert; RETURNING names the rows inserted, and a keyed row that is
 // not among them met an existing key (of an earlier admission or of an
-// earlier row of this batch).
+// earlier row of this batch). The sequence is looked up once per statement
+// (OFFSET 0 keeps the planner from pulling the lookup into every row: per row,
+// it cost about 2.5 us an id, six times the nextval itself).
 constexpr const char* kNextIds =
-    "SELECT nextval(pg_get_serial_sequence('executions', 'id')) FROM generate_series(1, $1)";
+    "SELECT nextval(s.seq) FROM (SELECT pg_get_serial_sequence('executions', 'id')::regclass"
+    " AS seq OFFSET 0) AS s, generate_series(1, $1)";
 constexpr const char* kInsertExecutions =
     "INSERT INTO executions (id, job, tenant, queue, status, trigger, requester, idempotency_key,"
     " payload, fingerprint, scheduled_at, run_at, queued_at, lane_key, parent_id, max_attempts,"
