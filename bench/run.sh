@@ -11,8 +11,9 @@
 #                 not comparable with the targets (the report says so)
 #   --only LIST   comma-separated series to run (default all):
 #                 p1 p1big p2 p6 p9 i7 callgrind callgrindbig callgrindlanes p3
-#                 callgrindhttp p4 p8 p7 p5 p11 pickup p10 (p1big, callgrindbig:
-#                 with 4 KiB payloads; callgrindlanes: each job in a lane)
+#                 callgrindhttp p4 p8 p7 p5 callgrindpg p11 pickup p10 (p1big,
+#                 callgrindbig: with 4 KiB payloads; callgrindlanes: each job in
+#                 a lane; callgrindpg: PostgreSQL's instructions per execution)
 #   --build DIR   the Release tree, built first (default build/release, then
 #                 configured with the `release` preset when missing; another
 #                 DIR must be configured already)
@@ -40,7 +41,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --only) only=",$2,"; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "bench/run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -243,6 +244,9 @@ if wanted p5; then
     "$bin/taskengine-pg-bench" "--database-url=$pg_url" "--jobs=$p5_jobs" "--runs=$runs" \
     "--dir=$work/db"
 fi
+wanted callgrindpg && series callgrindpg \
+  "PostgreSQL server instructions per execution (callgrind)" \
+  bench/pg_write_cost.sh --taskengine "$build/apps/taskengine/taskengine" --jobs "$cg_jobs"
 if wanted p11 || wanted pickup; then
   start_server mariadb_cluster.sh "$work/maria" maria_url
   wanted p11 && series p11 "P11 MariaDB, 2 nodes" \

@@ -348,11 +348,19 @@ struct SqlDialect {
   SqlLaneReads lanes{};
   const char* select_execution = sql::kSelectExecution;  // ?1 = id
   const char* next_run_at = sql::kNextRunAt;             // ?1 = queue
+  const char* count_open_of_job = sql::kCountOpenOfJob;  // ?1 = job
 };
 
 // kSelectExecution with the payload in its own table.
 inline constexpr char kSelectExecutionSqlite[] =
     "SELECT " TE_SQL_EXECUTION_COLUMNS_WITH(TE_SQLITE_PAYLOAD) " FROM executions WHERE id = ?1";
+
+// kCountOpenOfJob where the index of jobs leaves running executions out
+// (PostgreSQL, kListIndexing): queued ones by that index, running ones by the
+// leases index.
+inline constexpr char kCountOpenOfJobWithoutRunning[] =
+    "SELECT (SELECT COUNT(*) FROM executions WHERE job = ?1 AND status = 0 AND status <> 1)"
+    " + (SELECT COUNT(*) FROM executions WHERE job = ?1 AND status = 1)";
 
 // SQLite's statements of lanes (TE_SQLITE_HOLDS_LANE).
 inline constexpr char kSqliteLaneOpen[] = TE_SQL_LANE_OPEN(TE_SQLITE_HOLDS_LANE);
@@ -378,9 +386,16 @@ inline constexpr SqlDialect kSqliteDialect{
     kSqliteLaneReads,   kSelectExecutionSqlite,
 };
 inline constexpr SqlDialect kPostgresDialect{
-    sql::kJobVersionForUpdate, sql::kUpsertJob,         sql::kGrant,
-    sql::kUpsertTenant,        sql::kAcquireLock,       sql::kUpsertUser,
-    sql::kReportWorker,        sql::kUpsertNotifyState, sql::kCreateToken,
+    .job_version = sql::kJobVersionForUpdate,
+    .upsert_job = sql::kUpsertJob,
+    .grant = sql::kGrant,
+    .upsert_tenant = sql::kUpsertTenant,
+    .acquire_lock = sql::kAcquireLock,
+    .upsert_user = sql::kUpsertUser,
+    .report_worker = sql::kReportWorker,
+    .upsert_notify_state = sql::kUpsertNotifyState,
+    .create_token = sql::kCreateToken,
+    .count_open_of_job = kCountOpenOfJobWithoutRunning,
 };
 
 }  // namespace taskengine::storage_internal

@@ -47,9 +47,9 @@ Status SqlStore::ChangeJob(const JobChange& change) {
         s.One(dialect_.job_version, SqlArgs().Add(name), [](const Row& r) { return r.Int(0); }));
     TE_RETURN_IF_ERROR(CheckJobChange(change, version.has_value(), version.value_or(0)));
     if (change.kind == JobChange::Kind::kDelete) {
-      TE_ASSIGN_OR_RETURN(
-          std::optional<std::int64_t> open,
-          s.One(kCountOpenOfJob, SqlArgs().Add(name), [](const Row& r) { return r.Int(0); }));
+      TE_ASSIGN_OR_RETURN(std::optional<std::int64_t> open,
+                          s.One(dialect_.count_open_of_job, SqlArgs().Add(name),
+                                [](const Row& r) { return r.Int(0); }));
       TE_RETURN_IF_ERROR(CheckJobDeletable(name, open.value_or(0)));
       TE_RETURN_IF_ERROR(s.Exec(kDeleteJob, SqlArgs().Add(name)).status());
       TE_RETURN_IF_ERROR(s.Exec(kDeleteJobScheduleState, SqlArgs().Add(name)).status());

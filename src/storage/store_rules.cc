@@ -436,19 +436,26 @@ std::optional<std::vector<std::string>> ListTenants(const ExecutionFilter& f) {
 
 }  // namespace
 
-std::vector<ListPart> PlanListParts(const ExecutionFilter& f) {
+std::vector<ListPart> PlanListParts(const ExecutionFilter& f, const ListIndexing& indexing) {
   std::vector<std::optional<std::string>> tenants;
   if (auto listed = ListTenants(f)) {
     for (std::string& t : *listed) tenants.emplace_back(std::move(t));
   } else {
     tenants.emplace_back(std::nullopt);
   }
-  std::vector<std::optional<int>> statuses;
-  for (int s : ListStatuses(f)) statuses.emplace_back(s);
-  if (statuses.empty()) statuses.emplace_back(std::nullopt);
+  // The status of each seek; nullopt and not running: every status.
+  std::vector<std::pair<std::optional<int>, bool>> statuses;
+  for (int s : ListStatuses(f)) statuses.emplace_back(s, false);
+  const bool by_job_or_time = f.job || f.queued_from != 0 || f.queued_to != 0;
+  if (statuses.empty() && by_job_or_time && indexing.job_and_time_indexes_without_running) {
+    statuses.emplace_back(std::nullopt, true);
+    statuses.emplace_back(static_cast<int>(ExecutionStatus::kRunning), false);
+  }
+  if (statuses.empty()) statuses.emplace_back(std::nullopt, false);
   std::vector<ListPart> parts;
   for (const auto& t : tenants) {
-    for (const auto& s : statuses) parts.push_back(ListPart{t, s});
+    for (const auto& [status, not_running] : statuses)
+      parts.push_back(ListPart{t, status, not_running});
   }
   return parts;
 }
@@ -488,6 +495,7 @@ ListSql BuildListSql(const ExecutionFilter& f, const ListPart& part, std::string
   } else if (part.status) {
     add("status = " + number(*part.status));
   }
+  if (part.not_running) add("status <> " + std::to_string(kRunning));
   if (!f.triggers.empty()) {
     std::string in;
     for (Trigger t : f.triggers) in += (in.empty() ? "" : ", ") + number(static_cast<int>(t));

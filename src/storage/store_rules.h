@@ -143,14 +143,13 @@ struct StatusCounters {
 // 0..kMaxListOffset.
 Status ValidateExecutionFilter(const ExecutionFilter& filter);
 
-// One index seek of a search: at most one tenant and one status.
+// One index seek of a search: at most one tenant and one status, or every
+// status but running (`not_running`).
 struct ListPart {
   std::optional<std::string> tenant;
   std::optional<int> status;
+  bool not_running = false;
 };
-// The seeks of `filter` (tenants x statuses); none when its tenant criteria
-// exclude each other.
-std::vector<ListPart> PlanListParts(const ExecutionFilter& filter);
 
 // A value bound to a search statement.
 struct ListArg {
@@ -176,7 +175,15 @@ struct ListIndexing {
   // SQLite: a search for running executions reads the leases index (INDEXED
   // BY), as many rows as leases are held, whatever else it says.
   bool index_hints = false;
+  // The indexes of jobs and of queue times leave running executions out too
+  // (PostgreSQL): a search by job or queue time and no status is two seeks,
+  // one of every status but running and one of running executions.
+  bool job_and_time_indexes_without_running = false;
 };
+// The seeks of `filter` (tenants x statuses) on a backend's indexes; none
+// when its tenant criteria exclude each other.
+std::vector<ListPart> PlanListParts(const ExecutionFilter& filter,
+                                    const ListIndexing& indexing = {});
 ListSql BuildListSql(const ExecutionFilter& filter, const ListPart& part, std::string_view columns,
                      std::int64_t row_limit, bool count_only, char placeholder,
                      ListIndexing indexing = {});

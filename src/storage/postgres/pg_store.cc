@@ -647,7 +647,7 @@ class PostgresStore final : public SqlStore {
     TE_RETURN_IF_ERROR(ValidateExecutionFilter(f));
     const Millis now = clock_->NowMillis();
     return ReadTx<ExecutionPage>([&](Tx& tx) -> Result<ExecutionPage> {
-      const std::vector<ListPart> parts = PlanListParts(f);
+      const std::vector<ListPart> parts = PlanListParts(f, pg::kListIndexing);
       std::vector<std::vector<Execution>> rows(parts.size());
       for (std::size_t i = 0; i < parts.size(); ++i) {
         ListSql q = BuildListSql(f, parts[i], TE_SQL_EXECUTION_COLUMNS, ListPartRowLimit(f),

@@ -582,7 +582,7 @@ class SqliteStore final : public SqlStore {
     TE_RETURN_IF_ERROR(ValidateExecutionFilter(f));
     const Millis now = clock_->NowMillis();
     return Read<ExecutionPage>([&](Connection& c) -> Result<ExecutionPage> {
-      const std::vector<ListPart> parts = PlanListParts(f);
+      const std::vector<ListPart> parts = PlanListParts(f, sqlite::kListIndexing);
       std::vector<std::vector<Execution>> rows(parts.size());
       for (std::size_t i = 0; i < parts.size(); ++i) {
         ListSql q = BuildListSql(f, parts[i], TE_SQL_EXECUTION_COLUMNS_WITH(TE_SQLITE_PAYLOAD),

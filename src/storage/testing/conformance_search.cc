@@ -78,6 +78,12 @@ TEST_P(StoreConformance, I1_SearchCriteriaAndTheirCombinationsMatchAFilter) {
       {"all", [](ExecutionFilter&) {}, [](const Execution&) { return true; }},
       {"job", [](ExecutionFilter& f) { f.job = JobName("a"); },
        [](const Execution& e) { return e.job.value == "a"; }},
+      {"tenant+job",
+       [](ExecutionFilter& f) {
+         f.tenant = TenantId("t1");
+         f.job = JobName("a");
+       },
+       [](const Execution& e) { return e.tenant.value == "t1" && e.job.value == "a"; }},
       {"tenant", [](ExecutionFilter& f) { f.tenant = TenantId("t1"); },
        [](const Execution& e) { return e.tenant.value == "t1"; }},
       {"global tenant", [](ExecutionFilter& f) { f.tenant = TenantId(""); },
