@@ -785,7 +785,7 @@ CREATE INDEX executions_by_status ON executions (status, id) WHERE status <> 1;
     // indexed), so it wrote an entry in each of them, with the same key as the
     // queued row's; now only the primary key and the leases index take one.
     // bench/pg_write_cost.sh (callgrind): the server's instructions for a
-    // claim, 126,375 -> 86,145 an execution. A search by job or queue time
+    // claim, 124,242 -> 83,988 an execution. A search by job or queue time
     // reads running executions apart (kListIndexing), and so does the count
     // of a job's open executions (kCountOpenOfJobWithoutRunning).
     R"sql(
