@@ -656,6 +656,14 @@ TEST(PgStoreTest, O1_MigrationToPerTenantLanesUnparksOtherTenantsHeads) {
   EXPECT_EQ(ids, (std::set<std::int64_t>{a1.id.value, b1.id.value})) << "a's second waits";
 }
 
+// The plan PostgreSQL would run `sql` with (EXPLAIN), one line per row.
+Result<std::string> Explain(pg::PgConn& conn, const std::string& sql) {
+  TE_ASSIGN_OR_RETURN(pg::PgResult plan, conn.Exec("EXPLAIN " + sql));
+  std::string text;
+  for (int r = 0; r < plan.rows(); ++r) text += plan.Text(r, 0) + "\n";
+  return text;
+}
+
 // "Next due of queue Q" and "expired leases" are index seeks at any depth:
 // the plans of the claim's and the sweep's predicates use the partial indexes.
 TEST(PgStoreTest, ClaimAndSweepPredicatesUseTheirIndexes) {
@@ -685,19 +693,16 @@ TEST(PgStoreTest, ClaimAndSweepPredicatesUseTheirIndexes) {
   ASSERT_OK(admin.Connect(cluster.url(), "te_plans"));
   ASSERT_OK(admin.Exec("ANALYZE executions"));
   ASSERT_OK_AND_ASSIGN(
-      pg::PgResult due,
-      admin.Exec("EXPLAIN SELECT id FROM executions WHERE queue = 'q1' AND status = 0"
-                 " AND lane_parked = 0 AND run_at <= 9000000000000 ORDER BY run_at, id LIMIT 10"
-                 " FOR UPDATE SKIP LOCKED"));
-  std::string plan;
-  for (int i = 0; i < due.rows(); ++i) plan += due.Text(i, 0) + "\n";
+      std::string plan,
+      Explain(admin,
+              "SELECT id FROM executions WHERE queue = 'q1' AND status = 0"
+              " AND lane_parked = 0 AND run_at <= 9000000000000 ORDER BY run_at, id"
+              " LIMIT 10 FOR UPDATE SKIP LOCKED"));
   EXPECT_NE(plan.find("executions_due"), std::string::npos) << plan;
-  ASSERT_OK_AND_ASSIGN(
-      pg::PgResult sweep,
-      admin.Exec("EXPLAIN SELECT id FROM executions WHERE status = 1 AND lease_expires_at < 5"
-                 " ORDER BY lease_expires_at LIMIT 500 FOR UPDATE SKIP LOCKED"));
-  plan.clear();
-  for (int i = 0; i < sweep.rows(); ++i) plan += sweep.Text(i, 0) + "\n";
+  ASSERT_OK_AND_ASSIGN(plan,
+                       Explain(admin,
+                               "SELECT id FROM executions WHERE status = 1 AND lease_expires_at < 5"
+                               " ORDER BY lease_expires_at LIMIT 500 FOR UPDATE SKIP LOCKED"));
   EXPECT_NE(plan.find("executions_leases"), std::string::npos) << plan;
 }
 
@@ -863,6 +868,17 @@ TEST(PgStoreTest, DatabaseClockFollowsTheServer) {
   EXPECT_FALSE(OpenPostgresClock("postgres://postgres@127.0.0.1:1/none?connect_timeout=2").ok());
 }
 
+// Migrates a fresh `schema` (a store opened and closed) and connects `conn`
+// to it; for tests that read the schema or plans with their own connection.
+void MigrateAndConnect(const Cluster& cluster, const std::string& schema, pg::PgConn& conn) {
+  FakeClock clock;
+  {
+    ASSERT_OK_AND_ASSIGN(auto store, OpenPostgresStore(Options(cluster, &clock, schema)));
+    ASSERT_OK(store->Migrate());
+  }
+  ASSERT_OK(conn.Connect(cluster.url(), schema));
+}
+
 // I1: every common combination of search criteria is served by an index,
 // never a sequential scan of the executions (EXPLAIN of the statements the
 // store builds, with sequential scans priced out so that any usable index
@@ -870,14 +886,8 @@ TEST(PgStoreTest, DatabaseClockFollowsTheServer) {
 TEST(PgStoreTest, I1_SearchCombinationsUseAnIndex) {
   Cluster& cluster = SharedCluster();
   ASSERT_TRUE(cluster.started()) << cluster.url();
-  FakeClock clock;
-  {
-    ASSERT_OK_AND_ASSIGN(auto store,
-                         OpenPostgresStore(Options(cluster, &clock, "te_search_plans")));
-    ASSERT_OK(store->Migrate());
-  }
   pg::PgConn conn;
-  ASSERT_OK(conn.Connect(cluster.url(), "te_search_plans"));
+  ASSERT_NO_FATAL_FAILURE(MigrateAndConnect(cluster, "te_search_plans", conn));
   ASSERT_OK(conn.Exec("SET enable_seqscan = off"));
   std::vector<std::pair<const char*, ExecutionFilter>> combinations;
   auto add = [&](const char* name, auto set) {
@@ -931,7 +941,9 @@ TEST(PgStoreTest, I1_SearchCombinationsUseAnIndex) {
     const std::vector<storage_internal::ListPart> parts =
         storage_internal::PlanListParts(filter, pg::kListIndexing);
     const auto expected = not_running_index.find(name);
-    if (expected != not_running_index.end()) EXPECT_EQ(parts.size(), 2u) << name;
+    if (expected != not_running_index.end()) {
+      EXPECT_EQ(parts.size(), 2u) << name;
+    }
     for (bool count_only : {false, true}) {
       for (const storage_internal::ListPart& part : parts) {
         storage_internal::ListSql q = storage_internal::BuildListSql(
@@ -947,9 +959,7 @@ TEST(PgStoreTest, I1_SearchCombinationsUseAnIndex) {
             sql.replace(at, placeholder.size(), literal);
           }
         }
-        ASSERT_OK_AND_ASSIGN(pg::PgResult plan, conn.Exec("EXPLAIN " + sql));
-        std::string text;
-        for (int r = 0; r < plan.rows(); ++r) text += plan.Text(r, 0) + "\n";
+        ASSERT_OK_AND_ASSIGN(std::string text, Explain(conn, sql));
         EXPECT_EQ(text.find("Seq Scan"), std::string::npos)
             << name << (count_only ? " (count)" : "") << ": " << sql << "\n"
             << text;
@@ -963,12 +973,11 @@ TEST(PgStoreTest, I1_SearchCombinationsUseAnIndex) {
   }
   // Deleting a job counts its open executions the same way.
   ASSERT_OK_AND_ASSIGN(
-      pg::PgResult count,
-      conn.Exec("EXPLAIN SELECT (SELECT COUNT(*) FROM executions WHERE job = 'a' AND status = 0"
-                " AND status <> 1) + (SELECT COUNT(*) FROM executions WHERE job = 'a'"
-                " AND status = 1)"));
-  std::string text;
-  for (int r = 0; r < count.rows(); ++r) text += count.Text(r, 0) + "\n";
+      std::string text,
+      Explain(conn,
+              "SELECT (SELECT COUNT(*) FROM executions WHERE job = 'a' AND status = 0"
+              " AND status <> 1) + (SELECT COUNT(*) FROM executions WHERE job = 'a'"
+              " AND status = 1)"));
   EXPECT_EQ(text.find("Seq Scan"), std::string::npos) << text;
   EXPECT_NE(text.find("executions_by_job"), std::string::npos) << text;
   EXPECT_NE(text.find("executions_leases"), std::string::npos) << text;
@@ -980,14 +989,8 @@ TEST(PgStoreTest, I1_SearchCombinationsUseAnIndex) {
 TEST(PgStoreTest, JobAndTimeIndexesLeaveRunningExecutionsOut) {
   Cluster& cluster = SharedCluster();
   ASSERT_TRUE(cluster.started()) << cluster.url();
-  FakeClock clock;
-  {
-    ASSERT_OK_AND_ASSIGN(auto store,
-                         OpenPostgresStore(Options(cluster, &clock, "te_running_indexes")));
-    ASSERT_OK(store->Migrate());
-  }
   pg::PgConn conn;
-  ASSERT_OK(conn.Connect(cluster.url(), "te_running_indexes"));
+  ASSERT_NO_FATAL_FAILURE(MigrateAndConnect(cluster, "te_running_indexes", conn));
   ASSERT_OK_AND_ASSIGN(
       pg::PgResult r,
       conn.Exec("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'executions'"
