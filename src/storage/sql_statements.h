@@ -356,10 +356,10 @@ inline constexpr char kSelectExecutionSqlite[] =
     "SELECT " TE_SQL_EXECUTION_COLUMNS_WITH(TE_SQLITE_PAYLOAD) " FROM executions WHERE id = ?1";
 
 // kCountOpenOfJob where the index of jobs leaves running executions out
-// (PostgreSQL, kListIndexing): queued ones by that index, running ones by the
-// leases index.
+// (PostgreSQL, kListIndexing): queued ones by that index (the literal status
+// implies its condition), running ones by the leases index.
 inline constexpr char kCountOpenOfJobWithoutRunning[] =
-    "SELECT (SELECT COUNT(*) FROM executions WHERE job = ?1 AND status = 0 AND status <> 1)"
+    "SELECT (SELECT COUNT(*) FROM executions WHERE job = ?1 AND status = 0)"
     " + (SELECT COUNT(*) FROM executions WHERE job = ?1 AND status = 1)";
 
 // SQLite's statements of lanes (TE_SQLITE_HOLDS_LANE).

@@ -443,19 +443,21 @@ std::vector<ListPart> PlanListParts(const ExecutionFilter& f, const ListIndexing
   } else {
     tenants.emplace_back(std::nullopt);
   }
-  // The status of each seek; nullopt and not running: every status.
-  std::vector<std::pair<std::optional<int>, bool>> statuses;
-  for (int s : ListStatuses(f)) statuses.emplace_back(s, false);
+  // The statuses of the seeks, for every tenant.
+  std::vector<ListPart> by_status;
+  for (int s : ListStatuses(f)) by_status.push_back(ListPart{std::nullopt, s, false});
   const bool by_job_or_time = f.job || f.queued_from != 0 || f.queued_to != 0;
-  if (statuses.empty() && by_job_or_time && indexing.job_and_time_indexes_without_running) {
-    statuses.emplace_back(std::nullopt, true);
-    statuses.emplace_back(static_cast<int>(ExecutionStatus::kRunning), false);
+  if (by_status.empty() && by_job_or_time && indexing.job_and_time_indexes_without_running) {
+    by_status.push_back(ListPart{std::nullopt, std::nullopt, /*not_running=*/true});
+    by_status.push_back(ListPart{std::nullopt, static_cast<int>(ExecutionStatus::kRunning), false});
   }
-  if (statuses.empty()) statuses.emplace_back(std::nullopt, false);
+  if (by_status.empty()) by_status.emplace_back();
   std::vector<ListPart> parts;
   for (const auto& t : tenants) {
-    for (const auto& [status, not_running] : statuses)
-      parts.push_back(ListPart{t, status, not_running});
+    for (ListPart part : by_status) {
+      part.tenant = t;
+      parts.push_back(std::move(part));
+    }
   }
   return parts;
 }
