@@ -241,7 +241,16 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Begin() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitForRequest(); });
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      // Non-blocking, so that a request already received is read, and an
+      // answer written, at once on this thread (ReadHeader, ReadBody,
+      // Write): a call that would wait returns would_block instead, and the
+      // asynchronous operation takes over from there.
+      beast::error_code ec;
+      self->stream_.socket().non_blocking(true, ec);
+      if (ec) return self->Close();
+      self->WaitForRequest();
+    });
   }
 
   // Posted by Stop(): close unless a request is being handled or answered.
@@ -297,9 +306,18 @@ class Session : public std::enable_shared_from_this<Session> {
     read_started_ = std::chrono::steady_clock::now();
     stream_.expires_after(std::chrono::milliseconds(
         std::min(server_->options().header_timeout_ms, server_->options().read_timeout_ms)));
+    // Usually the whole header is in the buffer already: parsed here, it
+    // costs no trip through the I/O context's queue.
+    beast::error_code ec;
+    http::read_header(stream_.socket(), buffer_, *parser_, ec);
+    if (!WouldBlock(ec)) return OnHeader(ec);
     http::async_read_header(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnHeader(ec); });
+  }
+
+  static bool WouldBlock(const beast::error_code& ec) {
+    return ec == net::error::would_block || ec == net::error::try_again;
   }
 
   // Answers a protocol error (the request never reached a handler) and closes.
@@ -368,6 +386,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void ReadBody() {
     if (state_ == State::kClosed) return;
     if (parser_->is_done()) return Handle();
+    beast::error_code ec;
+    http::read(stream_.socket(), buffer_, *parser_, ec);  // what has arrived
+    if (!WouldBlock(ec)) {
+      if (HandleReadError(ec)) return;
+      return Handle();
+    }
     // The body shares the read timeout with the header (slow bodies too).
     stream_.expires_at(read_started_ +
                        std::chrono::milliseconds(server_->options().read_timeout_ms));
@@ -395,6 +419,20 @@ class Session : public std::enable_shared_from_this<Session> {
     return req;
   }
 
+  // Runs `f` on the session's strand, unless the server stopped (the gate
+  // closed) or the session is gone: how a response reaches its session from
+  // any thread.
+  template <typename F>
+  static void PostToSession(const std::weak_ptr<Session>& weak, Gate& gate, F f) {
+    MutexLock lock(gate.mu);
+    if (!gate.open) return;
+    std::shared_ptr<Session> self = weak.lock();
+    if (!self) return;
+    Session& session = *self;
+    net::post(session.stream_.get_executor(),
+              [self = std::move(self), f = std::move(f)]() mutable { f(*self); });
+  }
+
   void Handle() {
     state_ = State::kHandling;
     served_any_ = true;
@@ -409,14 +447,23 @@ class Session : public std::enable_shared_from_this<Session> {
 
     std::weak_ptr<Session> weak = weak_from_this();
     std::shared_ptr<Gate> gate = server_->gate();
-    Responder responder([weak, gate](HttpResponse response) {
-      MutexLock lock(gate->mu);
-      if (!gate->open) return;
-      std::shared_ptr<Session> self = weak.lock();
-      if (!self) return;
-      net::post(self->stream_.get_executor(),
-                [self, r = std::move(response)]() mutable { self->OnResponse(std::move(r)); });
-    });
+    Responder responder(
+        [weak, gate](HttpResponse response) {
+          PostToSession(weak, *gate, [r = std::move(response)](Session& self) mutable {
+            self.OnResponse(std::move(r));
+          });
+        },
+        [weak, gate](ResponseBuilder build) {
+          PostToSession(weak, *gate, [build = std::move(build)](Session& self) {
+            HttpResponse response;
+            try {
+              response = build();
+            } catch (...) {
+              response = ErrorResponse(500, "internal", "the response could not be built");
+            }
+            self.OnResponse(std::move(response));
+          });
+        });
     if (const InlineHandler& try_inline = server_->try_inline(); try_inline) {
       bool taken = false;
       try {
@@ -492,16 +539,30 @@ class Session : public std::enable_shared_from_this<Session> {
     res_->body() = std::move(response.body);
     res_->keep_alive(keep);
     res_->prepare_payload();
+    serializer_.emplace(*res_);
+    // Written at once while the socket takes it (an answer of a few
+    // kilobytes, nearly always): the session reads the next request without
+    // waiting for a completion to come through the I/O context's queue. What
+    // the socket does not take now is written asynchronously, under the write
+    // timeout.
+    beast::error_code ec;
+    http::write(stream_.socket(), *serializer_, ec);
+    if (!WouldBlock(ec)) return Written(ec, keep, counted);
     stream_.expires_after(std::chrono::milliseconds(server_->options().write_timeout_ms));
     http::async_write(
-        stream_, *res_,
-        [self = shared_from_this(), keep, counted](beast::error_code ec, std::size_t) {
-          self->res_.reset();
-          if (counted) self->FinishRequest();
-          if (!ec && self->linger_after_write_) return self->DrainAndClose();
-          if (ec || !keep) return self->Close();
-          self->WaitForRequest();
+        stream_, *serializer_,
+        [self = shared_from_this(), keep, counted](beast::error_code wec, std::size_t) {
+          self->Written(wec, keep, counted);
         });
+  }
+
+  void Written(const beast::error_code& ec, bool keep, bool counted) {
+    serializer_.reset();
+    res_.reset();
+    if (counted) FinishRequest();
+    if (!ec && linger_after_write_) return DrainAndClose();
+    if (ec || !keep) return Close();
+    WaitForRequest();
   }
 
   void FinishRequest() {
@@ -541,6 +602,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::string_body>> res_;
+  std::optional<http::response_serializer<http::string_body>> serializer_;  // of res_
   State state_ = State::kIdle;
   bool keep_alive_ = true;
   bool close_after_response_ = false;

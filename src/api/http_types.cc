@@ -70,5 +70,32 @@ bool ResponderState::Send(HttpResponse response) {
   return true;
 }
 
+bool ResponderState::SendBuilt(ResponseBuilder build) {
+  if (sent_.exchange(true)) return false;
+  if (deliver_built_) {
+    deliver_built_(std::move(build));
+  } else if (deliver_) {
+    deliver_(build());
+  }
+  return true;
+}
+
 }  // namespace internal
+
+Responder Responder::Wrap(std::function<void(HttpResponse&)> adjust) const {
+  auto shared = std::make_shared<const std::function<void(HttpResponse&)>>(std::move(adjust));
+  const Responder inner = *this;
+  return Responder(
+      [inner, shared](HttpResponse response) {
+        (*shared)(response);
+        inner.Send(std::move(response));
+      },
+      [inner, shared](ResponseBuilder build) {
+        inner.SendBuilt([shared, build = std::move(build)] {
+          HttpResponse response = build();
+          (*shared)(response);
+          return response;
+        });
+      });
+}
 }  // namespace taskengine::api

@@ -56,21 +56,27 @@ struct HttpResponse {
   std::string principal;
 };
 
+// A response still to be built (Responder::SendBuilt).
+using ResponseBuilder = std::function<HttpResponse()>;
+
 namespace internal {
 // Shared by the copies of one Responder: delivers the first response only.
 class ResponderState {
  public:
-  explicit ResponderState(std::function<void(HttpResponse)> deliver)
-      : deliver_(std::move(deliver)) {}
+  ResponderState(std::function<void(HttpResponse)> deliver,
+                 std::function<void(ResponseBuilder)> deliver_built)
+      : deliver_(std::move(deliver)), deliver_built_(std::move(deliver_built)) {}
   ~ResponderState();
   ResponderState(const ResponderState&) = delete;
   ResponderState& operator=(const ResponderState&) = delete;
-  // True for the first call only.
+  // True for the first call (of either) only.
   bool Send(HttpResponse response);
+  bool SendBuilt(ResponseBuilder build);
   void Abandon() { sent_.store(true); }
 
  private:
   std::function<void(HttpResponse)> deliver_;
+  std::function<void(ResponseBuilder)> deliver_built_;  // may be empty
   std::atomic<bool> sent_{false};
 };
 }  // namespace internal
@@ -84,12 +90,31 @@ class Responder {
  public:
   Responder() = default;
   explicit Responder(std::function<void(HttpResponse)> deliver)
-      : state_(std::make_shared<internal::ResponderState>(std::move(deliver))) {}
+      : state_(std::make_shared<internal::ResponderState>(std::move(deliver), nullptr)) {}
+  // With `deliver_built`, which takes a response still to be built and
+  // builds it on the thread that writes it (the server's own responders).
+  Responder(std::function<void(HttpResponse)> deliver,
+            std::function<void(ResponseBuilder)> deliver_built)
+      : state_(std::make_shared<internal::ResponderState>(std::move(deliver),
+                                                          std::move(deliver_built))) {}
 
   // Returns true when this call delivered the response.
   bool Send(HttpResponse response) const {
     return state_ != nullptr && state_->Send(std::move(response));
   }
+  // Sends the response `build` returns, built on the thread that writes it
+  // (one of the server's I/O threads) when the responder comes from the
+  // server, through Wrap's layers; otherwise built here and now. For callers
+  // on a thread whose time is dear: the store's writer answers asynchronous
+  // calls (Store::AdmitBatchAsync) on its own thread. `build` must be quick
+  // and must not block; it may never run when the client went away.
+  bool SendBuilt(ResponseBuilder build) const {
+    return state_ != nullptr && state_->SendBuilt(std::move(build));
+  }
+  // A responder that hands what it is sent to this one after `adjust`
+  // changed it: built responses pass through, `adjust` running where they
+  // are built. Dropped without an answer, it sends the 500 through `adjust`.
+  Responder Wrap(std::function<void(HttpResponse&)> adjust) const;
   // Gives up this responder without answering, for one that wraps another
   // whose request went elsewhere (an InlineHandler that left it): later
   // Sends of any copy are ignored, and dropping it answers nothing.

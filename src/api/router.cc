@@ -337,10 +337,7 @@ void Router::Serve(const Route& route, std::vector<std::string> segments, HttpRe
       }
     }
     // The access log names who asked (never their credentials).
-    respond = Responder([inner = respond, name = principal->name](HttpResponse r) {
-      r.principal = name;
-      inner.Send(std::move(r));
-    });
+    respond = respond.Wrap([name = principal->name](HttpResponse& r) { r.principal = name; });
     route_request.principal = std::move(principal);
   }
   for (std::size_t i = 0; i < route.segments.size(); ++i) {

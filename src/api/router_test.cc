@@ -287,5 +287,55 @@ TEST(RouterRestTest, ErrorPageReplacesTheRoutersOwnAnswers) {
   EXPECT_EQ(Call(router, Request(HttpMethod::kGet, "/page", "reader")).status, 200);
 }
 
+// Responder::SendBuilt and Wrap: a built answer goes to the server still to
+// be built, through every layer of Wrap, each layer's change applied where it
+// is built; a responder without a server's delivery builds at once.
+TEST(ResponderTest, BuiltAnswersPassThroughWrapLayersUnbuilt) {
+  std::vector<ResponseBuilder> handed;
+  std::vector<HttpResponse> sent;
+  Responder root([&](HttpResponse r) { sent.push_back(std::move(r)); },
+                 [&](ResponseBuilder b) { handed.push_back(std::move(b)); });
+  int built = 0;
+  const Responder outer = root.Wrap([](HttpResponse& r) { r.headers.emplace_back("x-inner", "1"); })
+                              .Wrap([](HttpResponse& r) { r.principal = "alice"; });
+  EXPECT_TRUE(outer.SendBuilt([&] {
+    ++built;
+    return JsonResponse(201, nlohmann::json::object());
+  }));
+  EXPECT_FALSE(outer.Send(ErrorResponse(500, "internal", "late")));
+  EXPECT_FALSE(outer.SendBuilt([&] { return JsonResponse(202, nlohmann::json::object()); }));
+  EXPECT_EQ(built, 0) << "built before the server took it";
+  ASSERT_EQ(handed.size(), 1u);
+  EXPECT_TRUE(sent.empty());
+  HttpResponse r = handed.front()();
+  EXPECT_EQ(built, 1);
+  EXPECT_EQ(r.status, 201);
+  EXPECT_EQ(r.principal, "alice");
+  ASSERT_EQ(r.headers.size(), 1u);
+  EXPECT_EQ(r.headers.front().first, "x-inner");
+}
+
+TEST(ResponderTest, WithoutAServersDeliveryAnAnswerIsBuiltAtOnce) {
+  std::vector<HttpResponse> sent;
+  const Responder plain([&](HttpResponse r) { sent.push_back(std::move(r)); });
+  const Responder wrapped = plain.Wrap([](HttpResponse& r) { r.principal = "bob"; });
+  EXPECT_TRUE(wrapped.SendBuilt([] { return JsonResponse(200, nlohmann::json::object()); }));
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent.front().status, 200);
+  EXPECT_EQ(sent.front().principal, "bob");
+}
+
+TEST(ResponderTest, AWrapDroppedUnansweredSendsThe500ThroughItsChange) {
+  std::vector<HttpResponse> sent;
+  Responder root([&](HttpResponse r) { sent.push_back(std::move(r)); },
+                 [&](ResponseBuilder) { ADD_FAILURE() << "nothing was built"; });
+  {
+    (void)root.Wrap([](HttpResponse& r) { r.principal = "carol"; });
+  }
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent.front().status, 500);
+  EXPECT_EQ(sent.front().principal, "carol");
+}
+
 }  // namespace
 }  // namespace taskengine::api

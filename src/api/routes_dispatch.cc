@@ -136,10 +136,13 @@ void Dispatch(ApiContext& ctx, const RouteRequest& req, const Responder& respond
   DispatchRequest named;
   named.job = request.job;
   named.idempotency_key = request.idempotency_key;
-  DispatchBatchAsync(*ctx.engine, std::move(requests),
-                     [named = std::move(named), respond](Result<std::vector<DispatchResult>> r) {
-                       respond.Send(DispatchAnswer(named, r));
-                     });
+  // Answered from the store's writer thread: the answer is built where it
+  // is written.
+  DispatchBatchAsync(
+      *ctx.engine, std::move(requests),
+      [named = std::move(named), respond](Result<std::vector<DispatchResult>> r) {
+        respond.SendBuilt([named, r = std::move(r)] { return DispatchAnswer(named, r); });
+      });
 }
 
 // POST /api/v1/dispatch/bulk

@@ -650,12 +650,16 @@ void FinishRoute(const ProtocolPtr& wp, const RouteRequest& req, FinishRequest::
         }
         wp->CountOutcome(counted, *reply);
         wp->workers.OnFinished({counted.lease.id});
-        Json out = {{"status", std::string(ToString(reply->status))}};
-        if (counted.kind == FinishRequest::Kind::kFail) {
-          out["run_at"] =
-              reply->status == ExecutionStatus::kQueued ? TimeOrNull(reply->run_at) : Json(nullptr);
-        }
-        respond.Send(JsonResponse(200, out));
+        // Answered from the store's writer thread: the answer is built where
+        // it is written.
+        respond.SendBuilt([fail = counted.kind == FinishRequest::Kind::kFail, reply = *reply] {
+          Json out = {{"status", std::string(ToString(reply.status))}};
+          if (fail) {
+            out["run_at"] =
+                reply.status == ExecutionStatus::kQueued ? TimeOrNull(reply.run_at) : Json(nullptr);
+          }
+          return JsonResponse(200, out);
+        });
       });
 }
 

@@ -99,29 +99,25 @@ spdlog::level::level_enum AccessLogLevel() {
   return CurrentLogFormat() == LogFormat::kJson ? spdlog::level::info : spdlog::level::debug;
 }
 
-// `respond` with the access log: one record per request after its response
-// was handed to the server, with method, path (without the query string,
-// which may carry secrets), status, duration and peer. Info level in JSON
-// log format, debug in text format. The bearer token and cookies are never
+// `respond` with the access log: one record per request as its response is
+// handed to the server, with method, path (without the query string, which
+// may carry secrets), status, duration and peer. Info level in JSON log
+// format, debug in text format. The bearer token and cookies are never
 // logged; the principal's name is (HttpResponse::principal).
-api::Responder Logged(const api::HttpRequest& request, api::Responder respond,
+api::Responder Logged(const api::HttpRequest& request, const api::Responder& respond,
                       spdlog::level::level_enum level) {
   const auto start = std::chrono::steady_clock::now();
-  return api::Responder([respond = std::move(respond), start, level, method = request.method_name,
-                         path = request.path,
-                         peer = request.remote_address](api::HttpResponse response) {
-    const int status = response.status;
-    std::string principal = response.principal;
-    respond.Send(std::move(response));
+  return respond.Wrap([start, level, method = request.method_name, path = request.path,
+                       peer = request.remote_address](api::HttpResponse& response) {
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     LogEvent(level, "http request",
              {{"method", method},
               {"path", path.substr(0, 512)},
-              {"status", status},
+              {"status", response.status},
               {"duration_ms", static_cast<double>(static_cast<std::int64_t>(ms * 10)) / 10},
               {"remote", peer},
-              {"principal", principal}});
+              {"principal", response.principal}});
   });
 }
 

@@ -47,6 +47,21 @@ class PlainServerTest : public ::testing::Test {
         kept_.push_back(respond);
       } else if (req.path == "/throw") {
         throw std::runtime_error("handler bug");
+      } else if (req.path == "/big") {
+        HttpResponse r;
+        r.content_type = "text/plain";
+        r.body = std::string(kBigBody, 'x') + "END";
+        respond.Send(std::move(r));
+      } else if (req.path == "/built" || req.path == "/built-throws") {
+        const bool throws = req.path == "/built-throws";
+        std::thread([this, respond, throws] {
+          const std::thread::id sender = std::this_thread::get_id();
+          respond.SendBuilt([this, sender, throws] {
+            built_elsewhere_ = std::this_thread::get_id() != sender;
+            if (throws) throw std::runtime_error("builder bug");
+            return JsonResponse(200, json{{"built", true}});
+          });
+        }).detach();
       } else {
         respond.Send(ErrorResponse(404, "not_found", "no"));
       }
@@ -61,8 +76,11 @@ class PlainServerTest : public ::testing::Test {
     kept_.clear();
   }
 
+  static constexpr std::size_t kBigBody = 16 << 20;  // more than the sockets' buffers hold
+
   std::unique_ptr<HttpServer> server_;
   std::atomic<bool> slow_started_{false};
+  std::atomic<bool> built_elsewhere_{false};
   std::mutex mu_;
   std::vector<Responder> kept_;
 };
@@ -79,6 +97,45 @@ TEST_F(PlainServerTest, PipelinedRequestsAreAnsweredInOrder) {
   ASSERT_NE(one, std::string::npos) << raw;
   ASSERT_NE(two, std::string::npos) << raw;
   EXPECT_LT(one, two);
+}
+
+// An answer is written at once while the socket takes it, and the rest
+// asynchronously: clients that do not read a large answer hold no I/O thread
+// (more of them than there are I/O threads), and each gets all of it.
+TEST_F(PlainServerTest, LargeAnswersToClientsThatDoNotReadStallNoOne) {
+  Start({.io_threads = 2});
+  std::vector<std::unique_ptr<RawConnection>> readers;
+  for (int i = 0; i < 3; ++i) {
+    readers.push_back(std::make_unique<RawConnection>(server_->port()));
+    ASSERT_TRUE(readers.back()->Send("GET /big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // their answers are stuck
+  RawConnection other(server_->port());
+  ASSERT_TRUE(other.Send("GET /echo HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  EXPECT_EQ(RawStatus(other.Read(5000, "/echo:")), 200) << "served while the answers are stuck";
+  for (auto& reader : readers) {
+    const std::string raw = reader->Read(20000, "END");
+    EXPECT_EQ(RawStatus(raw), 200);
+    const std::size_t body = raw.find("\r\n\r\n");
+    ASSERT_NE(body, std::string::npos);
+    EXPECT_EQ(raw.size() - body - 4, kBigBody + 3);
+    EXPECT_EQ(raw.find_first_not_of('x', body + 4), raw.size() - 3);
+  }
+}
+
+// Responder::SendBuilt: the answer is built on the server's thread that
+// writes it, not on the thread that sent it; a builder that throws answers 500.
+TEST_F(PlainServerTest, BuiltAnswersAreBuiltWhereTheyAreWritten) {
+  Start();
+  TestClient client(server_->port());
+  ClientResponse built = client.Get("/built");
+  EXPECT_EQ(built.status, 200) << built.error;
+  EXPECT_EQ(built.json().value("built", false), true);
+  EXPECT_TRUE(built_elsewhere_.load());
+  ClientResponse failed = client.Get("/built-throws");
+  EXPECT_EQ(failed.status, 500);
+  EXPECT_EQ(failed.error_code(), "internal");
+  EXPECT_EQ(client.Get("/echo").status, 200);
 }
 
 TEST_F(PlainServerTest, OversizedBodyIs413) {
