@@ -420,17 +420,18 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // Runs `f` on the session's strand, unless the server stopped (the gate
-  // closed) or the session is gone: how a response reaches its session from
-  // any thread.
+  // closed) or the session is gone (then false): how a response reaches its
+  // session from any thread.
   template <typename F>
-  static void PostToSession(const std::weak_ptr<Session>& weak, Gate& gate, F f) {
+  static bool PostToSession(const std::weak_ptr<Session>& weak, Gate& gate, F f) {
     MutexLock lock(gate.mu);
-    if (!gate.open) return;
+    if (!gate.open) return false;
     std::shared_ptr<Session> self = weak.lock();
-    if (!self) return;
+    if (!self) return false;
     Session& session = *self;
     net::post(session.stream_.get_executor(),
               [self = std::move(self), f = std::move(f)]() mutable { f(*self); });
+    return true;
   }
 
   void Handle() {
@@ -454,15 +455,24 @@ class Session : public std::enable_shared_from_this<Session> {
           });
         },
         [weak, gate](ResponseBuilder build) {
-          PostToSession(weak, *gate, [build = std::move(build)](Session& self) {
+          auto posted = std::make_shared<ResponseBuilder>(std::move(build));
+          const bool delivered = PostToSession(weak, *gate, [posted](Session& self) {
             HttpResponse response;
             try {
-              response = build();
+              response = (*posted)();
             } catch (...) {
               response = ErrorResponse(500, "internal", "the response could not be built");
             }
             self.OnResponse(std::move(response));
           });
+          if (delivered) return;
+          // Nobody to answer: built all the same, here, for what its layers
+          // record (the access log).
+          try {
+            (void)(*posted)();
+          } catch (...) {
+            // An answer nobody reads.
+          }
         });
     if (const InlineHandler& try_inline = server_->try_inline(); try_inline) {
       bool taken = false;

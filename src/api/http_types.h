@@ -107,7 +107,8 @@ class Responder {
   // server, through Wrap's layers; otherwise built here and now. For callers
   // on a thread whose time is dear: the store's writer answers asynchronous
   // calls (Store::AdmitBatchAsync) on its own thread. `build` must be quick
-  // and must not block; it may never run when the client went away.
+  // and must not block. It runs once even when nobody is left to answer
+  // (then here), so that Wrap's layers (the access log) see every answer.
   bool SendBuilt(ResponseBuilder build) const {
     return state_ != nullptr && state_->SendBuilt(std::move(build));
   }

@@ -138,6 +138,26 @@ TEST_F(PlainServerTest, BuiltAnswersAreBuiltWhereTheyAreWritten) {
   EXPECT_EQ(client.Get("/echo").status, 200);
 }
 
+// A built answer nobody is left to read (the server stopped) is built all
+// the same, for what its layers record (the access log).
+TEST_F(PlainServerTest, ABuiltAnswerIsBuiltWhenNobodyIsLeftToReadIt) {
+  Start();
+  RawConnection c(server_->port());
+  ASSERT_TRUE(c.Send("GET /never HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  ASSERT_TRUE(WaitUntil([&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return !kept_.empty();
+  }));
+  server_->Stop(0);
+  bool built = false;
+  std::lock_guard<std::mutex> lock(mu_);
+  EXPECT_TRUE(kept_.front().Wrap([](HttpResponse&) {}).SendBuilt([&] {
+    built = true;
+    return JsonResponse(200, json::object());
+  }));
+  EXPECT_TRUE(built);
+}
+
 TEST_F(PlainServerTest, OversizedBodyIs413) {
   Start({.max_body_bytes = 1024});
   RawConnection c(server_->port());
