@@ -105,8 +105,9 @@ class Responder {
   // Sends the response `build` returns, built on the thread that writes it
   // (one of the server's I/O threads) when the responder comes from the
   // server, through Wrap's layers; otherwise built here and now. For callers
-  // on a thread whose time is dear: the store's writer answers asynchronous
-  // calls (Store::AdmitBatchAsync) on its own thread. `build` must be quick
+  // on a thread whose time is dear: a store answers asynchronous calls
+  // (Store::AdmitBatchAsync) one after another on a thread of its own, which
+  // then only passes the answer on. `build` must be quick
   // and must not block. It runs once even when nobody is left to answer
   // (then here), so that Wrap's layers (the access log) see every answer.
   bool SendBuilt(ResponseBuilder build) const {

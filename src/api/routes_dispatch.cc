@@ -136,8 +136,8 @@ void Dispatch(ApiContext& ctx, const RouteRequest& req, const Responder& respond
   DispatchRequest named;
   named.job = request.job;
   named.idempotency_key = request.idempotency_key;
-  // Answered from the store's writer thread: the answer is built where it
-  // is written.
+  // Answered on a thread of the store after the commit: the answer is built
+  // where it is written.
   DispatchBatchAsync(
       *ctx.engine, std::move(requests),
       [named = std::move(named), respond](Result<std::vector<DispatchResult>> r) {

@@ -650,8 +650,8 @@ void FinishRoute(const ProtocolPtr& wp, const RouteRequest& req, FinishRequest::
         }
         wp->CountOutcome(counted, *reply);
         wp->workers.OnFinished({counted.lease.id});
-        // Answered from the store's writer thread: the answer is built where
-        // it is written.
+        // Answered on a thread of the store after the commit: the answer is
+        // built where it is written.
         respond.SendBuilt([fail = counted.kind == FinishRequest::Kind::kFail, reply = *reply] {
           Json out = {{"status", std::string(ToString(reply.status))}};
           if (fail) {
