@@ -22,7 +22,10 @@ namespace {
 using std::chrono::milliseconds;
 
 TEST(ServeJsonLogTest, EveryLineIsAJsonObjectWithAnAccessLog) {
-  TaskengineInstall te("[http]\nport = 0\nauth = false\n[engine]\nworker_threads = 1\n");
+  TaskengineInstall te(
+      "[http]\nport = 0\nauth = false\n[engine]\nworker_threads = 1\n"
+      "[[queue]]\nname = \"default\"\n"
+      "[[job]]\nname = \"noop\"\nhandler = \"command\"\nconfig = { argv = [\"/bin/true\"] }\n");
   ASSERT_EQ(te.Run({"migrate"}).exit_code, 0);
   ChildProcess serve;
   SpawnOptions o;
@@ -53,9 +56,14 @@ TEST(ServeJsonLogTest, EveryLineIsAJsonObjectWithAnAccessLog) {
                                "# TYPE taskengine_cancel_latency_seconds histogram"}) {
       EXPECT_NE(metrics.body.find(family), std::string::npos) << family << "\n" << metrics.body;
     }
+    // A single dispatch is answered from the store's commit with an answer
+    // built where it is written (Responder::SendBuilt): logged all the same.
+    api::testing::ClientResponse dispatched =
+        client.Post("/api/v1/jobs/noop/dispatch", "", nlohmann::json::object());
+    EXPECT_EQ(dispatched.status, 202) << dispatched.body;
     EXPECT_EQ(client.Get("/api/v1/nowhere").status, 404);
   }
-  // The access log line is written after the response was handed over.
+  // The access log line is written as the response is handed over.
   ASSERT_TRUE(WaitUntil(milliseconds(5'000), [&] {
     return ReadFile(te.serve_log()).find("/api/v1/nowhere") != std::string::npos;
   })) << ReadFile(te.serve_log());
@@ -72,6 +80,7 @@ TEST(ServeJsonLogTest, EveryLineIsAJsonObjectWithAnAccessLog) {
   int count = 0;
   bool saw_metrics = false;
   bool saw_not_found = false;
+  bool saw_dispatch = false;
   for (std::string line; std::getline(lines, line);) {
     nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     ASSERT_TRUE(j.is_object()) << "not a JSON object: " << line;
@@ -90,6 +99,11 @@ TEST(ServeJsonLogTest, EveryLineIsAJsonObjectWithAnAccessLog) {
       EXPECT_EQ(j["method"], "GET") << line;
       EXPECT_EQ(j["status"], 200) << line;
     }
+    if (j["path"] == "/api/v1/jobs/noop/dispatch") {
+      saw_dispatch = true;
+      EXPECT_EQ(j["method"], "POST") << line;
+      EXPECT_EQ(j["status"], 202) << line;
+    }
     if (j["path"] == "/api/v1/nowhere") {
       saw_not_found = true;
       EXPECT_EQ(j["status"], 404) << line;
@@ -98,6 +112,7 @@ TEST(ServeJsonLogTest, EveryLineIsAJsonObjectWithAnAccessLog) {
   EXPECT_GE(count, 5);
   EXPECT_TRUE(saw_metrics) << log;
   EXPECT_TRUE(saw_not_found) << log;
+  EXPECT_TRUE(saw_dispatch) << log;
 }
 
 // Text format (the default): the access log is at debug, which serve does not
