@@ -107,9 +107,9 @@ class Responder {
   // server, through Wrap's layers; otherwise built here and now. For callers
   // on a thread whose time is dear: a store answers asynchronous calls
   // (Store::AdmitBatchAsync) one after another on a thread of its own, which
-  // then only passes the answer on. `build` must be quick
-  // and must not block. It runs once even when nobody is left to answer
-  // (then here), so that Wrap's layers (the access log) see every answer.
+  // then only passes the answer on. `build` must be quick and must not
+  // block. It runs once even when nobody is left to answer (then here), so
+  // that Wrap's layers (the access log) see every answer.
   bool SendBuilt(ResponseBuilder build) const {
     return state_ != nullptr && state_->SendBuilt(std::move(build));
   }
