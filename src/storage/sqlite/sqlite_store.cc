@@ -1243,7 +1243,9 @@ class SqliteStore final : public SqlStore {
         if (idle) completer_cv_.NotifyOne();
       }
       batch.clear();
-      if (finish_checkpoint_.exchange(false, std::memory_order_acquire)) FinishCheckpoint();
+      if (!checkpoints_held_ && finish_checkpoint_.load(std::memory_order_acquire)) {
+        FinishCheckpoint();
+      }
     }
   }
 
@@ -1291,11 +1293,26 @@ class SqliteStore final : public SqlStore {
   // pass, with the fsyncs of the WAL and the database file; none when the
   // checkpointer caught up, and then it costs no fsync. The WAL is then
   // wholly in the database file, so the writer's next transaction starts it
-  // over. SQLITE_BUSY (another checkpoint runs) and other failures leave the
-  // WAL to the next checkpoint.
+  // over, unless a checkpoint then holds the WAL's first read lock: the
+  // checkpointer starts no pass until that transaction began
+  // (ResumeCheckpoints). SQLITE_BUSY (another process's checkpoint runs) and
+  // other failures leave the WAL to the next checkpoint.
   void FinishCheckpoint() {
     (void)sqlite3_wal_checkpoint_v2(writer_conn_.raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr,
                                     nullptr);
+    checkpoints_held_ = true;
+  }
+
+  // On the writer thread, once the transaction after a FinishCheckpoint
+  // began (or failed to): the checkpointer may start its next pass.
+  void ResumeCheckpoints() EXCLUDES(checkpoint_mu_) {
+    if (!checkpoints_held_) return;
+    checkpoints_held_ = false;
+    {
+      MutexLock lock(checkpoint_mu_);
+      finish_checkpoint_.store(false, std::memory_order_release);
+    }
+    checkpoint_cv_.NotifyAll();
   }
 
   void RequestCheckpoint() EXCLUDES(checkpoint_mu_) {
@@ -1320,8 +1337,15 @@ class SqliteStore final : public SqlStore {
       checkpoint_wanted_ = false;
       lock.Unlock();
       CopyWal();
-      finish_checkpoint_.store(true, std::memory_order_release);
       lock.Lock();
+      // Until the writer finished this checkpoint and began its next
+      // transaction (ResumeCheckpoints): a pass in between would hold the
+      // WAL's first read lock when that transaction begins, and the WAL
+      // would not start over.
+      finish_checkpoint_.store(true, std::memory_order_release);
+      while (finish_checkpoint_.load(std::memory_order_acquire) && !stop_checkpointer_) {
+        checkpoint_cv_.Wait(checkpoint_mu_);
+      }
     }
   }
 
@@ -1372,6 +1396,7 @@ class SqliteStore final : public SqlStore {
       }
     }
     Status begin = RunCached(c, kBegin);
+    ResumeCheckpoints();
     if (!begin.ok()) {
       for (Op* op : batch) op->result = begin;
       return;
@@ -1493,8 +1518,12 @@ class SqliteStore final : public SqlStore {
   bool checkpoint_wanted_ GUARDED_BY(checkpoint_mu_) = false;
   bool stop_checkpointer_ GUARDED_BY(checkpoint_mu_) = false;
   // Set by the checkpointer after each checkpoint; the writer then finishes
-  // it (FinishCheckpoint).
+  // it (FinishCheckpoint) and clears it, under checkpoint_mu_, once its next
+  // transaction began (ResumeCheckpoints).
   std::atomic<bool> finish_checkpoint_{false};
+  // The writer finished a checkpoint and has not begun a transaction since
+  // (writer thread only).
+  bool checkpoints_held_ = false;
   // The WAL's size after the last commit, and the size at which the next
   // checkpoint is asked for (writer thread only, in OnWalCommit).
   int wal_pages_ = 0;
