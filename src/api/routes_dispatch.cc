@@ -98,7 +98,9 @@ HttpResponse DispatchAnswer(const DispatchRequest& request,
         ConflictStatus(request, result.id),
         Json{{"existing_execution_id", result.id.value}, {"status_url", ExecutionUrl(result.id)}});
   }
-  HttpResponse response = JsonResponse(result.created ? 202 : 200, DispatchResultToJson(result));
+  HttpResponse response;
+  response.status = result.created ? 202 : 200;
+  response.body = DispatchResultText(result);
   response.headers.emplace_back("Location", ExecutionUrl(result.id));
   return response;
 }

@@ -275,6 +275,23 @@ Json DispatchResultToJson(const DispatchResult& r) {
   return out;
 }
 
+std::string DispatchResultText(const DispatchResult& r) {
+  // A status's name is a plain lower-case word: printed as it is.
+  const std::string id = std::to_string(r.id.value);
+  const std::string_view status = ToString(r.status);
+  std::string out;
+  out.reserve(72 + 2 * id.size() + status.size());
+  out += R"({"id":)";
+  out += id;
+  out += R"(,"status":")";
+  out += status;
+  out += r.created ? R"(","created":true,"status_url":"/api/v1/executions/)"
+                   : R"(","created":false,"status_url":"/api/v1/executions/)";
+  out += id;
+  out += R"("})";
+  return out;
+}
+
 Json TenantToJson(const Tenant& tenant) {
   return {
       {"id", tenant.id.value},

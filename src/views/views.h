@@ -73,6 +73,9 @@ Json AuditToJson(const AuditRecord& record);
 Json LaneToJson(const LaneStatus& lane);
 // {"id", "status", "created", "status_url"}
 Json DispatchResultToJson(const DispatchResult& r);
+// DispatchResultToJson(r) as every response prints it, written without
+// building the JSON value: the answer of each single dispatch.
+std::string DispatchResultText(const DispatchResult& r);
 // {"id", "name", "active", "created_at"}
 Json TenantToJson(const Tenant& tenant);
 // A dashboard user with `role` (admin, operator, viewer or custom), never its

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
+
 namespace taskengine {
 namespace {
 
@@ -208,6 +211,27 @@ TEST(ViewsTest, WorkerStateIsComputedAtReadTime) {
   EXPECT_EQ(r["concurrency"], nullptr);
   EXPECT_EQ(r["idle"], nullptr);
   EXPECT_EQ(WorkerToJson(remote, nullptr, 100'000 + 35'001)["state"], "stale");
+}
+
+// A single dispatch's answer, written as text, is byte for byte what
+// printing DispatchResultToJson gives, for every status, both kinds of
+// answer and ids up to the largest.
+TEST(ViewsTest, DispatchResultTextIsTheJsonAnswer) {
+  for (int s = 0; s < kExecutionStatusCount; ++s) {
+    for (const bool created : {true, false}) {
+      for (const std::int64_t id :
+           {std::int64_t{1}, std::int64_t{42}, std::int64_t{9'007'199'254'740'993},
+            std::numeric_limits<std::int64_t>::max()}) {
+        DispatchResult r;
+        r.id = ExecutionId(id);
+        r.status = static_cast<ExecutionStatus>(s);
+        r.created = created;
+        const std::string want =
+            DispatchResultToJson(r).dump(-1, ' ', false, Json::error_handler_t::replace);
+        EXPECT_EQ(DispatchResultText(r), want);
+      }
+    }
+  }
 }
 
 }  // namespace
