@@ -276,18 +276,17 @@ Json DispatchResultToJson(const DispatchResult& r) {
 }
 
 std::string DispatchResultText(const DispatchResult& r) {
-  // A status's name is a plain lower-case word: printed as it is.
-  const std::string id = std::to_string(r.id.value);
+  // A status's name and an execution's URL are plain ASCII: printed as they are.
   const std::string_view status = ToString(r.status);
+  const std::string url = ExecutionUrl(r.id);
   std::string out;
-  out.reserve(72 + 2 * id.size() + status.size());
+  out.reserve(64 + status.size() + 2 * url.size());
   out += R"({"id":)";
-  out += id;
+  out += std::to_string(r.id.value);
   out += R"(,"status":")";
   out += status;
-  out += r.created ? R"(","created":true,"status_url":"/api/v1/executions/)"
-                   : R"(","created":false,"status_url":"/api/v1/executions/)";
-  out += id;
+  out += r.created ? R"(","created":true,"status_url":")" : R"(","created":false,"status_url":")";
+  out += url;
   out += R"("})";
   return out;
 }
