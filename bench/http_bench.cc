@@ -94,6 +94,24 @@ const char* SyncText(const Args& args) {
   return args.synced ? "synchronous=FULL" : "synchronous=NORMAL, not synced";
 }
 
+// What a summary line of `id` says of an unsynced run ("" for a P figure).
+std::string Diagnostic(const Args& args, const char* id) {
+  if (args.synced) return "";
+  return std::string(" (DIAGNOSTIC: commits not synced, not a ") + id + " figure)";
+}
+
+// Figure `id` (its quality.md target when `target` is not 0); with --sync
+// normal, the diagnostic figure `<id>nosync`, without a target.
+void PrintRunFigure(const Args& args, const std::string& id, const std::string& what,
+                    const std::vector<double>& runs, const std::string& unit, double target = 0) {
+  if (args.synced) {
+    te::bench::PrintFigure(id, what, runs, unit, target != 0 ? ">=" : "-", target);
+  } else {
+    te::bench::PrintFigure(
+        id + "nosync", what + "; commits not synced (synchronous=NORMAL, not durable)", runs, unit);
+  }
+}
+
 void Check(const te::Status& s, const char* what) {
   if (!s.ok()) {
     std::fprintf(stderr, "%s: %s\n", what, s.ToString().c_str());
@@ -257,24 +275,16 @@ void RunP3(const Args& args) {
       "driven by 1 client thread (epoll), one request in flight each; server 2 I/O + 32 "
       "handler threads; every 202 after its commit (WAL, %s); 0 for a series not run "
       "(--tokens)\n",
-      args.synced ? "" : " (DIAGNOSTIC: commits not synced, not a P3 figure)", Median(stored),
-      Median(fixed), args.clients, SyncText(args));
-  if (!args.synced) {
-    te::bench::PrintFigure("P3nosync",
-                           "HTTP single dispatches as P3, commits not synced "
-                           "(synchronous=NORMAL, not durable), a token kept in the store",
-                           stored, "req/s");
-    return;
-  }
-  te::bench::PrintFigure("P3",
-                         "HTTP single dispatches, " + std::to_string(args.clients) +
-                             " keep-alive clients, each 202 after its commit, with a token kept "
-                             "in the store (the server's authenticator)",
-                         stored, "req/s", ">=", 30'000);
-  te::bench::PrintFigure("P3",
-                         "the same with static tokens (held in memory; only the benchmark "
-                         "authenticates so)",
-                         fixed, "req/s");
+      Diagnostic(args, "P3").c_str(), Median(stored), Median(fixed), args.clients, SyncText(args));
+  PrintRunFigure(args, "P3",
+                 "HTTP single dispatches, " + std::to_string(args.clients) +
+                     " keep-alive clients, each 202 after its commit, with a token kept in the "
+                     "store (the server's authenticator)",
+                 stored, "req/s", 30'000);
+  PrintRunFigure(args, "P3",
+                 "the same with static tokens (held in memory; only the benchmark "
+                 "authenticates so)",
+                 fixed, "req/s");
 }
 
 // Completes one execution over `conn`; false (with a message) on an error.
@@ -440,19 +450,11 @@ void RunP4(const Args& args) {
     std::printf(
         "P4 remote workers, one finish call per leased batch, worker token kept in the store%s: "
         "median %.0f jobs/s (target >= 20,000). %s, %s; commits %s\n",
-        args.synced ? "" : " (DIAGNOSTIC: commits not synced, not a P4 figure)", Median(batch),
-        common.c_str(), server.c_str(), SyncText(args));
-    if (args.synced) {
-      te::bench::PrintFigure(
-          "P4", common + ", leases of 100, one finish call per batch, a token kept in the store",
-          batch, "jobs/s", ">=", 20'000);
-    } else {
-      te::bench::PrintFigure("P4nosync",
-                             common +
-                                 ", one finish call per batch as P4, commits not synced "
-                                 "(synchronous=NORMAL, not durable), a token kept in the store",
-                             batch, "jobs/s");
-    }
+        Diagnostic(args, "P4").c_str(), Median(batch), common.c_str(), server.c_str(),
+        SyncText(args));
+    PrintRunFigure(args, "P4",
+                   common + ", leases of 100, one finish call per batch, a token kept in the store",
+                   batch, "jobs/s", 20'000);
   }
   if (args.finishes == "batch") return;
   const bool all = args.tokens == "both";
@@ -466,26 +468,18 @@ void RunP4(const Args& args) {
       "P4 remote workers, one complete call per execution%s: median %.0f jobs/s (target >= "
       "15,000) with a worker token kept in the store; %.0f jobs/s with static tokens. %s%s, "
       "%s; commits %s; 0 for a series not run (--tokens)\n",
-      args.synced ? "" : " (DIAGNOSTIC: commits not synced, not a P4 figure)", Median(stored),
-      Median(fixed), common.c_str(), slots.c_str(), server.c_str(), SyncText(args));
-  if (!args.synced) {
-    te::bench::PrintFigure("P4nosync",
-                           common + slots +
-                               ", one complete call per execution as P4, commits not synced "
-                               "(synchronous=NORMAL, not durable), a token kept in the store",
-                           stored, "jobs/s");
-    return;
-  }
-  te::bench::PrintFigure("P4",
-                         common + slots +
-                             ", leases of 100, one complete call per execution, a token kept "
-                             "in the store (the server's authenticator)",
-                         stored, "jobs/s", ">=", 15'000);
-  te::bench::PrintFigure("P4",
-                         common + slots +
-                             ", one complete call per execution, static tokens (held in memory; "
-                             "only the benchmark authenticates so)",
-                         fixed, "jobs/s");
+      Diagnostic(args, "P4").c_str(), Median(stored), Median(fixed), common.c_str(), slots.c_str(),
+      server.c_str(), SyncText(args));
+  PrintRunFigure(args, "P4",
+                 common + slots +
+                     ", leases of 100, one complete call per execution, a token kept in the "
+                     "store (the server's authenticator)",
+                 stored, "jobs/s", 15'000);
+  PrintRunFigure(args, "P4",
+                 common + slots +
+                     ", one complete call per execution, static tokens (held in memory; only "
+                     "the benchmark authenticates so)",
+                 fixed, "jobs/s");
 }
 
 // Latencies of `samples` GET `target` with `token`, in milliseconds.
