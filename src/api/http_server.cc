@@ -45,6 +45,7 @@
 
 #include "api/errors.h"
 #include "api/handler_pool.h"
+#include "api/http_wire.h"
 #include "api/request_checks.h"
 #include "core/mutex.h"
 
@@ -537,38 +538,34 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Write(HttpResponse response, bool keep, bool counted) {
-    res_.emplace();
-    res_->version(version_);
-    res_->result(static_cast<unsigned>(response.status));
-    res_->set(http::field::server, server_->options().server_name);
-    res_->set(http::field::date, HttpDate());
-    if (!response.content_type.empty() && (!response.body.empty() || response.status != 204)) {
-      res_->set(http::field::content_type, response.content_type);
-    }
-    for (auto& [name, value] : response.headers) res_->set(name, value);
-    res_->body() = std::move(response.body);
-    res_->keep_alive(keep);
-    res_->prepare_payload();
-    serializer_.emplace(*res_);
+    out_.clear();
+    AppendResponseBytes(out_, response, version_, keep, server_->options().server_name, HttpDate());
     // Written at once while the socket takes it (an answer of a few
     // kilobytes, nearly always): the session reads the next request without
     // waiting for a completion to come through the I/O context's queue. What
     // the socket does not take now is written asynchronously, under the write
     // timeout.
     beast::error_code ec;
-    http::write(stream_.socket(), *serializer_, ec);
+    std::size_t sent = 0;
+    while (sent < out_.size() && !ec) {
+      sent += stream_.socket().write_some(net::buffer(out_.data() + sent, out_.size() - sent), ec);
+    }
     if (!WouldBlock(ec)) return Written(ec, keep, counted);
     stream_.expires_after(std::chrono::milliseconds(server_->options().write_timeout_ms));
-    http::async_write(
-        stream_, *serializer_,
+    net::async_write(
+        stream_, net::buffer(out_.data() + sent, out_.size() - sent),
         [self = shared_from_this(), keep, counted](beast::error_code wec, std::size_t) {
           self->Written(wec, keep, counted);
         });
   }
 
   void Written(const beast::error_code& ec, bool keep, bool counted) {
-    serializer_.reset();
-    res_.reset();
+    // The buffer is kept for the connection's next answer, unless large.
+    if (out_.capacity() > kKeptWriteBuffer) {
+      std::string().swap(out_);
+    } else {
+      out_.clear();
+    }
     if (counted) FinishRequest();
     if (!ec && linger_after_write_) return DrainAndClose();
     if (ec || !keep) return Close();
@@ -611,8 +608,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string allowed_host_;  // RequestHead::allowed_host
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  std::optional<http::response<http::string_body>> res_;
-  std::optional<http::response_serializer<http::string_body>> serializer_;  // of res_
+  std::string out_;  // the response being written (AppendResponseBytes)
   State state_ = State::kIdle;
   bool keep_alive_ = true;
   bool close_after_response_ = false;
@@ -623,6 +619,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   static constexpr Millis kDrainTimeoutMs = 2000;
   static constexpr std::size_t kMaxDrainBytes = 8 * 1024 * 1024;
+  // Larger write buffers are freed once written (a dashboard asset).
+  static constexpr std::size_t kKeptWriteBuffer = 16 * 1024;
 };
 
 }  // namespace

@@ -183,6 +183,19 @@ void Router::AddAsync(HttpMethod method, std::string pattern, RouteAccess access
   route.segments = std::move(*segments);
   for (const Route& r : routes_) TE_CHECK(!(r.method == method && r.pattern == pattern));
   routes_.push_back(std::move(route));
+  IndexRoutes();
+}
+
+void Router::IndexRoutes() {
+  std::size_t longest = 0;
+  for (const Route& r : routes_) longest = std::max(longest, r.segments.size());
+  by_size_.assign(longest + 2, {});
+  for (std::size_t n = 0; n < by_size_.size(); ++n) {
+    for (std::size_t i = 0; i < routes_.size(); ++i) {
+      const Route& r = routes_[i];
+      if (r.rest ? r.segments.size() - 1 <= n : r.segments.size() == n) by_size_[n].push_back(i);
+    }
+  }
 }
 
 std::vector<Router::RouteInfo> Router::routes() const {
@@ -196,7 +209,11 @@ std::optional<Router::Match> Router::Find(const HttpRequest& request) const {
   auto segments = SplitPath(request.path);
   if (!segments) return std::nullopt;
   Match m;
-  for (const Route& r : routes_) {
+  static const std::vector<std::size_t> kNone;
+  const std::vector<std::size_t>& candidates =
+      by_size_.empty() ? kNone : by_size_[std::min(segments->size(), by_size_.size() - 1)];
+  for (std::size_t index : candidates) {
+    const Route& r = routes_[index];
     const std::size_t fixed = r.rest ? r.segments.size() - 1 : r.segments.size();
     if (r.rest ? segments->size() < fixed : segments->size() != fixed) continue;
     bool match = true;

@@ -170,6 +170,8 @@ class Router {
   RateClass RateClassOf(const Route& route) const {
     return rate_limiter_ != nullptr ? route.rate_class : RateClass::kNone;
   }
+  // Rebuilds by_size_ after a route was added.
+  void IndexRoutes();
   // The router's own answers, through the error page when there is one.
   void Refuse(const HttpRequest& request, const Responder& respond, HttpResponse answer) const;
 
@@ -177,6 +179,10 @@ class Router {
   RateLimiter* rate_limiter_ = nullptr;
   ErrorPage error_page_;
   std::vector<Route> routes_;
+  // by_size_[n]: the routes (indexes into routes_, in the order they were
+  // added) that can match a path of n segments: those of n segments and
+  // those whose rest starts at or before n. The last one serves longer paths.
+  std::vector<std::vector<std::size_t>> by_size_;
   std::uint32_t inline_methods_ = 0;  // bit i: HttpMethod i has a route with an InlineIf
 };
 

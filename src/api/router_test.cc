@@ -248,7 +248,13 @@ TEST(RouterRestTest, RestSegmentMatchesTheRestOfThePath) {
     return JsonResponse(200, nlohmann::json{{"fixed", true}});
   });
   const std::pair<const char*, const char*> cases[] = {
-      {"/app", ""}, {"/app/", ""}, {"/app/a", "a"}, {"/app/a/b%2Fc/", "a/b/c/"}};
+      {"/app", ""},
+      {"/app/", ""},
+      {"/app/a", "a"},
+      {"/app/a/b%2Fc/", "a/b/c/"},
+      {"/app/fixed", "fixed"},
+      {"/app/fixed/x/y", "fixed/x/y"},
+      {"/app/1/2/3/4/5/6/7/8/9", "1/2/3/4/5/6/7/8/9"}};
   for (const auto& [target, rest] : cases) {
     HttpResponse r = Call(router, Request(HttpMethod::kGet, target));
     ASSERT_EQ(r.status, 200) << target;
