@@ -1,5 +1,6 @@
 #include "api/json_util.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -97,13 +98,14 @@ Result<nlohmann::json> ParseJsonBody(const HttpRequest& request, bool allow_empt
 
 StrictObject::StrictObject(const nlohmann::json& value, std::string context)
     : value_(value), context_(std::move(context)) {
+  read_.reserve(8);
   if (!value_.is_object()) {
     error_ = InvalidArgument(context_ + " must be a JSON object, not " + TypeName(value_));
   }
 }
 
 const nlohmann::json* StrictObject::Lookup(std::string_view field) {
-  read_.emplace(field);
+  if (std::find(read_.begin(), read_.end(), field) == read_.end()) read_.emplace_back(field);
   if (!error_.ok()) return nullptr;
   auto it = value_.find(field);
   if (it == value_.end()) return nullptr;
@@ -210,11 +212,15 @@ Status StrictObject::Finish() const {
   if (!error_.ok()) return error_;
   std::string unknown;
   for (auto it = value_.begin(); it != value_.end(); ++it) {
-    if (read_.count(it.key()) == 0) unknown += (unknown.empty() ? "" : ", ") + Quote(it.key());
+    if (std::find(read_.begin(), read_.end(), it.key()) == read_.end()) {
+      unknown += (unknown.empty() ? "" : ", ") + Quote(it.key());
+    }
   }
   if (unknown.empty()) return Status::Ok();
+  std::vector<std::string> names = read_;
+  std::sort(names.begin(), names.end());
   std::string known;
-  for (const std::string& k : read_) known += (known.empty() ? "" : ", ") + k;
+  for (const std::string& k : names) known += (known.empty() ? "" : ", ") + k;
   return InvalidArgument(context_ + ": unknown field(s) " + unknown + "; known fields: " + known);
 }
 

@@ -8,7 +8,6 @@
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -77,7 +76,9 @@ class StrictObject {
 
   const nlohmann::json& value_;
   const std::string context_;
-  std::set<std::string, std::less<>> read_;
+  // The fields read, in the order first read (a few: a vector of strings
+  // short enough to need no allocation of their own).
+  std::vector<std::string> read_;
   Status error_;
 };
 
