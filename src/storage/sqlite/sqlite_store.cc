@@ -1374,8 +1374,79 @@ class SqliteStore final : public SqlStore {
     }
   }
 
-  // One transaction for the whole batch; a savepoint per operation so that a
-  // failing operation changes nothing while the others still commit.
+  enum class OpsRun {
+    kAll,                  // every operation ran: the batch commits
+    kOver,                 // nothing commits; every operation has its result
+    kAgainWithSavepoints,  // rolled back: run the batch again with savepoints
+  };
+
+  // Begins the batch's transaction and runs its operations in it.
+  OpsRun RunOps(Connection& c, const std::vector<Op*>& batch, bool savepoints) {
+    Status begin = RunCached(c, kBegin);
+    ResumeCheckpoints();
+    if (!begin.ok()) {
+      for (Op* op : batch) op->result = begin;
+      return OpsRun::kOver;
+    }
+    op_counters_.record_events = ObservesLifecycle();
+    definition_reads_.Clear();
+    for (Op* op : batch) {
+      Status sp = savepoints ? RunCached(c, kSavepoint) : Status::Ok();
+      op_counters_.Clear();
+      op_wake_.reset();
+      if (sp.ok()) {
+        op->result = op->body(c);
+        // What was read of job definitions and API tokens in this
+        // transaction holds while only operations that never change them
+        // run. Another operation may.
+        if (op->kind != OpKind::kExecutionsOnly) definition_reads_.Clear();
+        if (op->result.ok()) KeepOpCounts();
+        UnreserveClaims(&op_claims_);  // those of an operation that failed
+        if (!op->result.ok() && !savepoints && !c.autocommit()) {
+          // Without a savepoint to roll back to: the whole transaction.
+          (void)c.Exec("ROLLBACK");
+          ForgetBatch();
+          if (batch.size() == 1) return OpsRun::kOver;
+          return OpsRun::kAgainWithSavepoints;
+        }
+        if (!op->result.ok() && !c.autocommit()) sp = RunCached(c, kRollbackTo);
+        if (savepoints && sp.ok() && !c.autocommit()) sp = RunCached(c, kRelease);
+      }
+      if (!sp.ok() || c.autocommit()) {
+        // SQLite abandoned the transaction (disk full, I/O error): nothing of
+        // this batch is durable, whatever the operations said.
+        Status aborted = !sp.ok()          ? sp
+                         : op->result.ok() ? Unavailable("transaction aborted by the database")
+                                           : op->result;
+        if (aborted.code() == ErrorCode::kInternal) aborted = Unavailable(aborted.message());
+        for (Op* o : batch) o->result = aborted;
+        if (!c.autocommit()) (void)c.Exec("ROLLBACK");
+        ForgetBatch();
+        return OpsRun::kOver;
+      }
+    }
+    return OpsRun::kAll;
+  }
+
+  // What the batch's operations left on the writer, once they will not commit.
+  void ForgetBatch() {
+    batch_counters_.Clear();
+    batch_wake_.reset();
+    UnreserveClaims(&batch_claims_);
+    definition_reads_.Clear();
+  }
+
+  // One transaction for the whole batch; a failing operation changes nothing
+  // while the others still commit. Each operation runs in a savepoint of its
+  // own, except where no savepoint is needed to roll back the failing one
+  // alone (they cost each operation a statement before and after, and a
+  // copy of every page it changes into the savepoint's journal):
+  //   - a batch of one operation: when it fails, the transaction is rolled
+  //     back and nothing committed, which is what its savepoint did;
+  //   - a batch of operations that write executions only (kExecutionsOnly:
+  //     their effects on the writer's state are the op_* and batch_* members,
+  //     which a rollback resets): when one fails, the transaction is rolled
+  //     back and the batch runs again, each operation in its savepoint.
   void RunBatch(const std::vector<Op*>& batch) {
     Connection& c = writer_conn_;
     const bool traced = pickup_trace::Installed() != nullptr;
@@ -1395,44 +1466,20 @@ class SqliteStore final : public SqlStore {
         synced_commits_ = sync;
       }
     }
-    Status begin = RunCached(c, kBegin);
-    ResumeCheckpoints();
-    if (!begin.ok()) {
-      for (Op* op : batch) op->result = begin;
-      return;
-    }
-    op_counters_.record_events = ObservesLifecycle();
-    definition_reads_.Clear();
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      Op* op = batch[i];
-      Status sp = RunCached(c, kSavepoint);
-      op_counters_.Clear();
-      op_wake_.reset();
-      if (sp.ok()) {
-        op->result = op->body(c);
-        // What was read of job definitions and API tokens in this
-        // transaction holds while only operations that never change them
-        // run. Another operation may.
-        if (op->kind != OpKind::kExecutionsOnly) definition_reads_.Clear();
-        if (op->result.ok()) KeepOpCounts();
-        UnreserveClaims(&op_claims_);  // those of an operation that failed
-        if (!op->result.ok() && !c.autocommit()) sp = RunCached(c, kRollbackTo);
-        if (sp.ok() && !c.autocommit()) sp = RunCached(c, kRelease);
+    bool savepoints = batch.size() > 1 && std::any_of(batch.begin(), batch.end(), [](const Op* op) {
+                        return op->kind != OpKind::kExecutionsOnly;
+                      });
+    while (true) {
+      switch (RunOps(c, batch, savepoints)) {
+        case OpsRun::kAll:
+          break;
+        case OpsRun::kOver:
+          return;
+        case OpsRun::kAgainWithSavepoints:
+          savepoints = true;
+          continue;
       }
-      if (!sp.ok() || c.autocommit()) {
-        // SQLite abandoned the transaction (disk full, I/O error): nothing of
-        // this batch is durable, whatever the operations said.
-        Status aborted = !sp.ok()          ? sp
-                         : op->result.ok() ? Unavailable("transaction aborted by the database")
-                                           : op->result;
-        if (aborted.code() == ErrorCode::kInternal) aborted = Unavailable(aborted.message());
-        for (Op* o : batch) o->result = aborted;
-        if (!c.autocommit()) (void)c.Exec("ROLLBACK");
-        batch_counters_.Clear();
-        batch_wake_.reset();
-        UnreserveClaims(&batch_claims_);
-        return;
-      }
+      break;
     }
     Status commit = FlushCounts(c);
     std::vector<LifecycleEvent> events = std::move(batch_counters_.events);

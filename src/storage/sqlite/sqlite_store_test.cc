@@ -733,6 +733,55 @@ TEST(SqliteStoreTest, P2_AdmissionThatDoesNotCommitGivesTheReservedWorkerBack) {
   store->SetAdmissionClaimer(nullptr);
 }
 
+// A failing operation changes nothing while the others of its commit still
+// commit, whether or not the writer ran them in savepoints (it runs a batch
+// of operations on executions alone without them): here an admission of two
+// that fails on its second after writing its first, between admissions that
+// succeed, with a worker reserved for each admission claimed in the same
+// transaction. Every reservation is delivered once its admission commits or
+// given back.
+TEST(SqliteStoreTest, AFailingOperationChangesNothingWhileTheOthersOfItsCommitCommit) {
+  TempDir dir;
+  FakeClock clock;
+  const std::string path = dir.File("batch.db");
+  ASSERT_OK_AND_ASSIGN(auto store, OpenWithJob(path, &clock));
+  RecordingClaimer claimer;
+  claimer.grant = 100;
+  store->SetAdmissionClaimer(&claimer);
+  AdmitRequest unknown = Request(3);
+  unknown.job = JobName("no-such-job");
+  using Admitted = Result<std::vector<AdmitResult>>;
+  Answers<Admitted> first, before, failing, after;
+  QueueAroundAChange(
+      path, [&] { store->AdmitBatchAsync({Request(0)}, first.Callback()); },
+      [&] {
+        store->AdmitBatchAsync({Request(1)}, before.Callback());
+        store->AdmitBatchAsync({Request(2), unknown}, failing.Callback());
+      },
+      [] {}, [&] { store->AdmitBatchAsync({Request(4)}, after.Callback()); });
+  std::vector<ExecutionId> committed;
+  for (Answers<Admitted>* answers : {&first, &before, &after}) {
+    const Admitted a = OnlyAnswer<Admitted>(*answers, kNotAnswered);
+    ASSERT_OK(a.status());
+    ASSERT_EQ(a->size(), 1u);
+    committed.push_back(a->front().id);
+  }
+  EXPECT_EQ(OnlyAnswer<Admitted>(failing, kNotAnswered).status().code(), ErrorCode::kNotFound);
+  ExecutionFilter all;
+  all.limit = 10;
+  ASSERT_OK_AND_ASSIGN(auto page, store->ListExecutions(all));
+  std::vector<ExecutionId> stored;
+  for (const Execution& e : page.items) stored.push_back(e.id);
+  std::sort(stored.begin(), stored.end());
+  EXPECT_EQ(stored, committed) << "the failing admission's first request was committed";
+  std::vector<ExecutionId> delivered;
+  for (const Lease& lease : claimer.delivered) delivered.push_back(lease.id);
+  std::sort(delivered.begin(), delivered.end());
+  EXPECT_EQ(delivered, committed);
+  EXPECT_EQ(claimer.reserved.size(), claimer.delivered.size() + claimer.unreserved.size());
+  store->SetAdmissionClaimer(nullptr);
+}
+
 TEST(SqliteStoreTest, UnopenablePathIsUnavailable) {
   SqliteStoreOptions o;
   o.path = "/nonexistent-dir/sub/te.db";
