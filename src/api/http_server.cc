@@ -560,12 +560,9 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Written(const beast::error_code& ec, bool keep, bool counted) {
-    // The buffer is kept for the connection's next answer, unless large.
-    if (out_.capacity() > kKeptWriteBuffer) {
-      std::string().swap(out_);
-    } else {
-      out_.clear();
-    }
+    // The buffer is kept for the connection's next answer (Write clears
+    // it), unless large.
+    if (out_.capacity() > kKeptWriteBuffer) std::string().swap(out_);
     if (counted) FinishRequest();
     if (!ec && linger_after_write_) return DrainAndClose();
     if (ec || !keep) return Close();

@@ -209,13 +209,11 @@ std::optional<Router::Match> Router::Find(const HttpRequest& request) const {
   auto segments = SplitPath(request.path);
   if (!segments) return std::nullopt;
   Match m;
-  static const std::vector<std::size_t> kNone;
-  const std::vector<std::size_t>& candidates =
-      by_size_.empty() ? kNone : by_size_[std::min(segments->size(), by_size_.size() - 1)];
-  for (std::size_t index : candidates) {
+  // Every candidate has as many segments as the path, or a rest that starts
+  // within it (by_size_).
+  for (std::size_t index : by_size_[std::min(segments->size(), by_size_.size() - 1)]) {
     const Route& r = routes_[index];
     const std::size_t fixed = r.rest ? r.segments.size() - 1 : r.segments.size();
-    if (r.rest ? segments->size() < fixed : segments->size() != fixed) continue;
     bool match = true;
     for (std::size_t i = 0; i < fixed && match; ++i) {
       if (IsParamSegment(r.segments[i])) {

@@ -181,8 +181,9 @@ class Router {
   std::vector<Route> routes_;
   // by_size_[n]: the routes (indexes into routes_, in the order they were
   // added) that can match a path of n segments: those of n segments and
-  // those whose rest starts at or before n. The last one serves longer paths.
-  std::vector<std::vector<std::size_t>> by_size_;
+  // those whose rest starts at or before n. The last one serves longer paths
+  // (the only one while there is no route).
+  std::vector<std::vector<std::size_t>> by_size_ = std::vector<std::vector<std::size_t>>(1);
   std::uint32_t inline_methods_ = 0;  // bit i: HttpMethod i has a route with an InlineIf
 };
 

@@ -1466,21 +1466,13 @@ class SqliteStore final : public SqlStore {
         synced_commits_ = sync;
       }
     }
-    bool savepoints = batch.size() > 1 && std::any_of(batch.begin(), batch.end(), [](const Op* op) {
-                        return op->kind != OpKind::kExecutionsOnly;
-                      });
-    while (true) {
-      switch (RunOps(c, batch, savepoints)) {
-        case OpsRun::kAll:
-          break;
-        case OpsRun::kOver:
-          return;
-        case OpsRun::kAgainWithSavepoints:
-          savepoints = true;
-          continue;
-      }
-      break;
-    }
+    const bool savepoints =
+        batch.size() > 1 && std::any_of(batch.begin(), batch.end(), [](const Op* op) {
+          return op->kind != OpKind::kExecutionsOnly;
+        });
+    OpsRun run = RunOps(c, batch, savepoints);
+    if (run == OpsRun::kAgainWithSavepoints) run = RunOps(c, batch, /*savepoints=*/true);
+    if (run != OpsRun::kAll) return;
     Status commit = FlushCounts(c);
     std::vector<LifecycleEvent> events = std::move(batch_counters_.events);
     batch_counters_.Clear();
