@@ -12,6 +12,8 @@
 //     complete call per execution; in that mode each worker is an SDK worker
 //     with --slots handler threads (8), each completing on its own keep-alive
 //     connection, so concurrent completions can share the server's commits.
+//     The complete-each workers' connections are driven from one client
+//     thread (epoll), as P3's are; the batch finish workers are a thread each.
 // P8  GET /api/v1/stats latency with many executions stored vs few: half
 //     global, half spread over 100 tenants (the per-tenant breakdown), for a
 //     global reader and for a reader bound to one tenant; and the execution
@@ -38,11 +40,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -287,89 +287,187 @@ void RunP3(const Args& args) {
                  fixed, "req/s");
 }
 
-// Completes one execution over `conn`; false (with a message) on an error.
-bool CompleteOne(te::bench::BlockingConnection& conn, const std::string& token, const json& lease) {
-  te::bench::HttpReply fin = conn.Request(
-      "POST", "/api/v1/worker/executions/" + lease["id"].get<std::string>() + "/complete", token,
-      json{{"claim_version", lease["claim_version"]}}.dump());
-  if (fin.status == 200) return true;
-  std::fprintf(stderr, "complete: %d %s\n", fin.status, fin.body.c_str());
-  return false;
-}
-
-// The handler threads of one remote worker in the complete-each mode: as an
-// SDK worker with `slots` handler threads, each runs (a no-op) and completes
-// the executions of the leased batch on its own keep-alive connection, so up
-// to `slots` complete calls of this worker are in flight at once.
-class CompletionSlots {
- public:
-  CompletionSlots(int port, const std::string& token, int slots) : token_(token) {
-    for (int i = 0; i < slots; ++i) threads_.emplace_back([this, port] { Run(port); });
-  }
-  ~CompletionSlots() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-
-  // Completes every lease of `batch`; false when a call failed.
-  bool CompleteAll(const json& batch) {
-    std::unique_lock<std::mutex> lock(mu_);
-    batch_ = &batch;
-    next_ = 0;
-    left_ = batch.size();
-    ok_ = true;
-    ++generation_;
-    cv_.notify_all();
-    done_cv_.wait(lock, [&] { return left_ == 0; });
-    batch_ = nullptr;
-    return ok_;
-  }
-
- private:
-  void Run(int port) {
-    te::bench::BlockingConnection conn(port);
-    std::uint64_t seen = 0;
-    std::unique_lock<std::mutex> lock(mu_);
-    while (true) {
-      cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      while (batch_ != nullptr && next_ < batch_->size()) {
-        const json& lease = (*batch_)[next_++];
-        lock.unlock();
-        const bool ok = CompleteOne(conn, token_, lease);
-        lock.lock();
-        if (!ok) ok_ = false;
-        if (--left_ == 0) done_cv_.notify_one();
-      }
-    }
-  }
-
-  const std::string token_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::condition_variable done_cv_;
-  const json* batch_ = nullptr;
-  std::size_t next_ = 0;
-  std::size_t left_ = 0;
-  bool ok_ = true;
-  bool stop_ = false;
-  std::uint64_t generation_ = 0;
-  std::vector<std::thread> threads_;
+// The executions of a lease answer, as their complete calls need them: the
+// answer is parsed whole (any JSON error fails it) without building a
+// document; the id and claim_version of each lease are kept.
+struct LeasedExecution {
+  std::string id;
+  std::uint64_t claim_version = 0;
 };
 
-// One remote worker: lease up to 100, complete them (one batch call, or one
-// call each over `slots` connections), until `remaining` reaches zero.
-void RemoteWorker(int port, const std::string& token, int index, bool batch_finish, int slots,
-                  std::atomic<long>& remaining, std::atomic<long>& completed,
-                  std::atomic<bool>& failed) {
+class LeaseAnswerReader final : public json::json_sax_t {
+ public:
+  explicit LeaseAnswerReader(std::vector<LeasedExecution>& out) : out_(out) {}
+
+  bool null() override { return Value(); }
+  bool boolean(bool) override { return Value(); }
+  bool number_integer(number_integer_t v) override {
+    if (key_ == Key::kClaimVersion && v >= 0) {
+      out_.back().claim_version = static_cast<std::uint64_t>(v);
+      seen_version_ = true;
+    }
+    return Value();
+  }
+  bool number_unsigned(number_unsigned_t v) override {
+    if (key_ == Key::kClaimVersion) {
+      out_.back().claim_version = v;
+      seen_version_ = true;
+    }
+    return Value();
+  }
+  bool number_float(number_float_t, const string_t&) override { return Value(); }
+  bool string(string_t& v) override {
+    if (key_ == Key::kId) {
+      out_.back().id = std::move(v);
+      seen_id_ = true;
+    }
+    return Value();
+  }
+  bool binary(binary_t&) override { return Value(); }
+  bool start_object(std::size_t) override {
+    ++depth_;
+    if (depth_ == 3 && in_leases_) {
+      out_.emplace_back();
+      seen_id_ = seen_version_ = false;
+    }
+    key_ = Key::kOther;
+    return true;
+  }
+  bool end_object() override {
+    // A lease without an id or a claim version is an answer the worker cannot use.
+    if (depth_ == 3 && in_leases_ && (!seen_id_ || !seen_version_)) return false;
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    ++depth_;
+    if (depth_ == 2 && key_ == Key::kLeases) {
+      in_leases_ = true;
+      found_leases_ = true;
+    }
+    key_ = Key::kOther;
+    return true;
+  }
+  bool end_array() override {
+    if (depth_ == 2) in_leases_ = false;
+    --depth_;
+    return true;
+  }
+  bool key(string_t& k) override {
+    key_ = Key::kOther;
+    if (depth_ == 1 && k == "leases") key_ = Key::kLeases;
+    if (depth_ == 3 && in_leases_ && k == "id") key_ = Key::kId;
+    if (depth_ == 3 && in_leases_ && k == "claim_version") key_ = Key::kClaimVersion;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+  bool found_leases() const { return found_leases_; }
+
+ private:
+  enum class Key { kOther, kLeases, kId, kClaimVersion };
+  bool Value() {
+    key_ = Key::kOther;
+    return true;
+  }
+
+  std::vector<LeasedExecution>& out_;
+  int depth_ = 0;
+  Key key_ = Key::kOther;
+  bool in_leases_ = false;
+  bool found_leases_ = false;
+  bool seen_id_ = false;
+  bool seen_version_ = false;
+};
+
+// Appends the leases of a lease answer to `out`; false when it is not one.
+bool ReadLeaseAnswer(const std::string& body, std::vector<LeasedExecution>& out) {
+  const std::size_t before = out.size();
+  LeaseAnswerReader reader(out);
+  if (!json::sax_parse(body, &reader) || !reader.found_leases()) {
+    out.resize(before);
+    return false;
+  }
+  return true;
+}
+
+// P4 with one complete call per execution: `workers` remote workers, each
+// an SDK worker with `slots` handler threads: it leases up to 100 on its
+// lease connection, and its handlers run (a no-op) and complete the
+// executions of the batch, each on its own keep-alive connection, so up to
+// `slots` complete calls of each worker are in flight at once; the next
+// lease when the batch is done. All the connections are driven from one
+// thread (epoll), as P3's clients are. Seconds taken, or negative (with a
+// message) on an error.
+double RunCompletingWorkers(int port, const std::string& token, int workers, int slots, long jobs) {
+  struct Worker {
+    std::string lease_request;
+    std::vector<LeasedExecution> batch;
+    std::size_t next = 0;  // the batch's next execution to complete
+    long left = 0;         // executions of the batch not completed yet
+    bool leasing = false;
+  };
+  std::vector<Worker> list(static_cast<std::size_t>(workers));
+  for (int w = 0; w < workers; ++w) {
+    list[w].lease_request =
+        te::bench::RawRequest("POST", "/api/v1/worker/lease", token,
+                              json{{"worker_id", "bench-worker-" + std::to_string(w)},
+                                   {"queues", {"remote"}},
+                                   {"max", 100},
+                                   {"wait_ms", 200}}
+                                  .dump());
+  }
+  const int per_worker = slots + 1;  // connection 0 of each worker leases
+  long leased = 0;
+  long completed = 0;
+  return te::bench::RunConnections(
+      port, workers * per_worker,
+      [&](int c) -> std::optional<std::string> {
+        Worker& w = list[c / per_worker];
+        if (c % per_worker == 0) {
+          if (w.leasing || w.left > 0 || leased >= jobs) return std::nullopt;
+          w.leasing = true;
+          return w.lease_request;
+        }
+        if (w.next >= w.batch.size()) return std::nullopt;
+        const LeasedExecution& e = w.batch[w.next++];
+        return te::bench::RawRequest("POST", "/api/v1/worker/executions/" + e.id + "/complete",
+                                     token,
+                                     "{\"claim_version\":" + std::to_string(e.claim_version) + "}");
+      },
+      [&](int c, int status, const std::string& body) {
+        Worker& w = list[c / per_worker];
+        const char* what = c % per_worker == 0 ? "lease" : "complete";
+        if (status != 200) {
+          std::fprintf(stderr, "%s: %d %s\n", what, status, body.c_str());
+          return false;
+        }
+        if (c % per_worker != 0) {
+          --w.left;
+          ++completed;
+          return true;
+        }
+        w.leasing = false;
+        w.batch.clear();
+        w.next = 0;
+        if (!ReadLeaseAnswer(body, w.batch)) {
+          std::fprintf(stderr, "lease: not a lease answer: %s\n", body.c_str());
+          return false;
+        }
+        w.left = static_cast<long>(w.batch.size());
+        leased += w.left;
+        return true;
+      },
+      [&] { return completed >= jobs; });
+}
+
+// One remote worker of the batch finish mode: lease up to 100, finish them
+// in one call, until `remaining` reaches zero.
+void RemoteWorker(int port, const std::string& token, int index, std::atomic<long>& remaining,
+                  std::atomic<long>& completed, std::atomic<bool>& failed) {
   te::bench::BlockingConnection conn(port);
-  std::optional<CompletionSlots> handlers;
-  if (!batch_finish) handlers.emplace(port, token, slots);
   const std::string worker_id = "bench-worker-" + std::to_string(index);
   const std::string lease_body =
       json{{"worker_id", worker_id}, {"queues", {"remote"}}, {"max", 100}, {"wait_ms", 200}}.dump();
@@ -382,20 +480,15 @@ void RemoteWorker(int port, const std::string& token, int index, bool batch_fini
     }
     json leases = json::parse(lease.body)["leases"];
     if (leases.empty()) continue;
-    if (batch_finish) {
-      json items = json::array();
-      for (const json& l : leases) {
-        items.push_back(
-            {{"id", l["id"]}, {"claim_version", l["claim_version"]}, {"kind", "complete"}});
-      }
-      te::bench::HttpReply fin =
-          conn.Request("POST", "/api/v1/worker/finish", token, json{{"items", items}}.dump());
-      if (fin.status != 200) {
-        std::fprintf(stderr, "finish: %d %s\n", fin.status, fin.body.c_str());
-        failed = true;
-        return;
-      }
-    } else if (!handlers->CompleteAll(leases)) {
+    json items = json::array();
+    for (const json& l : leases) {
+      items.push_back(
+          {{"id", l["id"]}, {"claim_version", l["claim_version"]}, {"kind", "complete"}});
+    }
+    te::bench::HttpReply fin =
+        conn.Request("POST", "/api/v1/worker/finish", token, json{{"items", items}}.dump());
+    if (fin.status != 200) {
+      std::fprintf(stderr, "finish: %d %s\n", fin.status, fin.body.c_str());
       failed = true;
       return;
     }
@@ -412,22 +505,31 @@ std::vector<double> P4Rates(const Args& args, bool batch_finish, bool store_toke
   for (int run = 0; run < args.runs; ++run) {
     Server server(args, "p4", store_tokens);
     server.Fill("remote", args.jobs);
-    std::atomic<long> remaining{args.jobs};
-    std::atomic<long> completed{0};
-    std::atomic<bool> failed{false};
-    auto t0 = SteadyClock::now();
-    std::vector<std::thread> workers;
-    for (int w = 0; w < args.workers; ++w) {
-      workers.emplace_back(RemoteWorker, server.port(), std::cref(server.worker_token()), w,
-                           batch_finish, args.slots, std::ref(remaining), std::ref(completed),
-                           std::ref(failed));
-    }
-    for (auto& t : workers) t.join();
-    double seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
-    if (failed || completed != args.jobs) {
-      std::fprintf(stderr, "P4 (%s): completed %ld of %ld\n", kind.c_str(), completed.load(),
-                   args.jobs);
-      std::exit(1);
+    double seconds = 0;
+    if (batch_finish) {
+      std::atomic<long> remaining{args.jobs};
+      std::atomic<long> completed{0};
+      std::atomic<bool> failed{false};
+      auto t0 = SteadyClock::now();
+      std::vector<std::thread> workers;
+      for (int w = 0; w < args.workers; ++w) {
+        workers.emplace_back(RemoteWorker, server.port(), std::cref(server.worker_token()), w,
+                             std::ref(remaining), std::ref(completed), std::ref(failed));
+      }
+      for (auto& t : workers) t.join();
+      seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+      if (failed || completed != args.jobs) {
+        std::fprintf(stderr, "P4 (%s): completed %ld of %ld\n", kind.c_str(), completed.load(),
+                     args.jobs);
+        std::exit(1);
+      }
+    } else {
+      seconds = RunCompletingWorkers(server.port(), server.worker_token(), args.workers, args.slots,
+                                     args.jobs);
+      if (seconds < 0) {
+        std::fprintf(stderr, "P4 (%s): failed\n", kind.c_str());
+        std::exit(1);
+      }
     }
     rates.push_back(static_cast<double>(args.jobs) / seconds);
     std::printf("  P4 (%s) run %d: %ld executions in %.2f s = %.0f jobs/s\n", kind.c_str(), run + 1,
@@ -442,16 +544,17 @@ std::vector<double> P4Rates(const Args& args, bool batch_finish, bool store_toke
 void RunP4(const Args& args) {
   const std::string common = std::to_string(args.workers) + " remote workers";
   const std::string slots = ", " + std::to_string(args.slots) + " handler threads each";
-  const std::string server =
-      "one keep-alive connection per thread, leases of up to 100; server 2 I/O + 32 handler "
-      "threads";
+  const std::string server = "leases of up to 100; server 2 I/O + 32 handler threads";
+  const std::string batch_clients = "one client thread and keep-alive connection per worker";
+  const std::string each_clients =
+      "a keep-alive connection per worker and per handler, all driven by 1 client thread (epoll)";
   if (args.finishes != "each") {
     const std::vector<double> batch = P4Rates(args, /*batch_finish=*/true, /*store_tokens=*/true);
     std::printf(
         "P4 remote workers, one finish call per leased batch, worker token kept in the store%s: "
-        "median %.0f jobs/s (target >= 20,000). %s, %s; commits %s\n",
-        Diagnostic(args, "P4").c_str(), Median(batch), common.c_str(), server.c_str(),
-        SyncText(args));
+        "median %.0f jobs/s (target >= 20,000). %s, %s, %s; commits %s\n",
+        Diagnostic(args, "P4").c_str(), Median(batch), common.c_str(), batch_clients.c_str(),
+        server.c_str(), SyncText(args));
     PrintRunFigure(args, "P4",
                    common + ", leases of 100, one finish call per batch, a token kept in the store",
                    batch, "jobs/s", 20'000);
@@ -467,9 +570,9 @@ void RunP4(const Args& args) {
   std::printf(
       "P4 remote workers, one complete call per execution%s: median %.0f jobs/s (target >= "
       "15,000) with a worker token kept in the store; %.0f jobs/s with static tokens. %s%s, "
-      "%s; commits %s; 0 for a series not run (--tokens)\n",
+      "%s, %s; commits %s; 0 for a series not run (--tokens)\n",
       Diagnostic(args, "P4").c_str(), Median(stored), Median(fixed), common.c_str(), slots.c_str(),
-      server.c_str(), SyncText(args));
+      each_clients.c_str(), server.c_str(), SyncText(args));
   PrintRunFigure(args, "P4",
                  common + slots +
                      ", leases of 100, one complete call per execution, a token kept in the "

@@ -119,40 +119,52 @@ HttpReply BlockingConnection::Request(const std::string& method, const std::stri
   }
 }
 
-double RunClosedLoop(int port, int connections, std::int64_t total,
-                     const std::function<std::string(std::int64_t)>& make_request,
-                     const std::function<void(std::int64_t, int, const std::string&)>& on_reply) {
+double RunConnections(int port, int connections,
+                      const std::function<std::optional<std::string>(int)>& next,
+                      const std::function<bool(int, int, const std::string&)>& on_reply,
+                      const std::function<bool()>& finished) {
   struct Conn {
     int fd = -1;
-    std::string out;
     std::string in;
-    std::int64_t request = -1;
+    bool busy = false;  // a request in flight
   };
   std::vector<Conn> conns(static_cast<std::size_t>(connections));
   int ep = ::epoll_create1(EPOLL_CLOEXEC);
+  auto close_all = [&] {
+    for (Conn& conn : conns) {
+      if (conn.fd >= 0) ::close(conn.fd);
+    }
+    ::close(ep);
+  };
   for (int c = 0; c < connections; ++c) {
     conns[c].fd = OpenSocket(port);
-    if (conns[c].fd < 0) return -1;
+    if (conns[c].fd < 0) {
+      close_all();
+      return -1;
+    }
     ::fcntl(conns[c].fd, F_SETFL, O_NONBLOCK);
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u32 = static_cast<std::uint32_t>(c);
     ::epoll_ctl(ep, EPOLL_CTL_ADD, conns[c].fd, &ev);
   }
-  std::int64_t next = 0;
-  std::int64_t done = 0;
+  // Connections without a request in flight, asked again after every
+  // response (a response may give them something to send).
+  std::vector<int> idle;
   // Requests are small: send them whole (waiting briefly when the socket
   // buffer is full), then wait for the response with epoll.
-  auto start_next = [&](Conn& conn) {
-    if (next >= total) {
-      conn.request = -1;
+  auto start_next = [&](int c) {
+    Conn& conn = conns[c];
+    std::optional<std::string> out = next(c);
+    if (!out) {
+      conn.busy = false;
+      idle.push_back(c);
       return true;
     }
-    conn.request = next++;
-    conn.out = make_request(conn.request);
+    conn.busy = true;
     std::size_t sent = 0;
-    while (sent < conn.out.size()) {
-      ssize_t w = ::send(conn.fd, conn.out.data() + sent, conn.out.size() - sent, MSG_NOSIGNAL);
+    while (sent < out->size()) {
+      ssize_t w = ::send(conn.fd, out->data() + sent, out->size() - sent, MSG_NOSIGNAL);
       if (w > 0) {
         sent += static_cast<std::size_t>(w);
       } else if (w < 0 && errno == EAGAIN) {
@@ -163,41 +175,70 @@ double RunClosedLoop(int port, int connections, std::int64_t total,
     }
     return true;
   };
+  auto retry_idle = [&] {
+    std::vector<int> waiting;
+    waiting.swap(idle);
+    for (int c : waiting) {
+      if (!start_next(c)) return false;
+    }
+    return true;
+  };
   auto t0 = std::chrono::steady_clock::now();
   bool failed = false;
-  for (Conn& conn : conns) failed = failed || !start_next(conn);
+  for (int c = 0; c < connections && !failed; ++c) failed = !start_next(c);
   std::vector<epoll_event> events(static_cast<std::size_t>(connections));
   char chunk[65536];
-  while (done < total && !failed) {
+  while (!failed && !finished()) {
     int n = ::epoll_wait(ep, events.data(), connections, 10'000);
-    if (n <= 0) {
+    if (n <= 0) {  // nothing in flight, or nothing answered for 10 s
       failed = true;
       break;
     }
-    for (int e = 0; e < n; ++e) {
-      Conn& conn = conns[events[e].data.u32];
-      if (conn.request < 0) continue;
+    for (int e = 0; e < n && !failed; ++e) {
+      const int c = static_cast<int>(events[e].data.u32);
+      Conn& conn = conns[c];
       for (;;) {
         ssize_t r = ::recv(conn.fd, chunk, sizeof(chunk), 0);
         if (r == 0) failed = true;
         if (r <= 0) break;
         conn.in.append(chunk, static_cast<std::size_t>(r));
       }
+      if (!conn.busy) continue;
       int status = 0;
       std::string body;
       std::size_t used = ParseResponse(conn.in, &status, &body);
-      if (used > 0) {
-        conn.in.erase(0, used);
-        on_reply(conn.request, status, body);
-        ++done;
-        if (!start_next(conn)) failed = true;
+      if (used == 0) continue;
+      conn.in.erase(0, used);
+      conn.busy = false;
+      if (!on_reply(c, status, body) || !start_next(c) || (!idle.empty() && !retry_idle())) {
+        failed = true;
       }
     }
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  for (Conn& conn : conns) ::close(conn.fd);
-  ::close(ep);
+  close_all();
   return failed ? -1 : seconds;
+}
+
+double RunClosedLoop(int port, int connections, std::int64_t total,
+                     const std::function<std::string(std::int64_t)>& make_request,
+                     const std::function<void(std::int64_t, int, const std::string&)>& on_reply) {
+  std::vector<std::int64_t> request(static_cast<std::size_t>(connections), -1);
+  std::int64_t started = 0;
+  std::int64_t done = 0;
+  return RunConnections(
+      port, connections,
+      [&](int c) -> std::optional<std::string> {
+        if (started >= total) return std::nullopt;
+        request[c] = started++;
+        return make_request(request[c]);
+      },
+      [&](int c, int status, const std::string& body) {
+        on_reply(request[c], status, body);
+        ++done;
+        return true;
+      },
+      [&] { return done >= total; });
 }
 
 }  // namespace taskengine::bench

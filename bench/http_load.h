@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,19 @@ class BlockingConnection {
   int fd_ = -1;
   std::string buffer_;
 };
+
+// Drives `connections` keep-alive connections from ONE thread with epoll,
+// each with at most one request in flight. `next(c)` gives connection c's
+// next request (the full raw bytes), or nothing while it has none: it is
+// asked after each of c's responses, and each connection without a request
+// in flight is asked again after any response. `on_reply(c, status, body)`
+// sees every response (false: stop, failed). Runs until `finished()`;
+// returns seconds elapsed, or a negative number when a connection failed, a
+// reply was refused, or nothing was answered for 10 s.
+double RunConnections(int port, int connections,
+                      const std::function<std::optional<std::string>(int)>& next,
+                      const std::function<bool(int, int, const std::string&)>& on_reply,
+                      const std::function<bool()>& finished);
 
 // Drives `connections` keep-alive connections from ONE thread with epoll,
 // each with one request outstanding, until `total` responses arrived.
