@@ -197,11 +197,14 @@ double RunConnections(int port, int connections,
     for (int e = 0; e < n && !failed; ++e) {
       const int c = static_cast<int>(events[e].data.u32);
       Conn& conn = conns[c];
+      // Read what is there: epoll is level-triggered, so a short read ends it
+      // (no second call just to be told EAGAIN); what is left is reported again.
       for (;;) {
         ssize_t r = ::recv(conn.fd, chunk, sizeof(chunk), 0);
         if (r == 0) failed = true;
         if (r <= 0) break;
         conn.in.append(chunk, static_cast<std::size_t>(r));
+        if (static_cast<std::size_t>(r) < sizeof(chunk)) break;
       }
       if (!conn.busy) continue;
       int status = 0;
