@@ -16,25 +16,13 @@ LeaseBroker::LeaseBroker(Store* store, Clock* clock, LeaseBrokerOptions options)
 
 LeaseBroker::~LeaseBroker() { Stop(); }
 
-void LeaseBroker::Wake() {
-  {
-    MutexLock lock(signal_->mu);
-    ++signal_->generation;
-  }
-  signal_->cv.NotifyAll();
-}
+void LeaseBroker::Wake() { signal_->Bump(); }
 
 std::function<void()> LeaseBroker::WakeCallback() const {
   // The signal outlives the broker when a listener holds it; waking a stopped
   // broker's signal only bumps a counter nobody reads.
   std::shared_ptr<Signal> signal = signal_;
-  return [signal] {
-    {
-      MutexLock lock(signal->mu);
-      ++signal->generation;
-    }
-    signal->cv.NotifyAll();
-  };
+  return [signal] { signal->Bump(); };
 }
 
 std::size_t LeaseBroker::parked() const {
@@ -181,7 +169,9 @@ void LeaseBroker::Loop() {
   Clock::SteadyTime last_round = clock_->Steady();
   while (!stopping_) {
     if (parked_.empty()) {
+      signal_->idle = true;
       while (!stopping_ && parked_.empty()) signal_->cv.Wait(signal_->mu);
+      signal_->idle = false;
       // Wakes while nothing was parked concern nobody: the new poll's own
       // claim saw their work (Submit sets round_due_ for one it may have missed).
       if (!round_due_) seen = signal_->generation;

@@ -117,6 +117,19 @@ class LeaseBroker {
     Mutex mu;
     CondVar cv;
     std::uint64_t generation GUARDED_BY(mu) = 0;  // bumped by every Wake()
+    // Loop waits for a poll to park: a wake changes nothing for it, so
+    // none is signalled.
+    bool idle GUARDED_BY(mu) = false;
+
+    void Bump() EXCLUDES(mu) {
+      bool signal = false;
+      {
+        MutexLock lock(mu);
+        ++generation;
+        signal = !idle;
+      }
+      if (signal) cv.NotifyAll();
+    }
   };
   struct Claimed {
     std::vector<Lease> leases;
