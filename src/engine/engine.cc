@@ -179,7 +179,7 @@ class EngineImpl final : public EngineInternal {
     // wakes its workers right after the commit, and, through the transport,
     // every other node (D3; the database is the queue of record).
     store_->SetWorkPublisher([this, transport = transport_.get()](const std::string& queue) {
-      WakeWorkers();
+      WakeWorkers(&queue);
       if (transport != nullptr) transport->Publish(queue);
     });
     if (transport_) transport_->Start([this] { WakeWorkers(); });
@@ -387,10 +387,18 @@ class EngineImpl final : public EngineInternal {
     listeners_.push_back(std::move(listener));
   }
 
-  void WakeWorkers() EXCLUDES(listeners_mu_) {
+  // New work is due in *queue (nullptr: in a queue not named, as the
+  // database's and the transport's wakeups from other nodes are).
+  void WakeWorkers(const std::string* queue = nullptr) EXCLUDES(listeners_mu_) {
     // pool_ptr_ is published once by Start(); admissions before that need no wakeup.
     WorkerPool* pool = pool_ptr_.load(std::memory_order_acquire);
-    if (pool != nullptr) pool->Wake();
+    if (pool != nullptr) {
+      if (queue != nullptr) {
+        pool->Wake(*queue);  // only a pool that claims from the queue
+      } else {
+        pool->Wake();
+      }
+    }
     MutexLock lock(listeners_mu_);
     for (const auto& listener : listeners_) listener();
   }

@@ -221,10 +221,17 @@ Status WorkerPool::Start() {
   return Status::Ok();
 }
 
-void WorkerPool::Wake() {
+void WorkerPool::Wake() { WakeFor(nullptr); }
+
+void WorkerPool::Wake(const std::string& queue) { WakeFor(&queue); }
+
+void WorkerPool::WakeFor(const std::string* queue) {
   bool to_worker = false;
   {
     MutexLock lock(mu_);
+    // Work this pool does not claim (a queue left to remote workers or to
+    // other nodes) wakes nobody here.
+    if (queue != nullptr && !queue_index_.contains(*queue)) return;
     // A parked worker claims the new work itself (one claim, marked started,
     // no hop through the claimer); with none parked, the claimer claims it.
     to_worker = !stop_claiming_ && parked_workers_ > direct_claims_ + admission_reserved_;

@@ -89,6 +89,8 @@ class WorkerPool {
   Status Start() EXCLUDES(mu_);
   // New work may be due: claim now instead of at the next poll.
   void Wake() EXCLUDES(mu_);
+  // New work is due in `queue`: Wake() when this pool claims from it.
+  void Wake(const std::string& queue) EXCLUDES(mu_);
   // Cancellation of `id` was requested in this process: a handler running it
   // here sees kCancelRequested at once instead of at its next heartbeat.
   void NotifyCancel(ExecutionId id) EXCLUDES(mu_);
@@ -171,6 +173,8 @@ class WorkerPool {
   // due. Wakes the claimer when more may be due. Releases mu_ during the
   // store call.
   std::shared_ptr<Task> ClaimDirect() REQUIRES(mu_);
+  // Wake, for new work in *queue (nullptr: in any queue).
+  void WakeFor(const std::string* queue) EXCLUDES(mu_);
   // Gives `tasks` (in hand, unstarted, out of every ready list) back to the
   // store (released) and wakes the claimer. Releases mu_ around each Finish.
   void GiveBack(const std::vector<std::shared_ptr<Task>>& tasks) REQUIRES(mu_);

@@ -371,10 +371,12 @@ inline constexpr char kSqliteLaneCounts[] = TE_SQL_LANE_COUNTS(TE_SQLITE_HOLDS_L
 inline constexpr char kSqliteOpenLanes[] = TE_SQL_OPEN_LANES(TE_SQLITE_HOLDS_LANE);
 inline constexpr char kSqliteOpenLanesOfTenant[] =
     TE_SQL_OPEN_LANES_OF_TENANT(TE_SQLITE_HOLDS_LANE);
-// The oldest parked member of the lane becomes due no earlier than ?3.
+// The oldest parked member of the lane becomes due no earlier than ?3; its
+// queue is returned (the wakeup names it).
 inline constexpr char kSqliteLaneUnparkNext[] =
     "UPDATE executions SET lane_parked = 0, run_at = MAX(run_at, ?3) WHERE id = ("
-    "SELECT id" TE_SQL_LANE_WHERE(TE_SQLITE_HOLDS_LANE) " AND lane_parked = 1 ORDER BY id LIMIT 1)";
+    "SELECT id" TE_SQL_LANE_WHERE(TE_SQLITE_HOLDS_LANE) " AND lane_parked = 1 ORDER BY id LIMIT 1)"
+    " RETURNING queue";
 inline constexpr SqlLaneReads kSqliteLaneReads{kSqliteLaneHead, kSqliteLaneCounts, kSqliteOpenLanes,
                                                kSqliteOpenLanesOfTenant};
 

@@ -681,8 +681,8 @@ class Store {
   virtual void SetWorkListener(std::function<void()> listener) { (void)listener; }
   // Work made due by THIS store: after each commit that made work due now or
   // later (an admission that is not parked, a requeue, the next execution of
-  // a lane), `publisher` gets the queue of the first such execution, on the
-  // thread that committed (SQLite: its writer thread, before the callers of
+  // a lane), `publisher` gets each queue it made work due in, once per queue
+  // and commit, on the thread that committed (SQLite: its writer thread, before the callers of
   // the batch hear of the commit); it must not block and must not call into
   // the store. Nothing for a transaction that did not commit. The engine
   // wakes its own workers with it and hands it to its transport (D3). Best

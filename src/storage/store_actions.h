@@ -95,6 +95,29 @@ Result<ReplayReply> ApprovePendingReplay(ActionTx& tx, ExecutionId id,
 Result<SweepReport> RecoverExpired(ActionTx& tx, const std::vector<StateRow>& expired,
                                    int max_batch, Millis now, RandomSource& random);
 
+// The queues a transaction made work due in (Store::SetWorkPublisher), each
+// once, in the order they were first marked. Usually one.
+class DueQueues {
+ public:
+  void Mark(const std::string& queue) {
+    for (const std::string& q : queues_) {
+      if (q == queue) return;
+    }
+    queues_.push_back(queue);
+  }
+  // Adds `other`'s queues (a SQLite batch takes each operation's).
+  void Take(DueQueues&& other) {
+    for (std::string& q : other.queues_) Mark(q);
+    other.Clear();
+  }
+  void Clear() { queues_.clear(); }
+  bool empty() const { return queues_.empty(); }
+  const std::vector<std::string>& queues() const { return queues_; }
+
+ private:
+  std::vector<std::string> queues_;
+};
+
 // A Store whose effect calls and operator actions are the shared ones above
 // (validation, then one write transaction); a backend provides that
 // transaction with its ActionTx (WithActionTx) and the rest of the contract.
@@ -121,10 +144,11 @@ class ActionStore : public Store {
     if (lifecycle_observer_ && !events.empty()) lifecycle_observer_(std::move(events));
   }
 
-  // Tells the work publisher that a committed transaction made work due in
-  // `queue` (SetWorkPublisher).
-  void PublishWork(const std::string& queue) const {
-    if (work_publisher_) work_publisher_(queue);
+  // Tells the work publisher of each queue a committed transaction made work
+  // due in (SetWorkPublisher).
+  void PublishWork(const DueQueues& due) const {
+    if (!work_publisher_) return;
+    for (const std::string& queue : due.queues()) work_publisher_(queue);
   }
 
   // Runs `body` in one write transaction, committed when it returns OK and

@@ -20,11 +20,13 @@ using namespace std::chrono_literals;
 
 class StoreFaultsTest : public ::testing::Test {
  protected:
-  Result<std::unique_ptr<Engine>> Open(int workers) {
+  Result<std::unique_ptr<Engine>> Open(int workers, Millis poll_interval_ms = 50,
+                                       std::vector<QueueConfig> queues = {}) {
     EngineOptions o;
     o.database_path = dir_.File("te.db");
     o.worker_threads = workers;
-    o.poll_interval_ms = 50;
+    o.queues = std::move(queues);
+    o.poll_interval_ms = poll_interval_ms;
     o.sweep_interval_ms = 50;
     o.shutdown_grace_ms = 2000;
     return OpenEngine(o, WrapStoreWithFaults(faults_));
@@ -153,6 +155,47 @@ TEST_F(StoreFaultsTest, AFastQueueIsClaimedMarkedStartedInsteadOfMarkedAfterward
   EXPECT_LE(marks.by_mark_started, kJobs / 4)
       << "claimed marked: " << marks.by_claim << ", marked after the claim "
       << marks.by_mark_started;
+}
+
+// A commit that makes work due wakes this engine's workers only when they
+// serve its queue: work left to remote workers (a queue with pool = false)
+// or to other nodes (a queue this engine does not list) costs the pool no
+// claim. Polls are a minute apart here, so every claim counted was a wakeup's.
+TEST_F(StoreFaultsTest, WorkInAQueueThePoolDoesNotServeWakesNoWorker) {
+  ASSERT_OK_AND_ASSIGN(auto engine, Open(2, /*poll_interval_ms=*/60'000,
+                                         {QueueConfig{.name = "default"},
+                                          QueueConfig{.name = "remote", .pool = false}}));
+  ASSERT_OK(engine->DefineJob(Job("here")));
+  JobDefinition remote = Job("remote");
+  remote.queue = "remote";
+  ASSERT_OK(engine->DefineJob(remote));
+  JobDefinition elsewhere = Job("elsewhere");
+  elsewhere.queue = "elsewhere";
+  ASSERT_OK(engine->DefineJob(elsewhere));
+  std::atomic<int> runs{0};
+  ASSERT_OK(engine->RegisterHandler("here", [&](JobContext&) {
+    ++runs;
+    return HandlerResult::Success();
+  }));
+  ASSERT_OK(engine->Start());
+  DispatchRequest here;
+  here.job = JobName("here");
+  ASSERT_OK(engine->Dispatch(here).status());
+  ASSERT_TRUE(WaitFor([&] { return runs.load() == 1; }, 10s));
+
+  const int before = faults_->Calls("Claim");
+  for (int i = 0; i < 20; ++i) {
+    DispatchRequest d;
+    d.job = JobName(i % 2 == 0 ? "remote" : "elsewhere");
+    ASSERT_OK(engine->Dispatch(d).status());
+  }
+  // A job of the pool's own queue still wakes it, and marks the end of the
+  // window: whatever the twenty admissions woke has claimed by then.
+  ASSERT_OK(engine->Dispatch(here).status());
+  ASSERT_TRUE(WaitFor([&] { return runs.load() == 2; }, 10s));
+  const int claims = faults_->Calls("Claim") - before;
+  EXPECT_LE(claims, 4) << "claims while twenty executions of other queues were admitted";
+  engine->Stop();
 }
 
 }  // namespace

@@ -126,9 +126,10 @@ inline constexpr char kNextRunAt[] = "SELECT MIN(run_at) FROM executions WHERE d
 // The run_at of the oldest execution of queue ?1 due at ?2.
 inline constexpr char kOldestDue[] =
     "SELECT MIN(run_at) FROM executions WHERE due_queue = ?1 AND run_at <= ?2";
-// O1: the oldest parked member of the open lane (?1, ?2), locked.
+// O1: the oldest parked member of the open lane (?1, ?2), locked: its id
+// and queue.
 inline constexpr char kLaneFirstParked[] =
-    "SELECT id FROM executions WHERE open_lane = ?2 AND tenant = ?1 AND lane_parked = 1"
+    "SELECT id, queue FROM executions WHERE open_lane = ?2 AND tenant = ?1 AND lane_parked = 1"
     " ORDER BY id LIMIT 1 FOR UPDATE";
 
 // T4: the schedule state of job ?1 moves forward: the latest fire ?2 and

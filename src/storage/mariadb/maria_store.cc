@@ -221,13 +221,11 @@ struct Tx {
   MariaConn& c;
   MariaSession s;
   StatusCounters counters;
-  // The queue of the first execution this transaction made due, for the
-  // work publisher after COMMIT (SetWorkPublisher).
-  std::optional<std::string> wake_queue;
+  // The queues this transaction made work due in, for the work publisher
+  // after COMMIT (SetWorkPublisher).
+  DueQueues wake_queues;
 
-  void MarkWork(const std::string& queue) {
-    if (!wake_queue) wake_queue = queue;
-  }
+  void MarkWork(const std::string& queue) { wake_queues.Mark(queue); }
 
   Result<std::int64_t> Run(const char* sql, const SqlArgs& args = SqlArgs()) {
     return s.Exec(sql, args);
@@ -974,28 +972,29 @@ class MariaStore final : public SqlStore {
           tx.Run(maria::sql::kInsertNotifyPending, SqlArgs().Add(row.id.value).Add(now)).status());
     }
     if (LeavesLane(row, t.to)) {
-      TE_ASSIGN_OR_RETURN(bool unparked, UnparkLane(tx, row.tenant, row.lane_key, now));
-      // The lane's next execution: its queue is not read, the wakeup names this one's.
-      if (unparked) tx.MarkWork(row.queue);
+      TE_ASSIGN_OR_RETURN(std::optional<std::string> unparked,
+                          UnparkLane(tx, row.tenant, row.lane_key, now));
+      if (unparked) tx.MarkWork(*unparked);  // the lane's next execution's queue
     }
     return Status::Ok();
   }
 
   // When the lane (tenant, lane) has no open, un-parked execution left, the
-  // oldest parked one becomes due. True when one did.
-  static Result<bool> UnparkLane(Tx& tx, const std::string& tenant, const std::string& lane,
-                                 Millis now) {
+  // oldest parked one becomes due: its queue then.
+  static Result<std::optional<std::string>> UnparkLane(Tx& tx, const std::string& tenant,
+                                                       const std::string& lane, Millis now) {
     TE_RETURN_IF_ERROR(LockLane(tx, tenant, lane));
     const SqlArgs key = SqlArgs().Add(tenant).Add(lane);
     TE_ASSIGN_OR_RETURN(std::optional<bool> busy, tx.s.One(maria::sql::kLaneHasUnparkedOpen, key,
                                                            [](const Row&) { return true; }));
-    if (busy) return false;
-    TE_ASSIGN_OR_RETURN(
-        std::optional<std::int64_t> next,
-        tx.s.One(maria::sql::kLaneFirstParked, key, [](const Row& r) { return r.Int(0); }));
-    if (!next) return false;
-    TE_RETURN_IF_ERROR(tx.Run(kUnpark, SqlArgs().Add(*next).Add(now)).status());
-    return true;
+    if (busy) return std::optional<std::string>();
+    using Next = std::pair<std::int64_t, std::string>;
+    TE_ASSIGN_OR_RETURN(std::optional<Next> next,
+                        tx.s.One(maria::sql::kLaneFirstParked, key,
+                                 [](const Row& r) { return Next(r.Int(0), r.Text(1)); }));
+    if (!next) return std::optional<std::string>();
+    TE_RETURN_IF_ERROR(tx.Run(kUnpark, SqlArgs().Add(next->first).Add(now)).status());
+    return std::optional<std::string>(std::move(next->second));
   }
 
   // One statement per counter table, its rows in key order.
@@ -1123,7 +1122,7 @@ class MariaStore final : public SqlStore {
           return AsUnavailable(begin, lost);
         }
       }
-      Tx tx{c, MariaSession(c), {}, std::nullopt};
+      Tx tx{c, MariaSession(c), {}, {}};
       tx.counters.record_events = ObservesLifecycle();
       Result<T> r = body(tx);
       Status st = r.status();
@@ -1136,7 +1135,7 @@ class MariaStore final : public SqlStore {
         if (st.ok()) {
           pool_.Release(pc);
           PublishLifecycle(std::move(tx.counters.events));
-          if (tx.wake_queue) PublishWork(*tx.wake_queue);
+          PublishWork(tx.wake_queues);
           return r;
         }
       }

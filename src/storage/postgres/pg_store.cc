@@ -290,14 +290,12 @@ using PooledConn = Pool::Slot;
 struct Tx {
   PgConn& c;
   StatusCounters counters;
-  // A3: the queue of the first execution this transaction made due; one
-  // notification per transaction, sent just before COMMIT.
-  std::optional<std::string> wake_queue;
+  // A3: the queues this transaction made work due in; a notification for
+  // each, sent just before COMMIT.
+  DueQueues wake_queues;
 
   // Records that this transaction makes work in `queue` due.
-  void MarkWork(const std::string& queue) {
-    if (!wake_queue) wake_queue = queue;
-  }
+  void MarkWork(const std::string& queue) { wake_queues.Mark(queue); }
 
   Result<PgResult> Q(const char* sql, const Params& p = Params()) { return c.Query(sql, p); }
   // A write whose result is not read: sent with the next statement or the
@@ -1282,23 +1280,23 @@ class PostgresStore final : public SqlStore {
       TE_ASSIGN_OR_RETURN(PooledConn * pc, pool_.Acquire());
       PgConn& c = pc->conn;
       c.DeferBegin(begin_sql);
-      Tx tx{c, {}, std::nullopt};
+      Tx tx{c, {}, {}};
       tx.counters.record_events = ObservesLifecycle();
       Result<T> r = body(tx);
       Status st = r.status();
       if (st.ok()) {
         if (std::optional<Params> counts = CountParams(tx))
           tx.Later(kAddCounts, std::move(*counts));
-        if (tx.wake_queue) {
+        for (const std::string& queue : tx.wake_queues.queues()) {
           Params notify;
-          notify.Add(channel_).Add(*tx.wake_queue);
+          notify.Add(channel_).Add(queue);
           tx.Later(kNotifyWork, std::move(notify));
         }
         st = c.Commit();
         if (st.ok()) {
           pool_.Release(pc);
           PublishLifecycle(std::move(tx.counters.events));
-          if (tx.wake_queue) PublishWork(*tx.wake_queue);
+          PublishWork(tx.wake_queues);
           return r;
         }
       }

@@ -785,9 +785,9 @@ class SqliteStore final : public SqlStore {
       TE_RETURN_IF_ERROR(n.Run());
     }
     if (LeavesLane(row, t.to)) {
-      TE_ASSIGN_OR_RETURN(bool unparked, UnparkLane(c, row.tenant, row.lane_key, now));
-      // The lane's next execution: its queue is not read, the wakeup names this one's.
-      if (unparked) MarkWork(row.queue);
+      TE_ASSIGN_OR_RETURN(std::optional<std::string> unparked,
+                          UnparkLane(c, row.tenant, row.lane_key, now));
+      if (unparked) MarkWork(*unparked);  // the lane's next execution's queue
     }
     return Status::Ok();
   }
@@ -899,8 +899,7 @@ class SqliteStore final : public SqlStore {
   void KeepOpCounts() {
     batch_counters_.Add(op_counters_);
     op_counters_.Clear();
-    if (!batch_wake_) batch_wake_ = std::move(op_wake_);
-    op_wake_.reset();
+    batch_wake_.Take(std::move(op_wake_));
     for (Lease& lease : op_claims_) batch_claims_.push_back(std::move(lease));
     op_claims_.clear();
   }
@@ -926,25 +925,26 @@ class SqliteStore final : public SqlStore {
 
   // When the lane (tenant, lane) has no open, un-parked execution left, the
   // oldest parked one becomes due. True when one did.
-  static Result<bool> UnparkLane(Connection& c, const std::string& tenant, const std::string& lane,
-                                 Millis now) {
+  static Result<std::optional<std::string>> UnparkLane(Connection& c, const std::string& tenant,
+                                                       const std::string& lane, Millis now) {
     {
       TE_ASSIGN_OR_RETURN(Stmt s, c.Prepare(kSqliteLaneHasUnparkedOpen));
       s.Bind(1, tenant).Bind(2, lane);
       TE_ASSIGN_OR_RETURN(bool busy, s.Step());
-      if (busy) return false;
+      if (busy) return std::optional<std::string>();
     }
     TE_ASSIGN_OR_RETURN(Stmt u, c.Prepare(kSqliteLaneUnparkNext));
     u.Bind(1, tenant).Bind(2, lane).Bind(3, now);
-    TE_RETURN_IF_ERROR(u.Run());
-    return c.changes() > 0;
+    TE_ASSIGN_OR_RETURN(bool row, u.Step());
+    if (!row) return std::optional<std::string>();
+    std::optional<std::string> queue = u.Text(0);
+    TE_RETURN_IF_ERROR(u.Run());  // the statement's end
+    return queue;
   }
 
   // Records that the running operation makes work in `queue` due (for the
   // work publisher after the batch's COMMIT). Writer thread only.
-  void MarkWork(const std::string& queue) {
-    if (!op_wake_) op_wake_ = queue;
-  }
+  void MarkWork(const std::string& queue) { op_wake_.Mark(queue); }
 
   // The steps of the shared operator actions and sweep (store_actions.h) in
   // one writer transaction.
@@ -1393,7 +1393,7 @@ class SqliteStore final : public SqlStore {
     for (Op* op : batch) {
       Status sp = savepoints ? RunCached(c, kSavepoint) : Status::Ok();
       op_counters_.Clear();
-      op_wake_.reset();
+      op_wake_.Clear();
       if (sp.ok()) {
         op->result = op->body(c);
         // What was read of job definitions and API tokens in this
@@ -1431,7 +1431,7 @@ class SqliteStore final : public SqlStore {
   // What the batch's operations left on the writer, once they will not commit.
   void ForgetBatch() {
     batch_counters_.Clear();
-    batch_wake_.reset();
+    batch_wake_.Clear();
     UnreserveClaims(&batch_claims_);
     definition_reads_.Clear();
   }
@@ -1476,8 +1476,8 @@ class SqliteStore final : public SqlStore {
     Status commit = FlushCounts(c);
     std::vector<LifecycleEvent> events = std::move(batch_counters_.events);
     batch_counters_.Clear();
-    std::optional<std::string> wake = std::move(batch_wake_);
-    batch_wake_.reset();
+    DueQueues wake = std::move(batch_wake_);
+    batch_wake_.Clear();
     std::vector<Lease> claims = std::move(batch_claims_);
     batch_claims_.clear();
     if (traced) [[unlikely]] {
@@ -1499,7 +1499,7 @@ class SqliteStore final : public SqlStore {
     // claimed at admission go to their idle workers, and a commit that made
     // work due wakes the engine's workers without waiting for them.
     for (Lease& lease : claims) admission_claimer_->Deliver(std::move(lease));
-    if (wake) PublishWork(*wake);
+    PublishWork(wake);
     PublishLifecycle(std::move(events));
   }
 
@@ -1516,7 +1516,7 @@ class SqliteStore final : public SqlStore {
   StatusCounters op_counters_, batch_counters_;
   // The queue of the first execution the running operation / the batch made
   // due (writer thread only).
-  std::optional<std::string> op_wake_, batch_wake_;
+  DueQueues op_wake_, batch_wake_;
   // Leases claimed at admission by the running operation / the batch, for
   // admission_claimer_ after the COMMIT (writer thread only).
   std::vector<Lease> op_claims_, batch_claims_;

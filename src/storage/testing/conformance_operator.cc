@@ -635,9 +635,9 @@ TEST_P(StoreConformance, LifecycleEventsFollowCommittedStatusChanges) {
 }
 
 // Store::SetWorkPublisher (A3, D3): each commit that made work due tells the
-// publisher the queue once (the engine wakes its workers and, through the
-// transport, other nodes); claims, finishes that requeue nothing, cancels and
-// a parked lane admission do not.
+// publisher each of its queues once (the engine wakes the workers of that
+// queue and, through the transport, other nodes); claims, finishes that
+// requeue nothing, cancels and a parked lane admission do not.
 TEST_P(StoreConformance, WorkPublisherHearsOfCommitsThatMadeWorkDue) {
   std::vector<std::string> heard;
   store().SetWorkPublisher([&heard](const std::string& queue) { heard.push_back(queue); });
@@ -674,6 +674,35 @@ TEST_P(StoreConformance, WorkPublisherHearsOfCommitsThatMadeWorkDue) {
   ASSERT_OK(store().Complete(Ref(ClaimOne()), "{}").status());
   EXPECT_EQ(heard.size(), 5u) << "the lane's next execution became due";
   for (const std::string& q : heard) EXPECT_EQ(q, "default");
+
+  // One commit that makes work due in two queues names each once, so that
+  // the workers of each hear of it (an engine wakes only the pool that
+  // serves the queue).
+  DefineJob("elsewhere", "elsewhere");
+  heard.clear();
+  std::vector<AdmitRequest> mixed = {MakeRequest("work", 5), MakeRequest("elsewhere", 6),
+                                     MakeRequest("work", 7)};
+  ASSERT_OK_AND_ASSIGN(std::vector<AdmitResult> admitted, store().AdmitBatch(mixed));
+  ASSERT_EQ(admitted.size(), 3u);
+  EXPECT_EQ(heard, (std::vector<std::string>{"default", "elsewhere"}));
+  // Nothing stays due (the lane's second member, these three).
+  for (const char* queue : {"default", "elsewhere"}) {
+    for (const Lease& lease : ClaimN(queue, 10)) {
+      ASSERT_OK(store().Complete(Ref(lease), "{}").status());
+    }
+  }
+
+  // A lane shared by two jobs of different queues: the execution its end
+  // makes due is named by its own queue, not by the one that ended.
+  AdmitRequest head = MakeRequest("work", 8);
+  head.lane_key = "orders-8";
+  AdmitRequest next = MakeRequest("elsewhere", 9);
+  next.lane_key = "orders-8";
+  AdmitOne(head);
+  AdmitOne(next);
+  heard.clear();
+  ASSERT_OK(store().Complete(Ref(ClaimOne()), "{}").status());
+  EXPECT_EQ(heard, std::vector<std::string>{"elsewhere"}) << "the lane's next execution's queue";
   store().SetWorkPublisher(nullptr);
 }
 
