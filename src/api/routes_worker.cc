@@ -653,12 +653,10 @@ void FinishRoute(const ProtocolPtr& wp, const RouteRequest& req, FinishRequest::
         // Answered on a thread of the store after the commit: the answer is
         // built where it is written.
         respond.SendBuilt([fail = counted.kind == FinishRequest::Kind::kFail, reply = *reply] {
-          Json out = {{"status", std::string(ToString(reply.status))}};
-          if (fail) {
-            out["run_at"] =
-                reply.status == ExecutionStatus::kQueued ? TimeOrNull(reply.run_at) : Json(nullptr);
-          }
-          return JsonResponse(200, out);
+          HttpResponse response;
+          response.status = 200;
+          response.body = FinishReplyText(reply, fail);
+          return response;
         });
       });
 }

@@ -291,6 +291,34 @@ std::string DispatchResultText(const DispatchResult& r) {
   return out;
 }
 
+Json FinishReplyToJson(const FinishReply& reply, bool fail) {
+  Json out = Json::object();
+  out.emplace("status", ToString(reply.status));
+  if (fail) {
+    out.emplace("run_at", reply.status == ExecutionStatus::kQueued ? TimeOrNull(reply.run_at)
+                                                                   : Json(nullptr));
+  }
+  return out;
+}
+
+std::string FinishReplyText(const FinishReply& reply, bool fail) {
+  // A status's name and a formatted time are plain ASCII: printed as they are.
+  std::string out = R"({"status":")";
+  out += ToString(reply.status);
+  out += '"';
+  if (fail) {
+    if (reply.status == ExecutionStatus::kQueued && reply.run_at != 0) {
+      out += R"(,"run_at":")";
+      out += FormatTime(reply.run_at);
+      out += '"';
+    } else {
+      out += R"(,"run_at":null)";
+    }
+  }
+  out += '}';
+  return out;
+}
+
 Json TenantToJson(const Tenant& tenant) {
   return {
       {"id", tenant.id.value},

@@ -76,6 +76,13 @@ Json DispatchResultToJson(const DispatchResult& r);
 // DispatchResultToJson(r) as every response prints it, written without
 // building the JSON value: the answer of each single dispatch.
 std::string DispatchResultText(const DispatchResult& r);
+// The answer of a single complete, fail or release call: {"status"}, and for
+// a fail "run_at" too (when the execution is queued again: its next start;
+// else null).
+Json FinishReplyToJson(const FinishReply& reply, bool fail);
+// FinishReplyToJson as every response prints it, written without building
+// the JSON value.
+std::string FinishReplyText(const FinishReply& reply, bool fail);
 // {"id", "name", "active", "created_at"}
 Json TenantToJson(const Tenant& tenant);
 // A dashboard user with `role` (admin, operator, viewer or custom), never its

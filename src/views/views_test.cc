@@ -234,5 +234,29 @@ TEST(ViewsTest, DispatchResultTextIsTheJsonAnswer) {
   }
 }
 
+// The answer of a single complete, fail or release call, written as text, is
+// byte for byte what printing FinishReplyToJson gives: every status, a fail's
+// run_at (null unless queued again) and the other kinds without it.
+TEST(ViewsTest, FinishReplyTextIsTheJsonAnswer) {
+  for (int s = 0; s < kExecutionStatusCount; ++s) {
+    for (const bool fail : {false, true}) {
+      for (const Millis run_at : {Millis{0}, Millis{1'767'225'600'123}}) {
+        FinishReply reply;
+        reply.status = static_cast<ExecutionStatus>(s);
+        reply.run_at = run_at;
+        const std::string want =
+            FinishReplyToJson(reply, fail).dump(-1, ' ', false, Json::error_handler_t::replace);
+        EXPECT_EQ(FinishReplyText(reply, fail), want);
+      }
+    }
+  }
+  FinishReply requeued;
+  requeued.status = ExecutionStatus::kQueued;
+  requeued.run_at = 1'767'225'600'123;
+  EXPECT_EQ(FinishReplyText(requeued, /*fail=*/true),
+            R"({"status":"queued","run_at":"2026-01-01T00:00:00.123Z"})");
+  EXPECT_EQ(FinishReplyText(requeued, /*fail=*/false), R"({"status":"queued"})");
+}
+
 }  // namespace
 }  // namespace taskengine
