@@ -61,9 +61,12 @@ Result<nlohmann::json> ParseJsonBody(const HttpRequest& request, bool allow_empt
     std::string_view t(*type);
     std::string_view media = t.substr(0, t.find(';'));
     while (!media.empty() && media.back() == ' ') media.remove_suffix(1);
-    std::string lower(media);
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower != "application/json") {
+    constexpr std::string_view kJson = "application/json";
+    const bool json = media.size() == kJson.size() &&
+                      std::equal(media.begin(), media.end(), kJson.begin(), [](char a, char b) {
+                        return (a >= 'A' && a <= 'Z' ? static_cast<char>(a - 'A' + 'a') : a) == b;
+                      });
+    if (!json) {
       return InvalidArgument("Content-Type must be application/json, not " + Quote(*type));
     }
   }

@@ -530,6 +530,17 @@ TEST_F(ApiEndpointsTest, DispatchInputErrors) {
   ClientResponse wrong_type = client_->Request("POST", "/api/v1/jobs/echo/dispatch", kDispatcher,
                                                "{}", {{"Content-Type", "text/plain"}});
   EXPECT_EQ(wrong_type.status, 400);
+  // The media type is compared without regard to case, its parameters aside.
+  for (const char* type : {"Application/JSON; charset=utf-8", "APPLICATION/JSON"}) {
+    ClientResponse r = client_->Request("POST", "/api/v1/jobs/echo/dispatch", kDispatcher, "{}",
+                                        {{"Content-Type", type}});
+    EXPECT_EQ(r.status, 202) << type << ": " << r.body;
+  }
+  for (const char* type : {"application/jsoN5", "application/jsom", "application/json-seq"}) {
+    ClientResponse r = client_->Request("POST", "/api/v1/jobs/echo/dispatch", kDispatcher, "{}",
+                                        {{"Content-Type", type}});
+    EXPECT_EQ(r.status, 400) << type << ": " << r.body;
+  }
   ClientResponse unknown_job =
       client_->Post("/api/v1/jobs/nope/dispatch", kDispatcher, json::object());
   EXPECT_EQ(unknown_job.status, 404) << unknown_job.body;
