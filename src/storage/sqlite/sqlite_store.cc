@@ -924,7 +924,7 @@ class SqliteStore final : public SqlStore {
   }
 
   // When the lane (tenant, lane) has no open, un-parked execution left, the
-  // oldest parked one becomes due. True when one did.
+  // oldest parked one becomes due: its queue then.
   static Result<std::optional<std::string>> UnparkLane(Connection& c, const std::string& tenant,
                                                        const std::string& lane, Millis now) {
     {
@@ -1514,8 +1514,8 @@ class SqliteStore final : public SqlStore {
   bool synced_commits_ = true;  // the writer connection's current synchronous mode is FULL
   // Counter deltas of the running operation and of the batch (writer thread only).
   StatusCounters op_counters_, batch_counters_;
-  // The queue of the first execution the running operation / the batch made
-  // due (writer thread only).
+  // The queues the running operation / the batch made work due in (writer
+  // thread only).
   DueQueues op_wake_, batch_wake_;
   // Leases claimed at admission by the running operation / the batch, for
   // admission_claimer_ after the COMMIT (writer thread only).
