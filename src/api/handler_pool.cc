@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "platform/thread_name.h"
+
 namespace taskengine::api {
 
 // One thread's hand-off: Post (or Stop) sets `task` (or `stop`) under `mu`
@@ -34,7 +36,11 @@ struct HandlerPool::Worker {
 HandlerPool::HandlerPool(int threads) {
   const int n = std::max(1, threads);
   for (int i = 0; i < n; ++i) workers_.push_back(std::make_unique<Worker>());
-  for (int i = 0; i < n; ++i) threads_.emplace_back([this, w = workers_[i].get()] { Run(*w); });
+  for (int i = 0; i < n; ++i)
+    threads_.emplace_back([this, w = workers_[i].get()] {
+      SetThreadName("te-http-handler");
+      Run(*w);
+    });
 }
 
 HandlerPool::~HandlerPool() {

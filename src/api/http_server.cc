@@ -48,6 +48,7 @@
 #include "api/http_wire.h"
 #include "api/request_checks.h"
 #include "core/mutex.h"
+#include "platform/thread_name.h"
 
 namespace taskengine::api {
 namespace {
@@ -659,6 +660,7 @@ Status ServerCore::Start() {
     net::dispatch(*acceptor_strand_, [this] { Accept(); });
     for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
       io_threads_.emplace_back([this] {
+        SetThreadName("te-http-io");
         for (;;) {
           try {
             ioc_.run();

@@ -5,13 +5,18 @@
 #include <algorithm>
 #include <map>
 
+#include "platform/thread_name.h"
+
 namespace taskengine::api {
 
 LeaseBroker::LeaseBroker(Store* store, Clock* clock, LeaseBrokerOptions options)
     : store_(store), clock_(clock), options_(options), signal_(std::make_shared<Signal>()) {
   TE_CHECK(store_ != nullptr);
   TE_CHECK(clock_ != nullptr);
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    SetThreadName("te-lease-broker");
+    Loop();
+  });
 }
 
 LeaseBroker::~LeaseBroker() { Stop(); }

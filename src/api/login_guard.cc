@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "api/errors.h"
+#include "platform/thread_name.h"
 
 namespace taskengine::api {
 namespace {
@@ -32,7 +33,11 @@ LoginGuard::LoginGuard(LoginGuardOptions options)
       global_(GlobalRate(options)) {
   const int n = std::max(1, options_.threads);
   threads_.reserve(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) threads_.emplace_back([this] { Run(); });
+  for (int i = 0; i < n; ++i)
+    threads_.emplace_back([this] {
+      SetThreadName("te-login-guard");
+      Run();
+    });
 }
 
 LoginGuard::~LoginGuard() {

@@ -14,6 +14,7 @@
 #include "engine/dispatcher.h"
 #include "engine/engine_internal.h"
 #include "engine/worker_pool.h"
+#include "platform/thread_name.h"
 #include "storage/open_store.h"
 #include "transport/work_transport.h"
 #ifdef TASKENGINE_HAVE_REDIS
@@ -241,7 +242,11 @@ class EngineImpl final : public EngineInternal {
       pool_ptr_.store(pool_.get(), std::memory_order_release);
       WorkerEvent(LifecycleKind::kWorkerStarted);
     }
-    if (options_.run_sweeper) sweeper_ = std::thread([this] { SweepLoop(); });
+    if (options_.run_sweeper)
+      sweeper_ = std::thread([this] {
+        SetThreadName("te-sweeper");
+        SweepLoop();
+      });
     return Status::Ok();
   }
 

@@ -12,6 +12,7 @@
 #include "core/prometheus_text.h"
 #include "core/time_text.h"
 #include "core/utf8.h"
+#include "platform/thread_name.h"
 
 namespace taskengine {
 namespace {
@@ -484,7 +485,10 @@ Status Notifier::Start() {
   if (started_) return Conflict("the notifier is already started");
   started_ = true;
   stopping_ = false;
-  loop_ = std::thread([this] { Loop(); });
+  loop_ = std::thread([this] {
+    SetThreadName("te-notifier");
+    Loop();
+  });
   return Status::Ok();
 }
 

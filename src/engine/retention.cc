@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/prometheus_text.h"
+#include "platform/thread_name.h"
 #include "storage/store_rules.h"
 
 namespace taskengine {
@@ -174,7 +175,10 @@ Status Retention::Start() {
   if (started_) return Conflict("the retention loop is already started");
   started_ = true;
   stopping_ = false;
-  loop_ = std::thread([this] { Loop(); });
+  loop_ = std::thread([this] {
+    SetThreadName("te-retention");
+    Loop();
+  });
   return Status::Ok();
 }
 

@@ -13,6 +13,7 @@
 #include "core/int_math.h"
 #include "core/prometheus_text.h"
 #include "core/time_text.h"
+#include "platform/thread_name.h"
 
 namespace taskengine {
 namespace {
@@ -405,7 +406,10 @@ Status Scheduler::Start(std::function<void(const Result<CycleReport>&)> on_cycle
   if (started_) return Conflict("the scheduler loop is already started");
   started_ = true;
   stopping_ = false;
-  loop_ = std::thread([this, cb = std::move(on_cycle)]() mutable { Loop(std::move(cb)); });
+  loop_ = std::thread([this, cb = std::move(on_cycle)]() mutable {
+    SetThreadName("te-scheduler");
+    Loop(std::move(cb));
+  });
   return Status::Ok();
 }
 

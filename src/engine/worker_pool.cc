@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/pickup_trace.h"
+#include "platform/thread_name.h"
 
 namespace taskengine {
 
@@ -214,10 +215,24 @@ Status WorkerPool::Start() {
       spdlog::warn("worker pool {}: registration failed: {}", options_.worker_id, s.ToString());
     }
   }
-  claimer_ = std::thread([this] { ClaimLoop(); });
-  completer_ = std::thread([this] { CompleteLoop(); });
-  keeper_ = std::thread([this] { KeepLoop(); });
-  for (int i = 0; i < options_.worker_threads; ++i) workers_.emplace_back([this] { WorkLoop(); });
+  claimer_ = std::thread([this] {
+    SetThreadName("te-claimer");
+    ClaimLoop();
+  });
+  completer_ = std::thread([this] {
+    SetThreadName("te-outcomes");
+    CompleteLoop();
+  });
+  keeper_ = std::thread([this] {
+    SetThreadName("te-keeper");
+    KeepLoop();
+  });
+  for (int i = 0; i < options_.worker_threads; ++i) {
+    workers_.emplace_back([this] {
+      SetThreadName("te-worker");
+      WorkLoop();
+    });
+  }
   return Status::Ok();
 }
 

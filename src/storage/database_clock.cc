@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/mutex.h"
+#include "platform/thread_name.h"
 
 namespace taskengine {
 namespace {
@@ -75,7 +76,10 @@ Result<std::unique_ptr<DatabaseClock>> DatabaseClock::Open(Reader read_now,
   TE_RETURN_IF_ERROR(impl->Sample());
   Impl* raw = impl.get();
   std::unique_ptr<DatabaseClock> clock(new DatabaseClock(std::move(impl)));
-  raw->sampler = std::thread([raw] { raw->Loop(); });
+  raw->sampler = std::thread([raw] {
+    SetThreadName("te-db-clock");
+    raw->Loop();
+  });
   return clock;
 }
 

@@ -15,6 +15,7 @@
 
 #include "core/mutex.h"
 #include "platform/sigpipe.h"
+#include "platform/thread_name.h"
 #include "transport/redis_url.h"
 
 namespace taskengine {
@@ -181,7 +182,10 @@ class RedisTransport final : public WorkTransport {
         node_key_(NodeKey(options_.node_id)),
         pending_key_(PendingKey(options_.node_id)),
         processing_key_(ProcessingKey(options_.node_id)) {
-    publisher_ = std::thread([this] { PublishLoop(); });
+    publisher_ = std::thread([this] {
+      SetThreadName("te-redis-pub");
+      PublishLoop();
+    });
   }
 
   ~RedisTransport() override {
@@ -199,7 +203,10 @@ class RedisTransport final : public WorkTransport {
     if (consumer_.joinable()) return;
     on_work_ = std::move(on_work);
     stop_consumer_ = false;
-    consumer_ = std::thread([this] { ConsumeLoop(); });
+    consumer_ = std::thread([this] {
+      SetThreadName("te-redis-sub");
+      ConsumeLoop();
+    });
   }
 
   void Stop() override EXCLUDES(mu_) {

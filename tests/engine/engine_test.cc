@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
@@ -166,6 +168,30 @@ TEST_F(EngineTest, DispatchedJobRunsToSucceededWithResultAndLogs) {
   ASSERT_OK_AND_ASSIGN(auto logs, StoreOf(*engine).GetLogs(d.id, 10));
   ASSERT_EQ(logs.size(), 1u);
   EXPECT_EQ(logs[0].message, R"(hello {"a":1,"b":2})");
+}
+
+// The engine's threads carry their names (top -H, ps -L, perf, gdb): the
+// store's writer and the pool's threads of a started engine are there.
+TEST_F(EngineTest, ItsThreadsAreNamed) {
+  const auto names = [] {
+    std::multiset<std::string> out;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream in(task.path() / "comm");
+      std::string name;
+      std::getline(in, name);
+      out.insert(name);
+    }
+    return out;
+  };
+  ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(Options(2)));
+  ASSERT_OK(engine->Start());
+  const std::multiset<std::string> seen = names();
+  for (const char* name : {"te-writer", "te-callbacks", "te-checkpoint", "te-claimer",
+                           "te-outcomes", "te-keeper", "te-sweeper"}) {
+    EXPECT_EQ(seen.count(name), 1u) << name;
+  }
+  EXPECT_EQ(seen.count("te-worker"), 2u);
+  engine->Stop();
 }
 
 TEST_F(EngineTest, DispatchValidatesInputAndChangesNothing) {

@@ -17,6 +17,7 @@
 
 #include "core/mutex.h"
 #include "core/state_machine.h"
+#include "platform/thread_name.h"
 #include "storage/batch_rows.h"
 #include "storage/list_codec.h"
 #include "storage/postgres/pg_conn.h"
@@ -751,7 +752,10 @@ class PostgresStore final : public SqlStore {
       MutexLock lock(listen_mu_);
       listener_ = std::move(listener);
       if (!listener_ || listen_thread_.joinable()) return;
-      listen_thread_ = std::thread([this] { ListenLoop(); });
+      listen_thread_ = std::thread([this] {
+        SetThreadName("te-pg-listen");
+        ListenLoop();
+      });
     }
   }
 

@@ -17,6 +17,7 @@
 #include "core/mutex.h"
 #include "core/pickup_trace.h"
 #include "core/state_machine.h"
+#include "platform/thread_name.h"
 #include "storage/list_codec.h"
 #include "storage/sql_statements.h"
 #include "storage/sql_store.h"
@@ -286,9 +287,18 @@ class SqliteStore final : public SqlStore {
       readers_.push_back(conn.get());
       owned_readers_.push_back(std::move(conn));
     }
-    writer_ = std::thread([this] { WriterLoop(); });
-    completer_ = std::thread([this] { CompleterLoop(); });
-    checkpointer_ = std::thread([this] { CheckpointLoop(); });
+    writer_ = std::thread([this] {
+      SetThreadName("te-writer");
+      WriterLoop();
+    });
+    completer_ = std::thread([this] {
+      SetThreadName("te-callbacks");
+      CompleterLoop();
+    });
+    checkpointer_ = std::thread([this] {
+      SetThreadName("te-checkpoint");
+      CheckpointLoop();
+    });
     return Status::Ok();
   }
 
