@@ -219,7 +219,19 @@ TEST_F(RedisWakeupTest, WhileRedisIsDownWorkRunsAtThePollAndFastPickupComesBack)
   // Back: the nodes register again, and the next dispatch wakes the worker
   // (its claim takes the earlier execution too).
   ASSERT_TRUE(WaitFor([&] { return worker_->stats().transport.connected; }));
-  ASSERT_OK_AND_ASSIGN(DispatchResult up, dispatcher_->Dispatch(Request()));
+  // The dispatcher's publisher tries again once its backoff has passed; a
+  // wakeup published before that is dropped (the work waits for the poll).
+  // Dispatch until one is sent.
+  DispatchResult up;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::int64_t sent = dispatcher_->stats().transport.published;
+        Result<DispatchResult> r = dispatcher_->Dispatch(Request());
+        if (!r.ok()) return false;
+        up = *r;
+        return WaitFor([&] { return dispatcher_->stats().transport.published > sent; }, 300ms);
+      },
+      20s));
   ASSERT_TRUE(Succeeded(*worker_, up.id, 20s));
   ASSERT_TRUE(Succeeded(*worker_, down.id, 20s));
   EXPECT_GE(worker_->stats().transport.reconnects, 1);
