@@ -37,10 +37,7 @@ HandlerPool::HandlerPool(int threads) {
   const int n = std::max(1, threads);
   for (int i = 0; i < n; ++i) workers_.push_back(std::make_unique<Worker>());
   for (int i = 0; i < n; ++i)
-    threads_.emplace_back([this, w = workers_[i].get()] {
-      SetThreadName("te-http-handler");
-      Run(*w);
-    });
+    threads_.push_back(NamedThread("te-http-handler", [this, w = workers_[i].get()] { Run(*w); }));
 }
 
 HandlerPool::~HandlerPool() {

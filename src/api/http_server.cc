@@ -659,8 +659,7 @@ Status ServerCore::Start() {
     running_ = true;  // from here on, Stop() has everything to undo
     net::dispatch(*acceptor_strand_, [this] { Accept(); });
     for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
-      io_threads_.emplace_back([this] {
-        SetThreadName("te-http-io");
+      io_threads_.push_back(NamedThread("te-http-io", [this] {
         for (;;) {
           try {
             ioc_.run();
@@ -669,7 +668,7 @@ Status ServerCore::Start() {
             // A completion handler threw (out of memory): keep serving.
           }
         }
-      });
+      }));
     }
   } catch (const std::exception& e) {
     return Internal(std::string("cannot start the HTTP server: ") + e.what());

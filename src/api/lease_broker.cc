@@ -13,10 +13,7 @@ LeaseBroker::LeaseBroker(Store* store, Clock* clock, LeaseBrokerOptions options)
     : store_(store), clock_(clock), options_(options), signal_(std::make_shared<Signal>()) {
   TE_CHECK(store_ != nullptr);
   TE_CHECK(clock_ != nullptr);
-  thread_ = std::thread([this] {
-    SetThreadName("te-lease-broker");
-    Loop();
-  });
+  thread_ = NamedThread("te-lease-broker", [this] { Loop(); });
 }
 
 LeaseBroker::~LeaseBroker() { Stop(); }

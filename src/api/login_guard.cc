@@ -33,11 +33,7 @@ LoginGuard::LoginGuard(LoginGuardOptions options)
       global_(GlobalRate(options)) {
   const int n = std::max(1, options_.threads);
   threads_.reserve(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i)
-    threads_.emplace_back([this] {
-      SetThreadName("te-login-guard");
-      Run();
-    });
+  for (int i = 0; i < n; ++i) threads_.push_back(NamedThread("te-login-guard", [this] { Run(); }));
 }
 
 LoginGuard::~LoginGuard() {

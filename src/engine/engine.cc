@@ -242,11 +242,7 @@ class EngineImpl final : public EngineInternal {
       pool_ptr_.store(pool_.get(), std::memory_order_release);
       WorkerEvent(LifecycleKind::kWorkerStarted);
     }
-    if (options_.run_sweeper)
-      sweeper_ = std::thread([this] {
-        SetThreadName("te-sweeper");
-        SweepLoop();
-      });
+    if (options_.run_sweeper) sweeper_ = NamedThread("te-sweeper", [this] { SweepLoop(); });
     return Status::Ok();
   }
 

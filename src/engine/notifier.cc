@@ -485,10 +485,7 @@ Status Notifier::Start() {
   if (started_) return Conflict("the notifier is already started");
   started_ = true;
   stopping_ = false;
-  loop_ = std::thread([this] {
-    SetThreadName("te-notifier");
-    Loop();
-  });
+  loop_ = NamedThread("te-notifier", [this] { Loop(); });
   return Status::Ok();
 }
 

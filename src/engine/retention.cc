@@ -175,10 +175,7 @@ Status Retention::Start() {
   if (started_) return Conflict("the retention loop is already started");
   started_ = true;
   stopping_ = false;
-  loop_ = std::thread([this] {
-    SetThreadName("te-retention");
-    Loop();
-  });
+  loop_ = NamedThread("te-retention", [this] { Loop(); });
   return Status::Ok();
 }
 

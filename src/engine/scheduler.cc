@@ -406,10 +406,8 @@ Status Scheduler::Start(std::function<void(const Result<CycleReport>&)> on_cycle
   if (started_) return Conflict("the scheduler loop is already started");
   started_ = true;
   stopping_ = false;
-  loop_ = std::thread([this, cb = std::move(on_cycle)]() mutable {
-    SetThreadName("te-scheduler");
-    Loop(std::move(cb));
-  });
+  loop_ = NamedThread("te-scheduler",
+                      [this, cb = std::move(on_cycle)]() mutable { Loop(std::move(cb)); });
   return Status::Ok();
 }
 

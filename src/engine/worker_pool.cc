@@ -215,23 +215,11 @@ Status WorkerPool::Start() {
       spdlog::warn("worker pool {}: registration failed: {}", options_.worker_id, s.ToString());
     }
   }
-  claimer_ = std::thread([this] {
-    SetThreadName("te-claimer");
-    ClaimLoop();
-  });
-  completer_ = std::thread([this] {
-    SetThreadName("te-outcomes");
-    CompleteLoop();
-  });
-  keeper_ = std::thread([this] {
-    SetThreadName("te-keeper");
-    KeepLoop();
-  });
+  claimer_ = NamedThread("te-claimer", [this] { ClaimLoop(); });
+  completer_ = NamedThread("te-outcomes", [this] { CompleteLoop(); });
+  keeper_ = NamedThread("te-keeper", [this] { KeepLoop(); });
   for (int i = 0; i < options_.worker_threads; ++i) {
-    workers_.emplace_back([this] {
-      SetThreadName("te-worker");
-      WorkLoop();
-    });
+    workers_.push_back(NamedThread("te-worker", [this] { WorkLoop(); }));
   }
   return Status::Ok();
 }

@@ -5,13 +5,13 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <future>
 #include <string>
-#include <thread>
 
 namespace taskengine {
 namespace {
 
-// The name as the kernel shows it (/proc/self/task/<tid>/comm).
+// The calling thread's name as the kernel shows it (/proc/self/task/<tid>/comm).
 std::string KernelName() {
   std::ifstream in("/proc/self/task/" + std::to_string(::syscall(SYS_gettid)) + "/comm");
   std::string name;
@@ -19,16 +19,22 @@ std::string KernelName() {
   return name;
 }
 
+// The name a thread started by NamedThread sees once NamedThread returned.
+std::string NameSeenBy(std::string_view name) {
+  std::promise<void> named;
+  std::string seen;
+  std::thread thread = NamedThread(name, [&, after = named.get_future()] {
+    after.wait();
+    seen = KernelName();
+  });
+  named.set_value();
+  thread.join();
+  return seen;
+}
+
 TEST(ThreadNameTest, TheKernelShowsTheNameCutTo15Bytes) {
-  std::string shown, cut;
-  std::thread([&] {
-    SetThreadName("te-writer");
-    shown = KernelName();
-    SetThreadName("te-a-name-longer-than-fifteen");
-    cut = KernelName();
-  }).join();
-  EXPECT_EQ(shown, "te-writer");
-  EXPECT_EQ(cut, "te-a-name-longe");
+  EXPECT_EQ(NameSeenBy("te-writer"), "te-writer");
+  EXPECT_EQ(NameSeenBy("te-a-name-longer-than-fifteen"), "te-a-name-longe");
 }
 
 }  // namespace

@@ -76,10 +76,7 @@ Result<std::unique_ptr<DatabaseClock>> DatabaseClock::Open(Reader read_now,
   TE_RETURN_IF_ERROR(impl->Sample());
   Impl* raw = impl.get();
   std::unique_ptr<DatabaseClock> clock(new DatabaseClock(std::move(impl)));
-  raw->sampler = std::thread([raw] {
-    SetThreadName("te-db-clock");
-    raw->Loop();
-  });
+  raw->sampler = NamedThread("te-db-clock", [raw] { raw->Loop(); });
   return clock;
 }
 

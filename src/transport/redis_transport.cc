@@ -182,10 +182,7 @@ class RedisTransport final : public WorkTransport {
         node_key_(NodeKey(options_.node_id)),
         pending_key_(PendingKey(options_.node_id)),
         processing_key_(ProcessingKey(options_.node_id)) {
-    publisher_ = std::thread([this] {
-      SetThreadName("te-redis-pub");
-      PublishLoop();
-    });
+    publisher_ = NamedThread("te-redis-pub", [this] { PublishLoop(); });
   }
 
   ~RedisTransport() override {
@@ -203,10 +200,7 @@ class RedisTransport final : public WorkTransport {
     if (consumer_.joinable()) return;
     on_work_ = std::move(on_work);
     stop_consumer_ = false;
-    consumer_ = std::thread([this] {
-      SetThreadName("te-redis-sub");
-      ConsumeLoop();
-    });
+    consumer_ = NamedThread("te-redis-sub", [this] { ConsumeLoop(); });
   }
 
   void Stop() override EXCLUDES(mu_) {

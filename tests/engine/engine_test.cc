@@ -193,7 +193,7 @@ TEST_F(EngineTest, ItsThreadsAreNamed) {
   };
   ASSERT_OK_AND_ASSIGN(auto engine, Engine::Open(Options(2)));
   ASSERT_OK(engine->Start());
-  // Each thread names itself as it starts: moments after Start().
+  // Named by the thread that starts it (NamedThread), before Start() returns.
   std::multiset<std::string> seen;
   EXPECT_TRUE(WaitFor(
       [&] {

@@ -752,10 +752,7 @@ class PostgresStore final : public SqlStore {
       MutexLock lock(listen_mu_);
       listener_ = std::move(listener);
       if (!listener_ || listen_thread_.joinable()) return;
-      listen_thread_ = std::thread([this] {
-        SetThreadName("te-pg-listen");
-        ListenLoop();
-      });
+      listen_thread_ = NamedThread("te-pg-listen", [this] { ListenLoop(); });
     }
   }
 

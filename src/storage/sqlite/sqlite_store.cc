@@ -287,18 +287,9 @@ class SqliteStore final : public SqlStore {
       readers_.push_back(conn.get());
       owned_readers_.push_back(std::move(conn));
     }
-    writer_ = std::thread([this] {
-      SetThreadName("te-writer");
-      WriterLoop();
-    });
-    completer_ = std::thread([this] {
-      SetThreadName("te-callbacks");
-      CompleterLoop();
-    });
-    checkpointer_ = std::thread([this] {
-      SetThreadName("te-checkpoint");
-      CheckpointLoop();
-    });
+    writer_ = NamedThread("te-writer", [this] { WriterLoop(); });
+    completer_ = NamedThread("te-callbacks", [this] { CompleterLoop(); });
+    checkpointer_ = NamedThread("te-checkpoint", [this] { CheckpointLoop(); });
     return Status::Ok();
   }
 
