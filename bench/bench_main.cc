@@ -245,25 +245,31 @@ class Bench {
     return Seconds(Clock::now() - t0);
   }
 
-  // One P1 run: returns {dispatch jobs/s, drain jobs/s, end-to-end jobs/s}.
-  std::array<double, 3> P1Run(long backlog, int run) {
+  // One P1 run: returns {dispatch jobs/s, drain jobs/s, end-to-end jobs/s};
+  // `cost` (when set) gets the CPU of the dispatch and the drain per job.
+  std::array<double, 3> P1Run(long backlog, int run, te::bench::CpuMeter::Cost* cost = nullptr) {
     auto e = Open(args_.workers, "p1-" + std::to_string(backlog) + "-" + std::to_string(run));
     if (backlog > 0) BulkDispatch(*e, backlog, "backlog");
+    const te::bench::CpuMeter meter;
     double d = BulkDispatch(*e, args_.jobs, "noop");
     double r = Drain(*e, args_.jobs);
+    if (cost != nullptr) *cost = meter.Per(static_cast<double>(args_.jobs));
     e->Stop();
     return {args_.jobs / d, args_.jobs / r, args_.jobs / (d + r)};
   }
 
   void P1() {
     std::vector<double> disp, drain, e2e;
+    te::bench::CpuSeries cpu;
     for (int i = 0; i < args_.runs; ++i) {
-      auto r = P1Run(0, i);
+      te::bench::CpuMeter::Cost cost;
+      auto r = P1Run(0, i, &cost);
+      cpu.Add(cost);
       disp.push_back(r[0]);
       drain.push_back(r[1]);
       e2e.push_back(r[2]);
-      std::printf("  run %d: dispatch %.0f/s, drain %.0f jobs/s, dispatch+drain %.0f jobs/s\n",
-                  i + 1, r[0], r[1], r[2]);
+      std::printf("  run %d: dispatch %.0f/s, drain %.0f jobs/s, dispatch+drain %.0f jobs/s; %s\n",
+                  i + 1, r[0], r[1], r[2], te::bench::CpuSeries::Line(cost, "job").c_str());
     }
     std::printf(
         "P1 SQLite end-to-end: bulk-dispatch %ld no-op jobs (batches of 1000), then drain\n"
@@ -294,6 +300,7 @@ class Bench {
         laned;
     te::bench::PrintFigure("P1", "SQLite bulk dispatch alone" + sized, disp, "jobs/s");
     te::bench::PrintFigure("P1", "SQLite drain alone" + sized, drain, "jobs/s");
+    cpu.Print("P1cpu", "P1 dispatch + drain" + sized, "job", "jobs/s");
   }
 
   // Bulk admission alone (a profiling aid).

@@ -1,12 +1,16 @@
-// Pieces shared by the benchmarks: quantiles of samples and this machine's
+// Pieces shared by the benchmarks: quantiles of samples, this machine's
 // wakeup floor (a condition-variable handoff after an idle gap, as
 // /work/shared/tools/wakeup-floor.c measures it), taken in the same run as
-// the figure it is compared with.
+// the figure it is compared with, and the CPU a run cost (CpuMeter).
 #pragma once
+
+#include <dirent.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +45,131 @@ inline void PrintFigure(const std::string& id, const std::string& what,
               Median(runs), *lo, *hi, runs.size(), unit.c_str(), op, target);
   std::fflush(stdout);
 }
+
+// CPU seconds of this process's threads named `name` (the engine names its
+// threads: te-writer, te-http-io, ...; docs/operations.md), from the
+// kernel's per-thread scheduler statistics (nanoseconds on a CPU); -1 when
+// the kernel does not give them.
+inline double ThreadCpuSeconds(const std::string& name) {
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return -1;
+  double total = 0;
+  bool readable = false;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    const std::string task = std::string("/proc/self/task/") + e->d_name;
+    std::string comm;
+    std::getline(std::ifstream(task + "/comm"), comm);
+    if (comm != name) continue;
+    double ns = 0;
+    if (std::ifstream(task + "/schedstat") >> ns) {
+      total += ns / 1e9;
+      readable = true;
+    }
+  }
+  closedir(dir);
+  return readable ? total : -1;
+}
+
+// The CPU a measured stretch of a benchmark cost, per unit of work (a
+// dispatch, a job): this process's threads together (the engine's and the
+// benchmark client's, which share the machine's cores), the part of it in
+// the kernel, and the store's writer thread alone (te-writer), which does
+// every SQLite write in turn. From them, the rates the machine cannot pass
+// at that cost: cores / CPU per unit for the process, 1 / writer CPU per unit
+// for the writer.
+class CpuMeter {
+ public:
+  CpuMeter() : start_(Now()) {}
+
+  struct Cost {
+    double us_per_unit = 0;          // user + system, all threads of the process
+    double system_percent = 0;       // of that, in the kernel
+    double writer_us_per_unit = -1;  // the te-writer thread; -1: not measured
+  };
+  Cost Per(double units) const {
+    const Sample end = Now();
+    Cost c;
+    const double user = end.user - start_.user;
+    const double system = end.system - start_.system;
+    c.us_per_unit = (user + system) * 1e6 / units;
+    c.system_percent = user + system > 0 ? 100 * system / (user + system) : 0;
+    if (start_.writer >= 0 && end.writer >= 0) {
+      c.writer_us_per_unit = (end.writer - start_.writer) * 1e6 / units;
+    }
+    return c;
+  }
+
+ private:
+  struct Sample {
+    double user = 0, system = 0, writer = -1;
+  };
+  static Sample Now() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    Sample s;
+    s.user = static_cast<double>(ru.ru_utime.tv_sec) + ru.ru_utime.tv_usec / 1e6;
+    s.system = static_cast<double>(ru.ru_stime.tv_sec) + ru.ru_stime.tv_usec / 1e6;
+    s.writer = ThreadCpuSeconds("te-writer");
+    return s;
+  }
+  Sample start_;
+};
+
+// The costs of a figure's runs, printed after it as figures of their own
+// (`id`, e.g. "P3cpu"): CPU per `unit` and its kernel share, and the rates
+// in `rate_unit` that the cores and the writer allow at that cost.
+class CpuSeries {
+ public:
+  void Add(const CpuMeter::Cost& c) { costs_.push_back(c); }
+
+  // One line for a run's report.
+  static std::string Line(const CpuMeter::Cost& c, const std::string& unit) {
+    char buf[256];
+    const int cores = Cores();
+    int n = std::snprintf(
+        buf, sizeof buf, "CPU %.1f us per %s (%.0f%% in the kernel; %d cores: %.0f/s at most)",
+        c.us_per_unit, unit.c_str(), c.system_percent, cores, cores * 1e6 / c.us_per_unit);
+    if (c.writer_us_per_unit > 0 && n > 0 && n < static_cast<int>(sizeof buf)) {
+      std::snprintf(buf + n, sizeof buf - n, "; writer %.1f us per %s: %.0f/s at most",
+                    c.writer_us_per_unit, unit.c_str(), 1e6 / c.writer_us_per_unit);
+    }
+    return buf;
+  }
+
+  void Print(const std::string& id, const std::string& what, const std::string& unit,
+             const std::string& rate_unit) const {
+    std::vector<double> us, system, ceiling, writer, writer_ceiling;
+    const int cores = Cores();
+    for (const CpuMeter::Cost& c : costs_) {
+      us.push_back(c.us_per_unit);
+      system.push_back(c.system_percent);
+      ceiling.push_back(cores * 1e6 / c.us_per_unit);
+      if (c.writer_us_per_unit > 0) {
+        writer.push_back(c.writer_us_per_unit);
+        writer_ceiling.push_back(1e6 / c.writer_us_per_unit);
+      }
+    }
+    PrintFigure(id, what + ": CPU per " + unit + " (all threads of the process, user + system)", us,
+                "us");
+    PrintFigure(id, what + ": share of that CPU in the kernel", system, "%");
+    PrintFigure(id,
+                what + ": the most the " + std::to_string(cores) + " cores allow at that CPU per " +
+                    unit + " (cores / CPU per " + unit + ")",
+                ceiling, rate_unit);
+    if (writer.size() == costs_.size()) {
+      PrintFigure(id, what + ": CPU of the store's writer thread per " + unit, writer, "us");
+      PrintFigure(id,
+                  what + ": the most the writer allows at that CPU per " + unit +
+                      " (1 / writer CPU per " + unit + ")",
+                  writer_ceiling, rate_unit);
+    }
+  }
+
+ private:
+  static int Cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+  std::vector<CpuMeter::Cost> costs_;
+};
 
 // The floor of a thread handoff: a thread sleeping on a condition variable is
 // signalled and wakes (/work/shared/tools/wakeup-floor.c, in process).

@@ -234,13 +234,16 @@ class Server {
 };
 
 // P3 runs of one authentication kind; req/s of each run.
-std::vector<double> P3Rates(const Args& args, bool store_tokens) {
+// P3 runs of one authentication kind: req/s of each run; `cpu` gets what
+// each run cost.
+std::vector<double> P3Rates(const Args& args, bool store_tokens, te::bench::CpuSeries* cpu) {
   std::vector<double> rates;
   const char* kind = store_tokens ? "store tokens" : "static tokens";
   for (int run = 0; run < args.runs; ++run) {
     Server server(args, "p3", store_tokens);
     const std::string token = server.dispatch_token();
     std::atomic<long> accepted{0};
+    const te::bench::CpuMeter meter;
     double seconds = te::bench::RunClosedLoop(
         server.port(), args.clients, args.requests,
         [&token](std::int64_t i) {
@@ -255,19 +258,24 @@ std::vector<double> P3Rates(const Args& args, bool store_tokens) {
                    args.requests);
       std::exit(1);
     }
+    const te::bench::CpuMeter::Cost cost = meter.Per(static_cast<double>(args.requests));
+    cpu->Add(cost);
     rates.push_back(static_cast<double>(args.requests) / seconds);
-    std::printf("  P3 (%s) run %d: %ld dispatches in %.2f s = %.0f req/s\n", kind, run + 1,
-                args.requests, seconds, rates.back());
+    std::printf("  P3 (%s) run %d: %ld dispatches in %.2f s = %.0f req/s; %s\n", kind, run + 1,
+                args.requests, seconds, rates.back(),
+                te::bench::CpuSeries::Line(cost, "dispatch").c_str());
   }
   return rates;
 }
 
 void RunP3(const Args& args) {
   const bool all = args.tokens == "both";
-  const std::vector<double> stored =
-      all || args.tokens == "store" ? P3Rates(args, /*store_tokens=*/true) : std::vector<double>{};
+  te::bench::CpuSeries stored_cpu, fixed_cpu;
+  const std::vector<double> stored = all || args.tokens == "store"
+                                         ? P3Rates(args, /*store_tokens=*/true, &stored_cpu)
+                                         : std::vector<double>{};
   const std::vector<double> fixed = all || args.tokens == "static"
-                                        ? P3Rates(args, /*store_tokens=*/false)
+                                        ? P3Rates(args, /*store_tokens=*/false, &fixed_cpu)
                                         : std::vector<double>{};
   std::printf(
       "P3 HTTP dispatch%s: median %.0f req/s (target >= 30,000) with a token kept in the store "
@@ -285,6 +293,9 @@ void RunP3(const Args& args) {
                  "the same with static tokens (held in memory; only the benchmark "
                  "authenticates so)",
                  fixed, "req/s");
+  if (args.synced) {
+    stored_cpu.Print("P3cpu", "P3 with a token kept in the store", "dispatch", "req/s");
+  }
 }
 
 // The executions of a lease answer, as their complete calls need them: the
@@ -498,7 +509,10 @@ void RemoteWorker(int port, const std::string& token, int index, std::atomic<lon
 }
 
 // P4 runs of one mode and authentication kind; jobs/s of each run.
-std::vector<double> P4Rates(const Args& args, bool batch_finish, bool store_tokens) {
+// P4 runs of one mode and authentication kind: jobs/s of each run; `cpu`
+// gets what each run cost.
+std::vector<double> P4Rates(const Args& args, bool batch_finish, bool store_tokens,
+                            te::bench::CpuSeries* cpu) {
   std::vector<double> rates;
   const std::string kind = std::string(batch_finish ? "batch finish" : "complete each") + ", " +
                            (store_tokens ? "store tokens" : "static tokens");
@@ -506,6 +520,7 @@ std::vector<double> P4Rates(const Args& args, bool batch_finish, bool store_toke
     Server server(args, "p4", store_tokens);
     server.Fill("remote", args.jobs);
     double seconds = 0;
+    const te::bench::CpuMeter meter;
     if (batch_finish) {
       std::atomic<long> remaining{args.jobs};
       std::atomic<long> completed{0};
@@ -531,9 +546,12 @@ std::vector<double> P4Rates(const Args& args, bool batch_finish, bool store_toke
         std::exit(1);
       }
     }
+    const te::bench::CpuMeter::Cost cost = meter.Per(static_cast<double>(args.jobs));
+    cpu->Add(cost);
     rates.push_back(static_cast<double>(args.jobs) / seconds);
-    std::printf("  P4 (%s) run %d: %ld executions in %.2f s = %.0f jobs/s\n", kind.c_str(), run + 1,
-                args.jobs, seconds, rates.back());
+    std::printf("  P4 (%s) run %d: %ld executions in %.2f s = %.0f jobs/s; %s\n", kind.c_str(),
+                run + 1, args.jobs, seconds, rates.back(),
+                te::bench::CpuSeries::Line(cost, "execution").c_str());
   }
   return rates;
 }
@@ -549,7 +567,9 @@ void RunP4(const Args& args) {
   const std::string each_clients =
       "a keep-alive connection per worker and per handler, all driven by 1 client thread (epoll)";
   if (args.finishes != "each") {
-    const std::vector<double> batch = P4Rates(args, /*batch_finish=*/true, /*store_tokens=*/true);
+    te::bench::CpuSeries batch_cpu;
+    const std::vector<double> batch =
+        P4Rates(args, /*batch_finish=*/true, /*store_tokens=*/true, &batch_cpu);
     std::printf(
         "P4 remote workers, one finish call per leased batch, worker token kept in the store%s: "
         "median %.0f jobs/s (target >= 20,000). %s, %s, %s; commits %s\n",
@@ -561,11 +581,12 @@ void RunP4(const Args& args) {
   }
   if (args.finishes == "batch") return;
   const bool all = args.tokens == "both";
+  te::bench::CpuSeries stored_cpu, fixed_cpu;
   const std::vector<double> stored = all || args.tokens == "store"
-                                         ? P4Rates(args, false, /*store_tokens=*/true)
+                                         ? P4Rates(args, false, /*store_tokens=*/true, &stored_cpu)
                                          : std::vector<double>{};
   const std::vector<double> fixed = all || args.tokens == "static"
-                                        ? P4Rates(args, false, /*store_tokens=*/false)
+                                        ? P4Rates(args, false, /*store_tokens=*/false, &fixed_cpu)
                                         : std::vector<double>{};
   std::printf(
       "P4 remote workers, one complete call per execution%s: median %.0f jobs/s (target >= "
@@ -583,6 +604,11 @@ void RunP4(const Args& args) {
                      ", one complete call per execution, static tokens (held in memory; only "
                      "the benchmark authenticates so)",
                  fixed, "jobs/s");
+  if (args.synced) {
+    stored_cpu.Print("P4cpu",
+                     "P4 with one complete call per execution and a token kept in the store",
+                     "execution", "jobs/s");
+  }
 }
 
 // Latencies of `samples` GET `target` with `token`, in milliseconds.

@@ -17,13 +17,18 @@
 // P1 (same run): the same N with one engine of 2x the workers, on PostgreSQL
 // and on SQLite (WAL, synchronous=FULL). Prints medians and the ratios. The
 // client threads share the machine's cores with the server.
+#include <dirent.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -95,6 +100,70 @@ long long SettledServerCommits(const std::string& url, bool maria) {
     last = now;
   }
   return last;
+}
+
+// The process id of the server behind `url` when it runs on this machine:
+// PostgreSQL's postmaster (the parent of this connection's backend), MariaDB's
+// mariadbd (its pid file). -1 when it cannot be told or /proc does not show it.
+long ServerPid(const std::string& url, bool maria) {
+  long pid = -1;
+  if (maria) {
+    te::maria::MariaConn c;
+    if (!c.Connect(url).ok()) return -1;
+    std::string file;
+    if (!c.Run("SELECT @@pid_file", {}, [&](const te::storage_internal::Row& row) {
+            file = row.Text(0);
+          }).ok()) {
+      return -1;
+    }
+    std::ifstream(file) >> pid;
+  } else {
+    te::pg::PgConn c;
+    if (!c.Connect(url, "").ok()) return -1;
+    auto r = c.Exec("SELECT pg_backend_pid()");
+    if (!r.ok() || r->rows() != 1) return -1;
+    const long backend = std::atol(r->Text(0, 0).c_str());
+    std::ifstream status("/proc/" + std::to_string(backend) + "/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("PPid:", 0) == 0) pid = std::atol(line.c_str() + 5);
+    }
+  }
+  return pid > 0 && std::filesystem::exists("/proc/" + std::to_string(pid)) ? pid : -1;
+}
+
+// The fields of /proc/PID/stat after the command name (field 3 on); empty
+// when it cannot be read.
+std::vector<long long> StatFields(long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<long long> out;
+  const std::size_t end = text.rfind(')');
+  if (end == std::string::npos) return out;
+  std::istringstream fields(text.substr(end + 2));
+  std::string f;
+  while (fields >> f) out.push_back(std::atoll(f.c_str()));
+  return out;
+}
+
+// CPU seconds the server `pid` has used: its own time, that of its children
+// that ended (PostgreSQL's backends of closed connections) and that of its
+// live children. -1 when /proc does not show it.
+double ServerCpuSeconds(long pid) {
+  if (pid <= 0) return -1;
+  // stat fields from 3 on: ppid is [1], utime [11], stime [12], cutime [13], cstime [14].
+  const std::vector<long long> own = StatFields(pid);
+  if (own.size() < 15) return -1;
+  long long ticks = own[11] + own[12] + own[13] + own[14];
+  if (DIR* dir = opendir("/proc")) {
+    while (dirent* e = readdir(dir)) {
+      const long child = std::atol(e->d_name);
+      if (child <= 0) continue;
+      const std::vector<long long> f = StatFields(child);
+      if (f.size() >= 13 && f[1] == pid) ticks += f[11] + f[12];
+    }
+    closedir(dir);
+  }
+  return static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 te::JobDefinition NoopJob() {
@@ -215,6 +284,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<double> pg, pg_one, sqlite, commits;
+  // Per job of the 2-node runs: the server's CPU and this process's (the two
+  // engine nodes), in microseconds.
+  std::vector<double> server_us, nodes_us, server_ceiling, all_ceiling;
   auto report = [&](const char* what, int r, double d, double w) {
     std::printf("  run %d %-24s dispatch %.0f/s, drain %.0f jobs/s, end to end %.0f jobs/s\n",
                 r + 1, what, a.jobs / d, a.jobs / w, a.jobs / (d + w));
@@ -254,6 +326,8 @@ int main(int argc, char** argv) {
     }
   };
   const std::string two_nodes = server + ", 2 nodes:";
+  const long server_pid = ServerPid(a.url, maria);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const std::string one_node = server + ", 1 node:";
   for (int r = 0; r < a.runs; ++r) {
     if (a.two) {
@@ -262,10 +336,25 @@ int main(int argc, char** argv) {
       double seconds = 0;
       {
         Run run(o, 2, a.workers);
+        const double server_before = ServerCpuSeconds(server_pid);
+        const te::bench::CpuMeter nodes;
         auto [d, w] = run.Go(a.jobs);
+        const double nodes_per_job = nodes.Per(static_cast<double>(a.jobs)).us_per_unit;
+        const double server_after = ServerCpuSeconds(server_pid);
         pg.push_back(a.jobs / (d + w));
         seconds = d + w;
         report(two_nodes.c_str(), r, d, w);
+        if (server_before >= 0 && server_after >= server_before) {
+          server_us.push_back((server_after - server_before) * 1e6 / a.jobs);
+          nodes_us.push_back(nodes_per_job);
+          server_ceiling.push_back(cores * 1e6 / server_us.back());
+          all_ceiling.push_back(cores * 1e6 / (server_us.back() + nodes_us.back()));
+          std::printf(
+              "  run %d %-24s CPU per job: server %.1f us, the 2 nodes %.1f us; %d cores allow "
+              "%.0f jobs/s at most (%.0f for the server alone)\n",
+              r + 1, two_nodes.c_str(), server_us.back(), nodes_us.back(), cores,
+              all_ceiling.back(), server_ceiling.back());
+        }
       }
       const long long commits_after = SettledServerCommits(a.url, maria);
       if (commits_before >= 0 && commits_after >= commits_before) {
@@ -324,6 +413,20 @@ int main(int argc, char** argv) {
       server +
           ": transactions the server committed per second during the 2-node runs (all databases)",
       commits, "commits/s");
+  const std::string cpu_id = id + "cpu";
+  const std::string cpu_what = id + " (" + server + ", 2 nodes): ";
+  te::bench::PrintFigure(cpu_id, cpu_what + "the server's CPU per job (all its processes)",
+                         server_us, "us");
+  te::bench::PrintFigure(cpu_id, cpu_what + "the engine nodes' CPU per job (this process)",
+                         nodes_us, "us");
+  te::bench::PrintFigure(cpu_id,
+                         cpu_what + "the most the " + std::to_string(cores) +
+                             " cores allow at that CPU per job (cores / (server + nodes))",
+                         all_ceiling, "jobs/s");
+  te::bench::PrintFigure(cpu_id,
+                         cpu_what + "the most the " + std::to_string(cores) +
+                             " cores allow the server alone (cores / server CPU per job)",
+                         server_ceiling, "jobs/s");
   te::bench::PrintFigure(id, server + ", 1 node x " + std::to_string(2 * a.workers) + " workers",
                          pg_one, "jobs/s");
   te::bench::PrintFigure(

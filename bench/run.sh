@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The benchmark report: every P figure of quality.md §1 with fixed settings,
 # three runs each (medians and min-max), the machine's floors measured in the
-# same runs, the writer's instructions per job (callgrind), and the ratio of
-# each figure to its target. Writes docs/benchmarks.md (or --out FILE).
+# same runs, the writer's instructions per job (callgrind), the CPU the
+# throughput figures cost per unit and the most the cores allow at that cost,
+# and the ratio of each figure to its target. Writes docs/benchmarks.md (or
+# --out FILE).
 #
 #   bench/run.sh [--quick] [--out FILE] [--only LIST] [--build DIR]
 #
@@ -41,7 +43,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --only) only=",$2,"; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "bench/run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -280,6 +282,15 @@ mkdir -p "$(dirname "$out")"
   echo "the target for a floor (≥) and the target divided by the median for a"
   echo "ceiling (≤): 1 or more meets the target. Benchmarks and engine share"
   echo "the machine's cores."
+  echo
+  echo "P1cpu, P3cpu, P4cpu, P5cpu and P11cpu are what the runs of P1, P3, P4"
+  echo "(one complete per execution), P5 and P11 cost: CPU time per job or"
+  echo "request (user + system; the benchmark process holds the engine and its"
+  echo "client; P5 and P11 add the database server's processes), and the most"
+  echo "the machine's cores allow at that cost (cores / CPU per unit). The"
+  echo "SQLite figures add the store's writer thread, which makes every write"
+  echo "in turn: 1 / its CPU per unit bounds the figure as well. A target above"
+  echo "such a bound needs less work per job, not better scheduling."
   echo
   echo "## Machine"
   echo
