@@ -46,6 +46,9 @@ inline void PrintFigure(const std::string& id, const std::string& what,
   std::fflush(stdout);
 }
 
+// The machine's hardware threads (at least 1): what the CPU figures divide.
+inline int Cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
 // CPU seconds of this process's threads named `name` (the engine names its
 // threads: te-writer, te-http-io, ...; docs/operations.md), from the
 // kernel's per-thread scheduler statistics (nanoseconds on a CPU); -1 when
@@ -167,7 +170,6 @@ class CpuSeries {
   }
 
  private:
-  static int Cores() { return std::max(1u, std::thread::hardware_concurrency()); }
   std::vector<CpuMeter::Cost> costs_;
 };
 

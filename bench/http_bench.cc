@@ -233,10 +233,10 @@ class Server {
   std::unique_ptr<te::api::HttpServer> http_;
 };
 
-// P3 runs of one authentication kind; req/s of each run.
-// P3 runs of one authentication kind: req/s of each run; `cpu` gets what
-// each run cost.
-std::vector<double> P3Rates(const Args& args, bool store_tokens, te::bench::CpuSeries* cpu) {
+// P3 runs of one authentication kind: req/s of each run; `cpu` (when set)
+// gets what each run cost.
+std::vector<double> P3Rates(const Args& args, bool store_tokens,
+                            te::bench::CpuSeries* cpu = nullptr) {
   std::vector<double> rates;
   const char* kind = store_tokens ? "store tokens" : "static tokens";
   for (int run = 0; run < args.runs; ++run) {
@@ -259,7 +259,7 @@ std::vector<double> P3Rates(const Args& args, bool store_tokens, te::bench::CpuS
       std::exit(1);
     }
     const te::bench::CpuMeter::Cost cost = meter.Per(static_cast<double>(args.requests));
-    cpu->Add(cost);
+    if (cpu != nullptr) cpu->Add(cost);
     rates.push_back(static_cast<double>(args.requests) / seconds);
     std::printf("  P3 (%s) run %d: %ld dispatches in %.2f s = %.0f req/s; %s\n", kind, run + 1,
                 args.requests, seconds, rates.back(),
@@ -270,12 +270,12 @@ std::vector<double> P3Rates(const Args& args, bool store_tokens, te::bench::CpuS
 
 void RunP3(const Args& args) {
   const bool all = args.tokens == "both";
-  te::bench::CpuSeries stored_cpu, fixed_cpu;
+  te::bench::CpuSeries stored_cpu;
   const std::vector<double> stored = all || args.tokens == "store"
                                          ? P3Rates(args, /*store_tokens=*/true, &stored_cpu)
                                          : std::vector<double>{};
   const std::vector<double> fixed = all || args.tokens == "static"
-                                        ? P3Rates(args, /*store_tokens=*/false, &fixed_cpu)
+                                        ? P3Rates(args, /*store_tokens=*/false)
                                         : std::vector<double>{};
   std::printf(
       "P3 HTTP dispatch%s: median %.0f req/s (target >= 30,000) with a token kept in the store "
@@ -508,11 +508,10 @@ void RemoteWorker(int port, const std::string& token, int index, std::atomic<lon
   }
 }
 
-// P4 runs of one mode and authentication kind; jobs/s of each run.
 // P4 runs of one mode and authentication kind: jobs/s of each run; `cpu`
-// gets what each run cost.
+// (when set) gets what each run cost.
 std::vector<double> P4Rates(const Args& args, bool batch_finish, bool store_tokens,
-                            te::bench::CpuSeries* cpu) {
+                            te::bench::CpuSeries* cpu = nullptr) {
   std::vector<double> rates;
   const std::string kind = std::string(batch_finish ? "batch finish" : "complete each") + ", " +
                            (store_tokens ? "store tokens" : "static tokens");
@@ -547,7 +546,7 @@ std::vector<double> P4Rates(const Args& args, bool batch_finish, bool store_toke
       }
     }
     const te::bench::CpuMeter::Cost cost = meter.Per(static_cast<double>(args.jobs));
-    cpu->Add(cost);
+    if (cpu != nullptr) cpu->Add(cost);
     rates.push_back(static_cast<double>(args.jobs) / seconds);
     std::printf("  P4 (%s) run %d: %ld executions in %.2f s = %.0f jobs/s; %s\n", kind.c_str(),
                 run + 1, args.jobs, seconds, rates.back(),
@@ -567,9 +566,7 @@ void RunP4(const Args& args) {
   const std::string each_clients =
       "a keep-alive connection per worker and per handler, all driven by 1 client thread (epoll)";
   if (args.finishes != "each") {
-    te::bench::CpuSeries batch_cpu;
-    const std::vector<double> batch =
-        P4Rates(args, /*batch_finish=*/true, /*store_tokens=*/true, &batch_cpu);
+    const std::vector<double> batch = P4Rates(args, /*batch_finish=*/true, /*store_tokens=*/true);
     std::printf(
         "P4 remote workers, one finish call per leased batch, worker token kept in the store%s: "
         "median %.0f jobs/s (target >= 20,000). %s, %s, %s; commits %s\n",
@@ -581,12 +578,12 @@ void RunP4(const Args& args) {
   }
   if (args.finishes == "batch") return;
   const bool all = args.tokens == "both";
-  te::bench::CpuSeries stored_cpu, fixed_cpu;
+  te::bench::CpuSeries stored_cpu;
   const std::vector<double> stored = all || args.tokens == "store"
                                          ? P4Rates(args, false, /*store_tokens=*/true, &stored_cpu)
                                          : std::vector<double>{};
   const std::vector<double> fixed = all || args.tokens == "static"
-                                        ? P4Rates(args, false, /*store_tokens=*/false, &fixed_cpu)
+                                        ? P4Rates(args, false, /*store_tokens=*/false)
                                         : std::vector<double>{};
   std::printf(
       "P4 remote workers, one complete call per execution%s: median %.0f jobs/s (target >= "

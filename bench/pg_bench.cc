@@ -327,7 +327,7 @@ int main(int argc, char** argv) {
   };
   const std::string two_nodes = server + ", 2 nodes:";
   const long server_pid = ServerPid(a.url, maria);
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int cores = te::bench::Cores();
   const std::string one_node = server + ", 1 node:";
   for (int r = 0; r < a.runs; ++r) {
     if (a.two) {
